@@ -1,0 +1,120 @@
+// Status: the one error type of Kiln's runtime and compiler.
+//
+// A Status is either OK (no allocation, one pointer-sized word) or carries a
+// code and a human-readable message. Functions that can fail return Status or
+// StatusOr<T>; nothing in the runtime throws or aborts on bad input.
+//
+// Ownership: a Status owns its message. Moving transfers it; copying duplicates.
+#ifndef KILN_BASE_STATUS_H_
+#define KILN_BASE_STATUS_H_
+
+#include <cstdarg>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace kiln {
+
+enum class StatusCode : int {
+  kOk = 0,
+  kInvalidArgument = 1,   // bad input from the caller (shape/dtype mismatch, bad flag)
+  kDataLoss = 2,          // malformed or truncated module bytes
+  kNotFound = 3,          // missing function, import, device, file
+  kUnimplemented = 4,     // unsupported op/dtype/feature
+  kResourceExhausted = 5, // allocation failure (host or device)
+  kFailedPrecondition = 6,// wrong state (aliasing violation, bad ordering)
+  kInternal = 7,          // a Kiln bug or driver failure
+  kOutOfRange = 8,        // index/offset beyond bounds
+};
+
+const char* StatusCodeName(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message);
+  Status(const Status& other);
+  Status& operator=(const Status& other);
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
+
+  bool ok() const { return rep_ == nullptr; }
+  StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
+  const std::string& message() const;
+  // "INVALID_ARGUMENT: message" or "OK".
+  std::string ToString() const;
+  // Prepends context: "context: message". No-op on OK.
+  Status& Annotate(const std::string& context);
+
+ private:
+  struct Rep {
+    StatusCode code;
+    std::string message;
+  };
+  std::unique_ptr<Rep> rep_;
+};
+
+inline Status OkStatus() { return Status(); }
+// printf-style constructors.
+Status MakeStatus(StatusCode code, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+#define KILN_STATUS_CTOR(Name, Code)                                        \
+  template <typename... Args>                                               \
+  Status Name(const char* fmt, Args... args) {                              \
+    return MakeStatus(StatusCode::Code, fmt, args...);                      \
+  }                                                                         \
+  inline Status Name(const char* msg) {                                     \
+    return Status(StatusCode::Code, msg);                                   \
+  }
+KILN_STATUS_CTOR(InvalidArgumentError, kInvalidArgument)
+KILN_STATUS_CTOR(DataLossError, kDataLoss)
+KILN_STATUS_CTOR(NotFoundError, kNotFound)
+KILN_STATUS_CTOR(UnimplementedError, kUnimplemented)
+KILN_STATUS_CTOR(ResourceExhaustedError, kResourceExhausted)
+KILN_STATUS_CTOR(FailedPreconditionError, kFailedPrecondition)
+KILN_STATUS_CTOR(InternalError, kInternal)
+KILN_STATUS_CTOR(OutOfRangeError, kOutOfRange)
+#undef KILN_STATUS_CTOR
+
+// StatusOr<T>: a value or an error. T must be movable.
+template <typename T>
+class [[nodiscard]] StatusOr {
+ public:
+  StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT: implicit
+  StatusOr(T value) : value_(std::move(value)), has_value_(true) {}  // NOLINT
+  bool ok() const { return has_value_; }
+  const Status& status() const { return status_; }
+  Status take_status() { return std::move(status_); }
+  T& value() & { return value_; }
+  const T& value() const& { return value_; }
+  T&& value() && { return std::move(value_); }
+  T* operator->() { return &value_; }
+  T& operator*() { return value_; }
+
+ private:
+  Status status_;
+  T value_{};
+  bool has_value_ = false;
+};
+
+}  // namespace kiln
+
+#define KILN_CONCAT_INNER(a, b) a##b
+#define KILN_CONCAT(a, b) KILN_CONCAT_INNER(a, b)
+
+// Returns early from the enclosing function if `expr` is not OK.
+#define KILN_RETURN_IF_ERROR(expr)              \
+  do {                                          \
+    ::kiln::Status _kiln_status = (expr);       \
+    if (!_kiln_status.ok()) return _kiln_status; \
+  } while (0)
+
+// `KILN_ASSIGN_OR_RETURN(auto x, StatusOrExpr());`
+#define KILN_ASSIGN_OR_RETURN(lhs, expr) \
+  KILN_ASSIGN_OR_RETURN_IMPL(KILN_CONCAT(_kiln_sor_, __LINE__), lhs, expr)
+#define KILN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                               \
+  if (!tmp.ok()) return tmp.take_status();          \
+  lhs = std::move(tmp).value()
+
+#endif  // KILN_BASE_STATUS_H_

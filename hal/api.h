@@ -1,0 +1,179 @@
+// Kiln HAL: the hardware abstraction every driver implements (vulkan/, and a
+// future cpu/). Modelled on IREE's HAL and Vulkan's own objects; the VM's
+// native `hal` module (vm/hal_module.cc) is a thin layer over these calls.
+//
+// Threading: a Device and its objects may be used from one thread at a time
+// unless noted. Ownership: objects are RefObjects; creators return Ref<T>
+// holding one reference; `T*` parameters are borrowed for the call's duration.
+// Errors: every fallible call returns Status; nothing aborts on bad input or
+// on allocation failure (kResourceExhausted).
+#ifndef KILN_HAL_API_H_
+#define KILN_HAL_API_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/ref.h"
+#include "base/status.h"
+
+namespace kiln::hal {
+
+// Counters behind every tool's `--stats` (DESIGN.md "Runtime contracts").
+// Incremented by drivers as work is *recorded or allocated*, never estimated.
+struct Stats {
+  uint64_t device_allocations = 0;      // buffers allocated on the device
+  uint64_t device_bytes_allocated = 0;  // sum of their sizes, bytes
+  uint64_t device_bytes_live = 0;       // currently allocated, bytes
+  uint64_t device_peak_bytes = 0;       // high-water mark of bytes_live
+  uint64_t copies = 0;                  // device-side buffer copies recorded
+  uint64_t copy_bytes = 0;
+  uint64_t transfers = 0;               // host<->device staging transfers
+  uint64_t fills = 0;                   // buffer fills recorded
+  uint64_t dispatches = 0;              // compute dispatches recorded
+  uint64_t barriers = 0;                // pipeline/buffer barriers recorded
+  uint64_t submissions = 0;             // queue submissions
+  uint64_t host_allocations_invoke = 0; // maintained by the VM (see vm/)
+};
+
+// Memory the buffer must live in. On unified-memory devices these may alias.
+enum class MemoryKind : uint8_t {
+  kDeviceLocal = 0,  // fastest for dispatches; may not be host visible
+  kHostVisible = 1,  // mappable; used for staging and for results read back
+};
+
+// A device allocation. `size()` is in bytes. A buffer may be created as a
+// subspan of another (see Device::CreateSubspan); a subspan retains its
+// parent allocation until it is released.
+class Buffer : public RefObject {
+ public:
+  virtual uint64_t size() const = 0;
+  virtual MemoryKind memory_kind() const = 0;
+  // Root allocation and this buffer's byte offset within it (0 for roots).
+  virtual Buffer* allocation() = 0;
+  virtual uint64_t allocation_offset() const = 0;
+  // Host access. Valid only when the device reports the memory host visible;
+  // otherwise returns kFailedPrecondition. Ranges are byte offsets into this
+  // buffer and are bounds-checked (kOutOfRange).
+  virtual Status Write(uint64_t offset, const void* data, uint64_t length) = 0;
+  virtual Status Read(uint64_t offset, void* data, uint64_t length) = 0;
+};
+
+// Compiled SPIR-V with its entry points, created once per module load (with a
+// pipeline cache on Vulkan).
+struct EntryPointInfo {
+  std::string name;             // SPIR-V entry point name
+  uint32_t binding_count = 0;   // storage buffers at set 0, bindings 0..n-1
+  uint32_t push_constant_bytes = 0;
+  uint32_t workgroup_size[3] = {1, 1, 1};
+};
+class Executable : public RefObject {
+ public:
+  virtual uint32_t entry_point_count() const = 0;
+  virtual const EntryPointInfo& entry_point(uint32_t ordinal) const = 0;
+};
+
+// A byte range of a buffer bound to a dispatch.
+struct BufferBinding {
+  Buffer* buffer = nullptr;  // borrowed; must stay alive until execution ends
+  uint64_t offset = 0;       // bytes
+  uint64_t length = 0;       // bytes; 0 means "to the end"
+};
+
+// A buffer memory barrier covering only [offset, offset+length) bytes: the
+// writes of earlier commands to that range become visible to later reads.
+struct BufferBarrier {
+  Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// Records commands. Begin() is implicit at creation; End() must be called
+// before submission. Buffers referenced by recorded commands are retained by
+// the command buffer until it is destroyed or reset.
+class CommandBuffer : public RefObject {
+ public:
+  // Records a compute dispatch of `workgroup_count` workgroups.
+  // `push_constants` is `push_constant_bytes` bytes (entry point layout).
+  virtual Status Dispatch(Executable* executable, uint32_t entry_point,
+                          const uint32_t workgroup_count[3],
+                          const void* push_constants, uint32_t push_constant_bytes,
+                          const BufferBinding* bindings, uint32_t binding_count) = 0;
+  // Records compute->compute/transfer barriers for the given byte ranges.
+  virtual Status Barrier(const BufferBarrier* barriers, uint32_t count) = 0;
+  // Full execution + memory barrier (used when ranges are unknown).
+  virtual Status ExecutionBarrier() = 0;
+  virtual Status CopyBuffer(Buffer* source, uint64_t source_offset, Buffer* target,
+                            uint64_t target_offset, uint64_t length) = 0;
+  // Fills `length` bytes (multiple of 4) with the 32-bit `pattern`.
+  virtual Status FillBuffer(Buffer* target, uint64_t offset, uint64_t length,
+                            uint32_t pattern) = 0;
+  virtual Status End() = 0;
+  // Makes the command buffer recordable again (releases retained buffers).
+  virtual Status Reset() = 0;
+};
+
+// Timeline semaphore: a monotonically increasing uint64 payload. A timepoint
+// is a (semaphore, value) pair.
+class Semaphore : public RefObject {
+ public:
+  virtual StatusOr<uint64_t> Query() = 0;
+  virtual Status Signal(uint64_t value) = 0;  // host signal
+  // Blocks until payload >= value or `timeout_ns` elapses (kResourceExhausted
+  // is never used here: a timeout returns kFailedPrecondition "timeout").
+  virtual Status Wait(uint64_t value, uint64_t timeout_ns) = 0;
+};
+
+struct SemaphorePoint {
+  Semaphore* semaphore = nullptr;
+  uint64_t value = 0;
+};
+
+struct DeviceInfo {
+  std::string name;        // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string driver;      // "vulkan"
+  bool unified_memory = false;  // all device-local memory is host visible
+  uint64_t max_storage_buffer_range = 0;
+  uint32_t min_storage_buffer_offset_alignment = 16;
+};
+
+class Device : public RefObject {
+ public:
+  virtual const DeviceInfo& info() const = 0;
+  // Allocates `size` bytes (rounded up to 16). Counts in stats().
+  virtual StatusOr<Ref<Buffer>> AllocateBuffer(uint64_t size, MemoryKind kind) = 0;
+  // A view of [offset, offset+length) of `parent`; retains `parent`.
+  virtual StatusOr<Ref<Buffer>> CreateSubspan(Buffer* parent, uint64_t offset,
+                                              uint64_t length) = 0;
+  // Creates compute pipelines for every entry point of `spirv` (words).
+  virtual StatusOr<Ref<Executable>> CreateExecutable(
+      const uint32_t* spirv, size_t word_count,
+      const std::vector<EntryPointInfo>& entry_points) = 0;
+  virtual StatusOr<Ref<CommandBuffer>> CreateCommandBuffer() = 0;
+  virtual StatusOr<Ref<Semaphore>> CreateSemaphore(uint64_t initial_value) = 0;
+  // Submits `command_buffer` after all `waits` are reached; signals `signals`
+  // when it completes. Does not block.
+  virtual Status QueueExecute(CommandBuffer* command_buffer,
+                              const SemaphorePoint* waits, uint32_t wait_count,
+                              const SemaphorePoint* signals, uint32_t signal_count) = 0;
+  // Blocks until all submitted work is done.
+  virtual Status WaitIdle() = 0;
+  virtual Stats& stats() = 0;
+};
+
+// Options for creating a device.
+struct DeviceOptions {
+  // Select by index in enumeration order (-1: first) or by a case-insensitive
+  // substring of the device name (empty: any). Name wins when both are set.
+  int index = -1;
+  std::string name;
+  // Enable VK_LAYER_KHRONOS_validation with synchronization validation; any
+  // message is recorded (see validation_messages) and printed to stderr.
+  bool validation = false;
+};
+
+}  // namespace kiln::hal
+
+#endif  // KILN_HAL_API_H_

