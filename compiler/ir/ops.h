@@ -1,0 +1,91 @@
+// The op set of each IR level. This file is the contract between the ONNX
+// importer (producer of the tensor level), the transforms, codegen and the
+// bytecode emitter. Every op is written in the generic form of ir.h; result
+// types are always fully static.
+//
+// ---------------------------------------------------------------------------
+// Structural
+//   func.func      attrs: sym_name: string, arg_names: [string...] (AttrList),
+//                  result_names, arg_ownership: [string "borrow"|"consume"...]
+//                  region 0: entry block whose arguments are the function
+//                  arguments; terminated by func.return.
+//   func.return    operands: the results.
+//
+// ---------------------------------------------------------------------------
+// Tensor level (after import; static shapes; numpy-style broadcasting for
+// every elementwise op with more than one operand; ONNX semantics unless
+// stated).
+//   tensor.constant    attrs: value: DenseElements. No operands.
+//   Unary elementwise (1 operand, same shape; dtype same unless noted):
+//     tensor.neg abs relu sigmoid tanh exp log sqrt reciprocal floor ceil
+//     round erf sin cos not
+//     tensor.cast          result dtype = target dtype
+//     tensor.leaky_relu    attrs: alpha: f64
+//     tensor.hard_sigmoid  attrs: alpha: f64, beta: f64   (max(0,min(1,a*x+b)))
+//     tensor.hard_swish
+//     tensor.elu           attrs: alpha
+//     tensor.softplus
+//     tensor.clamp         attrs: min: f64, max: f64  (Clip with constant bounds)
+//   Binary elementwise (2 operands, broadcast):
+//     tensor.add sub mul div pow max min mod
+//     tensor.equal greater less greater_equal less_equal  (result i1)
+//     tensor.and or xor                                   (i1)
+//   Ternary: tensor.select (cond: i1, a, b)  (ONNX Where)
+//   tensor.conv2d      operands: input NCHW, filter [O, I/group, KH, KW],
+//                      optional bias [O]. attrs: strides [2], pads [4]
+//                      (top, left, bottom, right), dilations [2], group.
+//                      1-D convolutions are imported as conv2d with H = 1.
+//   tensor.matmul      operands: A [..., M, K], B [..., K, N]; batch dims
+//                      broadcast. Rank-1 operands are promoted as in ONNX
+//                      MatMul by the importer (via tensor.reshape).
+//   tensor.reduce      attrs: kind: "sum"|"mean"|"max"|"min"|"prod"|"sum_square"
+//                      |"l2"|"log_sum_exp", axes: [..] (normalized, sorted),
+//                      keepdims: bool.
+//   tensor.pool2d      attrs: kind: "max"|"avg", kernel [2], strides [2],
+//                      pads [4], dilations [2], count_include_pad: bool.
+//                      Input NCHW. ceil_mode is resolved into the result shape.
+//   tensor.softmax     attrs: axis (normalized), log: bool (LogSoftmax).
+//   tensor.transpose   attrs: perm.
+//   tensor.reshape     no data movement: same bytes, result type's shape.
+//                      (Flatten, Squeeze, Unsqueeze, Reshape.)
+//   tensor.slice       attrs: starts [rank], strides [rank] (>0 or <0); the
+//                      result shape gives the sizes. Element i along axis d
+//                      reads input[starts[d] + i * strides[d]].
+//   tensor.concat      attrs: axis.
+//   tensor.pad         attrs: pads [2*rank] (ONNX order: all begins, then all
+//                      ends; may be negative), mode: "constant"|"reflect"|"edge",
+//                      value: f64.
+//   tensor.gather      operands: data, indices (i64/i32). attrs: axis.
+//   tensor.expand      broadcast operand to the result shape.
+//   tensor.batch_norm  is never produced: the importer folds BatchNormalization
+//                      into tensor.mul/tensor.add with per-channel constants.
+//
+// ---------------------------------------------------------------------------
+// Dispatch level (after fuse-dispatch-regions)
+//   flow.dispatch      operands: tensors read by the dispatch. results: tensors
+//                      written. region 0: one block whose arguments mirror the
+//                      operands; body: tensor-level ops; terminated by
+//                      flow.return (operands = the results).
+//                      attrs: name: string ("dispatch_3_conv2d_relu"),
+//                      locs: [string] (ONNX node names fused in).
+//   flow.return
+//   tensor.reshape and tensor.constant stay outside dispatches (host knows the
+//   data; reshapes are free views).
+#ifndef KILN_COMPILER_IR_OPS_H_
+#define KILN_COMPILER_IR_OPS_H_
+
+#include <string>
+
+namespace kiln::ir {
+
+// True for ops whose result element i depends only on element i of each
+// (broadcast) operand: the unary/binary/ternary elementwise ops above.
+bool IsElementwiseOp(const std::string& name);
+// True for ops that stay on the host side of dispatch formation.
+inline bool IsHostSideOp(const std::string& name) {
+  return name == "tensor.constant" || name == "tensor.reshape";
+}
+
+}  // namespace kiln::ir
+
+#endif  // KILN_COMPILER_IR_OPS_H_

@@ -1,0 +1,176 @@
+#!/usr/bin/env node
+// Golden data oracle: runs ONNX models with onnxruntime-node (CPU, 1 thread).
+//
+//   node scripts/gen_golden.mjs MODEL.onnx OUTDIR name=@in.npy [name=@in2.npy ...]
+//       Runs MODEL with the given .npy inputs (every graph input must be given) and
+//       writes OUTDIR/output_<i>.npy, one per graph output in graph order, with the
+//       dtype ORT produced (f32, i64, ...).
+//
+//   node scripts/gen_golden.mjs --all [--outputs-only]
+//       Regenerates every golden under tests/golden/ (the table GOLDENS below):
+//       inputs (gen_golden_inputs.py, render_text.sh + preprocess_cls.py, and the
+//       melspectrogram model for the embedding input), then outputs, inputs.txt,
+//       outputs.txt and model.txt. --outputs-only keeps the committed inputs and
+//       only reruns ORT. Also checks that the cls goldens classify right.
+//
+// Env: KILN_ORT_DIR (where onnxruntime-node is installed, see ort_loader.mjs),
+//      KILN_MODELS_DIR (default <repo>/.cache/models), KILN_PYTHON (default /usr/bin/python3).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { readNpy, writeNpy } from './npy.mjs';
+import { loadOrt, REPO_ROOT, SESSION_OPTIONS } from './ort_loader.mjs';
+
+const ort = loadOrt();
+const MODELS_DIR = process.env.KILN_MODELS_DIR || path.join(REPO_ROOT, '.cache', 'models');
+const GOLDEN_DIR = path.join(REPO_ROOT, 'tests', 'golden');
+const PYTHON = process.env.KILN_PYTHON || '/usr/bin/python3';
+
+// dir under tests/golden -> model file in MODELS_DIR. Inputs are input_<i>.npy in
+// the session's input order.
+const GOLDENS = [
+  ['cls_upright', 'ch_ppocr_mobile_v2.0_cls_infer.onnx'],
+  ['cls_rotated', 'ch_ppocr_mobile_v2.0_cls_infer.onnx'],
+  ['melspectrogram', 'melspectrogram.onnx'],
+  ['embedding_model', 'embedding_model.onnx'],
+  ['alexa_v0.1', 'alexa_v0.1.onnx'],
+  ['hey_mycroft_v0.1', 'hey_mycroft_v0.1.onnx'],
+  ['hey_rhasspy_v0.1', 'hey_rhasspy_v0.1.onnx'],
+  ['weather_v0.1', 'weather_v0.1.onnx'],
+  ['timer_v0.1', 'timer_v0.1.onnx'],
+  ['hey_jarvis_v0.1', 'hey_jarvis_v0.1.onnx'],
+  ['silero_vad', 'silero_vad.onnx'],
+];
+
+function toTensor(npy) {
+  // ORT wants bool as Uint8Array under type 'bool'; the other names match ours.
+  return new ort.Tensor(npy.dtype, npy.data, npy.shape);
+}
+
+const sessions = new Map();
+async function session(modelPath) {
+  if (!sessions.has(modelPath)) {
+    sessions.set(modelPath, await ort.InferenceSession.create(modelPath, SESSION_OPTIONS));
+  }
+  return sessions.get(modelPath);
+}
+
+// feeds: Map name -> npy. Returns [{name, dtype, shape, data}] in graph output order.
+async function runModel(modelPath, feeds) {
+  const s = await session(modelPath);
+  const missing = s.inputNames.filter((n) => !feeds.has(n));
+  const extra = [...feeds.keys()].filter((n) => !s.inputNames.includes(n));
+  if (missing.length || extra.length) {
+    throw new Error(`${modelPath}: inputs are ${JSON.stringify(s.inputNames)}; ` +
+      `missing ${JSON.stringify(missing)}, unknown ${JSON.stringify(extra)}`);
+  }
+  const ortFeeds = {};
+  for (const [n, v] of feeds) ortFeeds[n] = toTensor(v);
+  const res = await s.run(ortFeeds);
+  return s.outputNames.map((n) => ({ name: n, dtype: res[n].type, shape: [...res[n].dims], data: res[n].data }));
+}
+
+function writeOutputs(outDir, outputs) {
+  fs.mkdirSync(outDir, { recursive: true });
+  for (const f of fs.readdirSync(outDir)) {
+    if (/^output_\d+\.npy$/.test(f)) fs.unlinkSync(path.join(outDir, f));
+  }
+  outputs.forEach((o, i) => writeNpy(path.join(outDir, `output_${i}.npy`), o.dtype, o.shape, o.data));
+}
+
+const shapeStr = (s) => `[${s.join(',')}]`;
+
+function stats(data) {
+  let mn = Infinity, mx = -Infinity;
+  for (const v of data) { const x = Number(v); if (x < mn) mn = x; if (x > mx) mx = x; }
+  return `min ${mn.toPrecision(5)} max ${mx.toPrecision(5)}`;
+}
+
+async function single(args) {
+  const [model, outDir, ...specs] = args;
+  const feeds = new Map();
+  for (const spec of specs) {
+    const m = /^(.+?)=@(.+)$/.exec(spec);
+    if (!m) throw new Error(`bad input spec '${spec}', want name=@file.npy`);
+    feeds.set(m[1], readNpy(m[2]));
+  }
+  const outputs = await runModel(model, feeds);
+  writeOutputs(outDir, outputs);
+  outputs.forEach((o, i) => console.log(`output_${i}.npy  ${o.name}  ${shapeStr(o.shape)} ${o.dtype}  ${stats(o.data)}`));
+}
+
+function sh(cmd, args) {
+  execFileSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+async function makeInputs(tmp) {
+  sh(PYTHON, [path.join(REPO_ROOT, 'scripts', 'gen_golden_inputs.py'), GOLDEN_DIR, tmp]);
+  // cls: rendered text, upright and turned 180 degrees.
+  const img = path.join(tmp, 'cls');
+  sh(path.join(REPO_ROOT, 'scripts', 'render_text.sh'), [img]);
+  for (const which of ['upright', 'rotated']) {
+    const d = path.join(GOLDEN_DIR, `cls_${which}`);
+    fs.mkdirSync(d, { recursive: true });
+    sh(PYTHON, [path.join(REPO_ROOT, 'scripts', 'preprocess_cls.py'), path.join(img, `${which}.png`), path.join(d, 'input_0.npy')]);
+  }
+  // embedding_model: real mel frames, transformed as openWakeWord does (x/10 + 2).
+  const audio = readNpy(path.join(tmp, 'embedding_audio.npy'));
+  const [mel] = await runModel(path.join(MODELS_DIR, 'melspectrogram.onnx'), new Map([['input', audio]]));
+  const frames = mel.shape[2];
+  if (mel.shape[3] !== 32 || frames !== 76) throw new Error(`unexpected mel shape ${shapeStr(mel.shape)}`);
+  const x = Float32Array.from(mel.data, (v) => v / 10 + 2);
+  const d = path.join(GOLDEN_DIR, 'embedding_model');
+  fs.mkdirSync(d, { recursive: true });
+  writeNpy(path.join(d, 'input_0.npy'), 'float32', [1, 76, 32, 1], x);
+}
+
+async function all(outputsOnly) {
+  if (!outputsOnly) {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-golden-'));
+    try { await makeInputs(tmp); } finally { fs.rmSync(tmp, { recursive: true, force: true }); }
+  }
+  const results = {};
+  for (const [dir, model] of GOLDENS) {
+    const d = path.join(GOLDEN_DIR, dir);
+    const modelPath = path.join(MODELS_DIR, model);
+    const s = await session(modelPath);
+    const feeds = new Map();
+    const inLines = [];
+    s.inputNames.forEach((n, i) => {
+      const v = readNpy(path.join(d, `input_${i}.npy`));
+      feeds.set(n, v);
+      inLines.push(`${n} ${shapeStr(v.shape)} ${v.dtype}`);
+    });
+    const outputs = await runModel(modelPath, feeds);
+    writeOutputs(d, outputs);
+    fs.writeFileSync(path.join(d, 'inputs.txt'), inLines.join('\n') + '\n');
+    // Output names can contain spaces (timer_v0.1's is a JSON label map): name last.
+    fs.writeFileSync(path.join(d, 'outputs.txt'),
+      outputs.map((o) => `${shapeStr(o.shape)} ${o.dtype} ${o.name}`).join('\n') + '\n');
+    fs.writeFileSync(path.join(d, 'model.txt'), model + '\n');
+    results[dir] = outputs;
+    console.log(`${dir}: ${inLines.join('; ')} -> ` +
+      outputs.map((o) => `${shapeStr(o.shape)} ${o.dtype} (${stats(o.data)})`).join('; '));
+  }
+  // The cls goldens are only useful if they classify right, with margin.
+  const up = results.cls_upright[0].data, rot = results.cls_rotated[0].data;
+  console.log(`cls_upright probs [0deg, 180deg] = [${up[0].toFixed(4)}, ${up[1].toFixed(4)}]`);
+  console.log(`cls_rotated probs [0deg, 180deg] = [${rot[0].toFixed(4)}, ${rot[1].toFixed(4)}]`);
+  if (!(up[0] > 0.7 && rot[1] > 0.7)) {
+    throw new Error('cls goldens do not classify right with margin > 0.2; change the text or size in render_text.sh');
+  }
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  if (args[0] === '--all') return all(args.includes('--outputs-only'));
+  if (args.length < 2 || args[0].startsWith('-')) {
+    console.error('usage: gen_golden.mjs MODEL.onnx OUTDIR name=@in.npy [...]\n' +
+      '       gen_golden.mjs --all [--outputs-only]');
+    process.exit(2);
+  }
+  return single(args);
+}
+
+main().catch((e) => { console.error(`gen_golden: ${e.message}`); process.exit(1); });
