@@ -1,0 +1,57 @@
+// Bytecode emission and FlatBuffer serialization: the last step of
+// kiln-compile. Input: a module at the dispatch level (func.func bodies made
+// of tensor.constant, tensor.reshape, flow.dispatch and func.return; see
+// compiler/ir/ops.h). Output: the bytes of a size-prefixed `model.kiln`
+// (schemas/kiln_module.fbs).
+//
+// What it decides, ahead of time:
+//  - constant pool: every used tensor.constant is packed into one 256-byte
+//    aligned rodata segment, uploaded once by the module initializer into a
+//    device buffer held in global 0;
+//  - memory planning of transients: dispatch results that do not escape share
+//    one arena buffer (transient_planner.h) allocated per invocation; results
+//    that escape get their own host-visible buffers (external lifetime);
+//  - reshapes are views (no bytes move); a result that aliases an argument is
+//    returned as a view of the caller's buffer;
+//  - barriers: a buffer barrier covering exactly the byte ranges of the
+//    hazard (read-after-write, write-after-write, write-after-read on reused
+//    arena bytes) is recorded only where one is needed;
+//  - one command buffer per invocation, submitted once.
+#ifndef KILN_COMPILER_TARGET_EMIT_MODULE_H_
+#define KILN_COMPILER_TARGET_EMIT_MODULE_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "compiler/codegen/codegen.h"
+#include "compiler/ir/ir.h"
+
+namespace kiln::target {
+
+struct EmitOptions {
+  std::string module_name = "module";
+  codegen::CodegenOptions codegen;
+  // When set, every generated GLSL shader is written here.
+  std::ostream* glsl_dump = nullptr;
+};
+
+// Statistics of the emitted module (kiln-compile --stats-compile).
+struct EmitReport {
+  int dispatches = 0;
+  int executables = 0;        // after de-duplication of identical SPIR-V
+  int64_t constant_bytes = 0;
+  int64_t arena_bytes = 0;    // planned transient arena of `main`
+  int64_t unplanned_transient_bytes = 0;  // sum of transient sizes (no reuse)
+};
+
+// Errors: kUnimplemented for ops that cannot be lowered (named, with loc);
+// codegen errors are passed through.
+StatusOr<std::vector<uint8_t>> EmitModule(ir::Module& module, const EmitOptions& options,
+                                          EmitReport* report = nullptr);
+
+}  // namespace kiln::target
+
+#endif  // KILN_COMPILER_TARGET_EMIT_MODULE_H_

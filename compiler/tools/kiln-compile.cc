@@ -1,0 +1,155 @@
+// kiln-compile: ONNX (or .kir text) -> Kiln module.
+//
+//   kiln-compile MODEL.onnx -o OUT.kiln [--input-shape=NAME=1x3x48x192 ...]
+//                [--emit=kiln|kir-tensor|kir-dispatch] [--print-ir-after-all]
+//                [--dump-glsl=FILE] [--report]
+//
+// Errors go to stderr as `error: ...` with exit code 1: unsupported ONNX ops
+// are named with their node, bad shapes name the input.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/import/onnx/onnx_importer.h"
+#include "compiler/ir/parser.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/target/emit_module.h"
+#include "compiler/transforms/pipeline.h"
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+bool ParseDims(const std::string& s, std::vector<int64_t>* dims) {
+  dims->clear();
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    if (part.empty()) return false;
+    char* end = nullptr;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (*end != '\0' || v < 0) return false;
+    dims->push_back(v);
+  }
+  return !dims->empty() || s.empty();
+}
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: kiln-compile MODEL.onnx|MODEL.kir -o OUT.kiln [--input-shape=NAME=DIMS ...]\n"
+               "                    [--emit=kiln|kir-tensor|kir-dispatch] [--print-ir-after-all]\n"
+               "                    [--dump-glsl=FILE] [--report]\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string input, output, emit = "kiln", dump_glsl;
+  bool print_after_all = false, report = false;
+  kiln::onnx_import::ImportOptions import_options;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-o" && i + 1 < argc) {
+      output = argv[++i];
+    } else if (a.rfind("-o=", 0) == 0) {
+      output = a.substr(3);
+    } else if (a.rfind("--input-shape=", 0) == 0) {
+      std::string spec = a.substr(14);
+      size_t eq = spec.rfind('=');
+      std::vector<int64_t> dims;
+      if (eq == std::string::npos || !ParseDims(spec.substr(eq + 1), &dims))
+        return Fail("bad --input-shape '" + spec + "' (want NAME=DIMS, e.g. x=1x3x48x192)");
+      import_options.input_shapes[spec.substr(0, eq)] = dims;
+    } else if (a.rfind("--emit=", 0) == 0) {
+      emit = a.substr(7);
+    } else if (a.rfind("--dump-glsl=", 0) == 0) {
+      dump_glsl = a.substr(12);
+    } else if (a == "--print-ir-after-all") {
+      print_after_all = true;
+    } else if (a == "--report") {
+      report = true;
+    } else if (a == "-h" || a == "--help") {
+      Usage();
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      Usage();
+      return Fail("unknown flag '" + a + "'");
+    } else if (input.empty()) {
+      input = a;
+    } else {
+      return Fail("more than one input file ('" + input + "', '" + a + "')");
+    }
+  }
+  if (input.empty()) {
+    Usage();
+    return Fail("no input file");
+  }
+  if (output.empty() && emit == "kiln") return Fail("no output file (-o OUT.kiln)");
+
+  std::unique_ptr<kiln::ir::Module> module;
+  if (input.size() > 4 && input.substr(input.size() - 4) == ".kir") {
+    std::ifstream in(input);
+    if (!in) return Fail("cannot open '" + input + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = kiln::ir::ParseModule(text.str(), input);
+    if (!parsed.ok()) return Fail(parsed.status().message());
+    module = std::move(parsed.value());
+  } else {
+    auto imported = kiln::onnx_import::ImportOnnxFile(input, import_options);
+    if (!imported.ok()) return Fail(input + ": " + imported.status().message());
+    module = std::move(imported.value());
+  }
+  kiln::Status verified = kiln::ir::Verify(*module);
+  if (!verified.ok()) return Fail("invalid input IR: " + verified.message());
+  if (emit == "kir-tensor") {
+    std::cout << kiln::ir::PrintModule(*module);
+    return 0;
+  }
+
+  std::vector<std::string> after_each;
+  kiln::transforms::PipelineOptions pipeline_options;
+  if (print_after_all) pipeline_options.ir_after_each = &after_each;
+  kiln::ir::PassContext ctx;
+  kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::DefaultPipeline(), pipeline_options, ctx);
+  for (const std::string& ir : after_each) std::cerr << ir << "\n";
+  if (!piped.ok()) return Fail(piped.message());
+  if (emit == "kir-dispatch") {
+    std::cout << kiln::ir::PrintModule(*module);
+    return 0;
+  }
+  if (emit != "kiln") return Fail("unknown --emit '" + emit + "'");
+
+  kiln::target::EmitOptions emit_options;
+  std::string base = input.substr(input.find_last_of('/') == std::string::npos ? 0 : input.find_last_of('/') + 1);
+  emit_options.module_name = base.substr(0, base.find('.'));
+  std::ofstream glsl;
+  if (!dump_glsl.empty()) {
+    glsl.open(dump_glsl);
+    if (!glsl) return Fail("cannot write '" + dump_glsl + "'");
+    emit_options.glsl_dump = &glsl;
+  }
+  kiln::target::EmitReport emit_report;
+  auto bytes = kiln::target::EmitModule(*module, emit_options, &emit_report);
+  if (!bytes.ok()) return Fail(bytes.status().message());
+  std::ofstream out(output, std::ios::binary);
+  if (!out) return Fail("cannot write '" + output + "'");
+  out.write(reinterpret_cast<const char*>(bytes.value().data()), static_cast<std::streamsize>(bytes.value().size()));
+  if (!out) return Fail("failed writing '" + output + "'");
+  if (report) {
+    std::printf("module_bytes: %zu\ndispatches: %d\nexecutables: %d\nconstant_bytes: %lld\n"
+                "transient_arena_bytes: %lld\ntransient_bytes_without_planning: %lld\n",
+                bytes.value().size(), emit_report.dispatches, emit_report.executables,
+                static_cast<long long>(emit_report.constant_bytes), static_cast<long long>(emit_report.arena_bytes),
+                static_cast<long long>(emit_report.unplanned_transient_bytes));
+  }
+  return 0;
+}

@@ -1,0 +1,29 @@
+#include "compiler/transforms/pipeline.h"
+
+#include "compiler/ir/printer.h"
+#include "compiler/ir/verifier.h"
+#include "compiler/transforms/passes.h"
+
+namespace kiln::transforms {
+
+const std::vector<std::string>& DefaultPipeline() {
+  static const std::vector<std::string> kPipeline = {
+      "fuse-dispatch-regions",
+  };
+  return kPipeline;
+}
+
+Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, const PipelineOptions& options,
+                 ir::PassContext& ctx) {
+  RegisterAllPasses();
+  for (const std::string& flag : flags) {
+    std::unique_ptr<ir::Pass> pass = ir::CreatePass(flag);
+    if (!pass) return InvalidArgumentError("unknown pass '%s'", flag.c_str());
+    KILN_RETURN_IF_ERROR(pass->Run(module, ctx).Annotate(flag));
+    if (options.verify_each) KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("after " + flag));
+    if (options.ir_after_each) options.ir_after_each->push_back("// IR after --" + flag + "\n" + ir::PrintModule(module));
+  }
+  return OkStatus();
+}
+
+}  // namespace kiln::transforms

@@ -1,0 +1,29 @@
+// The compiler pipeline: which passes run, in which order (DESIGN.md "Data
+// flow"). kiln-compile runs it between import and emission.
+#ifndef KILN_COMPILER_TRANSFORMS_PIPELINE_H_
+#define KILN_COMPILER_TRANSFORMS_PIPELINE_H_
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "compiler/ir/pass.h"
+
+namespace kiln::transforms {
+
+struct PipelineOptions {
+  bool verify_each = true;  // run the IR verifier after every pass
+  // When non-empty, the IR after each pass is appended here (--print-ir-after-all).
+  std::vector<std::string>* ir_after_each = nullptr;
+};
+
+// Pass flags of the tensor-to-dispatch pipeline, in order.
+const std::vector<std::string>& DefaultPipeline();
+
+// Runs `flags` in order on `module`.
+Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, const PipelineOptions& options,
+                 ir::PassContext& ctx);
+
+}  // namespace kiln::transforms
+
+#endif  // KILN_COMPILER_TRANSFORMS_PIPELINE_H_
