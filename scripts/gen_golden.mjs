@@ -9,7 +9,7 @@
 //   node scripts/gen_golden.mjs --all [--outputs-only]
 //       Regenerates every golden under tests/golden/ (the table GOLDENS below):
 //       inputs (gen_golden_inputs.py, render_text.sh + preprocess_cls.py, and the
-//       melspectrogram model for the embedding input), then outputs, inputs.txt,
+//       mel/embedding models for the embedding and head inputs), then outputs, inputs.txt,
 //       outputs.txt and model.txt. --outputs-only keeps the committed inputs and
 //       only reruns ORT. Also checks that the cls goldens classify right.
 //
@@ -22,10 +22,22 @@ import { execFileSync } from 'node:child_process';
 import { readNpy, writeNpy } from './npy.mjs';
 import { loadOrt, REPO_ROOT, SESSION_OPTIONS } from './ort_loader.mjs';
 
-const ort = loadOrt();
+let ort;
+try {
+  ort = loadOrt();
+} catch (e) {
+  console.error(`gen_golden: ${e.message}`);
+  process.exit(1);
+}
 const MODELS_DIR = process.env.KILN_MODELS_DIR || path.join(REPO_ROOT, '.cache', 'models');
 const GOLDEN_DIR = path.join(REPO_ROOT, 'tests', 'golden');
 const PYTHON = process.env.KILN_PYTHON || '/usr/bin/python3';
+
+// Wake word head -> blend factor t of noise vs real embeddings (see makeInputs).
+const HEAD_BLEND = {
+  'alexa_v0.1': 0.9, 'hey_mycroft_v0.1': 0.575, 'hey_rhasspy_v0.1': 0.85,
+  'weather_v0.1': 0.75, 'timer_v0.1': 0.8, 'hey_jarvis_v0.1': 0.5,
+};
 
 // dir under tests/golden -> model file in MODELS_DIR. Inputs are input_<i>.npy in
 // the session's input order.
@@ -115,14 +127,41 @@ async function makeInputs(tmp) {
     sh(PYTHON, [path.join(REPO_ROOT, 'scripts', 'preprocess_cls.py'), path.join(img, `${which}.png`), path.join(d, 'input_0.npy')]);
   }
   // embedding_model: real mel frames, transformed as openWakeWord does (x/10 + 2).
-  const audio = readNpy(path.join(tmp, 'embedding_audio.npy'));
+  const mel = await melFrames(readNpy(path.join(tmp, 'embedding_audio.npy')));
+  if (mel.length !== 76 * 32) throw new Error(`expected 76 mel frames, got ${mel.length / 32}`);
+  fs.mkdirSync(path.join(GOLDEN_DIR, 'embedding_model'), { recursive: true });
+  writeNpy(path.join(GOLDEN_DIR, 'embedding_model', 'input_0.npy'), 'float32', [1, 76, 32, 1], mel);
+
+  // Heads: (1-t) * real embeddings + t * noise. Real embeddings of non-speech give
+  // scores near 0 and pure noise saturates some heads at 1.0 (useless as a golden);
+  // t was picked per head so the output lands mid-range (checked in all()).
+  const headMel = await melFrames(readNpy(path.join(tmp, 'head_audio.npy')));
+  const emb = await session(path.join(MODELS_DIR, 'embedding_model.onnx'));
+  const frames = headMel.length / 32;
+  const embs = [];
+  for (let e = 76; e <= frames; e += 8) {
+    const r = await emb.run({ [emb.inputNames[0]]: new ort.Tensor('float32', headMel.slice((e - 76) * 32, e * 32), [1, 76, 32, 1]) });
+    embs.push(r[emb.outputNames[0]].data);
+  }
+  for (const [name, t] of Object.entries(HEAD_BLEND)) {
+    const noise = readNpy(path.join(tmp, `${name}_noise.npy`));
+    const L = noise.shape[1];
+    if (embs.length < L) throw new Error(`need ${L} embeddings for ${name}, have ${embs.length}`);
+    const x = new Float32Array(L * 96);
+    for (let i = 0; i < L; ++i) {
+      for (let j = 0; j < 96; ++j) x[i * 96 + j] = (1 - t) * embs[i][j] + t * noise.data[i * 96 + j];
+    }
+    fs.mkdirSync(path.join(GOLDEN_DIR, name), { recursive: true });
+    writeNpy(path.join(GOLDEN_DIR, name, 'input_0.npy'), 'float32', [1, L, 96], x);
+  }
+}
+
+// openWakeWord's feature front end on a whole buffer: mel, then x/10 + 2.
+// Returns the frames as a flat Float32Array [frames * 32].
+async function melFrames(audio) {
   const [mel] = await runModel(path.join(MODELS_DIR, 'melspectrogram.onnx'), new Map([['input', audio]]));
-  const frames = mel.shape[2];
-  if (mel.shape[3] !== 32 || frames !== 76) throw new Error(`unexpected mel shape ${shapeStr(mel.shape)}`);
-  const x = Float32Array.from(mel.data, (v) => v / 10 + 2);
-  const d = path.join(GOLDEN_DIR, 'embedding_model');
-  fs.mkdirSync(d, { recursive: true });
-  writeNpy(path.join(d, 'input_0.npy'), 'float32', [1, 76, 32, 1], x);
+  if (mel.shape[3] !== 32) throw new Error(`unexpected mel shape ${shapeStr(mel.shape)}`);
+  return Float32Array.from(mel.data, (v) => v / 10 + 2);
 }
 
 async function all(outputsOnly) {
@@ -159,6 +198,11 @@ async function all(outputsOnly) {
   console.log(`cls_rotated probs [0deg, 180deg] = [${rot[0].toFixed(4)}, ${rot[1].toFixed(4)}]`);
   if (!(up[0] > 0.7 && rot[1] > 0.7)) {
     throw new Error('cls goldens do not classify right with margin > 0.2; change the text or size in render_text.sh');
+  }
+  for (const name of Object.keys(HEAD_BLEND)) {
+    const d = results[name][0].data;
+    const top = Math.max(...d);
+    if (!(top > 0.05 && top < 0.95)) console.warn(`warning: ${name} output ${top} is saturated; retune HEAD_BLEND`);
   }
 }
 

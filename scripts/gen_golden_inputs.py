@@ -3,10 +3,11 @@
 
     /usr/bin/python3 scripts/gen_golden_inputs.py GOLDEN_DIR TMP_DIR
 
-Writes GOLDEN_DIR/<dir>/input_<i>.npy for every golden whose inputs are
-synthetic, in the model's graph input order, and TMP_DIR/embedding_audio.npy
-(the audio that gen_golden.mjs turns into the embedding_model input via the
-melspectrogram model). numpy only; every array comes from its own seeded
+Writes GOLDEN_DIR/<dir>/input_<i>.npy for the goldens whose inputs are
+pure numpy (melspectrogram, silero_vad), in graph input order, and under TMP_DIR
+the raw material gen_golden.mjs finishes with ORT: embedding_audio.npy (-> mel ->
+embedding_model input), head_audio.npy and <head>_noise.npy (-> real embeddings
+blended with noise -> wake word head inputs). numpy only; every array comes from its own seeded
 np.random.default_rng (PCG64), so the bytes do not depend on call order.
 The cls inputs come from render_text.sh + preprocess_cls.py instead.
 
@@ -20,6 +21,8 @@ import sys
 import numpy as np
 
 SR = 16000
+HEADS = [('alexa_v0.1', 16, 201), ('hey_mycroft_v0.1', 16, 202), ('hey_rhasspy_v0.1', 16, 203),
+         ('weather_v0.1', 22, 204), ('timer_v0.1', 34, 205), ('hey_jarvis_v0.1', 16, 206)]
 
 
 def audio_int16_scale(n, seed):
@@ -51,12 +54,14 @@ def main():
     # embedding_model source audio: 512 + 75*160 samples -> exactly 76 mel frames.
     np.save(os.path.join(tmp, 'embedding_audio.npy'), audio_int16_scale(512 + 75 * 160, 102)[None, :])
 
-    # Wake word heads: [1, L, 96] embeddings, standard normal (openWakeWord's range).
-    heads = [('alexa_v0.1', 16, 201), ('hey_mycroft_v0.1', 16, 202), ('hey_rhasspy_v0.1', 16, 203),
-             ('weather_v0.1', 22, 204), ('timer_v0.1', 34, 205), ('hey_jarvis_v0.1', 16, 206)]
-    for name, frames, seed in heads:
+    # Wake word heads [1, L, 96]: gen_golden.mjs blends real embeddings of this audio
+    # (512 + 339*160 samples -> 340 mel frames -> 34 embeddings) with 16 * N(0, 1)
+    # noise (16 ~ the embeddings' std), so each head's output is not saturated.
+    np.save(os.path.join(tmp, 'head_audio.npy'), audio_int16_scale(512 + 339 * 160, 103)[None, :])
+    for name, frames, seed in HEADS:
         rng = np.random.default_rng(seed)
-        save(golden, name, 0, rng.standard_normal((1, frames, 96)).astype(np.float32))
+        np.save(os.path.join(tmp, name + '_noise.npy'),
+                (16.0 * rng.standard_normal((1, frames, 96))).astype(np.float32))
 
     # silero_vad: input [1,512] f32 in [-1,1], sr int64 scalar, h and c [2,1,64] f32.
     rng = np.random.default_rng(301)
