@@ -95,6 +95,9 @@ struct DenseElements {
 DenseElements MakeDense(const Type& type, std::vector<uint8_t> bytes);
 DenseElements MakeDenseF32(std::vector<int64_t> shape, const std::vector<float>& values);
 DenseElements MakeDenseI64(std::vector<int64_t> shape, const std::vector<int64_t>& values);
+// IEEE binary16 <-> binary32 conversion (round to nearest even; NaN/Inf kept).
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
 
 struct Attribute;
 using AttrList = std::vector<Attribute>;
@@ -115,6 +118,10 @@ struct Attribute {
   Attribute(int v) : value(int64_t{v}) {}  // NOLINT
   Attribute(const char* v) : value(std::string(v)) {}  // NOLINT
 };
+// Wraps a list of attributes (e.g. arg_names) as one attribute.
+inline Attribute MakeListAttr(AttrList list) {
+  return Attribute(std::make_shared<AttrList>(std::move(list)));
+}
 
 // ---------------------------------------------------------------------------
 // Values
@@ -200,6 +207,24 @@ class Operation {
   std::vector<int64_t> ints_attr(const std::string& n) const;
   std::vector<double> floats_attr(const std::string& n) const;
   const DenseElements* dense_attr(const std::string& n) const;
+  // A list attribute (AttrList); nullptr if absent or another kind. An empty
+  // int array (`[]` in text reads back as one) gives an empty list.
+  const AttrList* list_attr(const std::string& n) const;
+  // Element strings of a list attr of strings (e.g. arg_names); non-string
+  // elements are skipped. Empty if absent.
+  std::vector<std::string> strs_attr(const std::string& n) const;
+
+  // Successor blocks of a branch terminator ("cf.br", "cf.cond_br"): blocks
+  // of the region that holds this op. Printed `"cf.br"(%x)[^bb1] : ...`.
+  // Conventions: cf.br passes all operands to successor 0's arguments;
+  // cf.cond_br has operand 0 = the i1 condition, then the arguments of
+  // successor 0, then those of successor 1, split by the int-array attr
+  // `operand_segments = [1, n_true, n_false]`.
+  unsigned num_successors() const { return static_cast<unsigned>(successors_.size()); }
+  Block* successor(unsigned i) const { return successors_[i]; }
+  const std::vector<Block*>& successors() const { return successors_; }
+  void AddSuccessor(Block* b) { successors_.push_back(b); }
+  void SetSuccessor(unsigned i, Block* b) { successors_[i] = b; }
 
   // Regions.
   unsigned num_regions() const { return static_cast<unsigned>(regions_.size()); }
@@ -229,6 +254,7 @@ class Operation {
   std::vector<std::unique_ptr<Value>> results_;
   std::map<std::string, Attribute> attrs_;
   std::vector<std::unique_ptr<Region>> regions_;
+  std::vector<Block*> successors_;
   std::string loc_;
   Block* block_ = nullptr;
   std::list<std::unique_ptr<Operation>>::iterator self_;
@@ -268,12 +294,20 @@ class Block {
 class Region {
  public:
   explicit Region(Operation* parent = nullptr) : parent_(parent) {}
+  // Drops every operand reference inside first, so blocks may use values of
+  // other blocks in any order.
+  ~Region();
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
   Operation* parent_op() const { return parent_; }
   Block* AddBlock();
   unsigned num_blocks() const { return static_cast<unsigned>(blocks_.size()); }
   Block* block(unsigned i = 0) const { return blocks_[i].get(); }
   std::vector<std::unique_ptr<Block>>& blocks() { return blocks_; }
   bool empty() const { return blocks_.empty(); }
+  // Moves every block of `other` to the end of this region (ops, arguments
+  // and uses unchanged).
+  void TakeBody(Region& other);
 
  private:
   Operation* parent_;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/import/onnx/onnx_importer.h"
+#include "compiler/tools/compile_driver.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
