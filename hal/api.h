@@ -137,6 +137,16 @@ struct DeviceInfo {
   bool unified_memory = false;  // all device-local memory is host visible
   uint64_t max_storage_buffer_range = 0;
   uint32_t min_storage_buffer_offset_alignment = 16;
+  // Compute limits (defaults: the Vulkan-guaranteed minimums).
+  uint32_t max_push_constants_size = 128;          // bytes
+  uint32_t max_bound_storage_buffers = 4;          // per dispatch (per stage)
+  uint32_t max_compute_workgroup_invocations = 128;
+  uint32_t max_compute_workgroup_size[3] = {128, 128, 64};
+  uint32_t max_compute_workgroup_count[3] = {65535, 65535, 65535};
+  // Optional features the driver enabled, e.g. "shaderFloat16",
+  // "storageBuffer16BitAccess", "synchronization2", "push_descriptor",
+  // "validation".
+  std::vector<std::string> features;
 };
 
 class Device : public RefObject {
@@ -169,8 +179,10 @@ struct DeviceOptions {
   // substring of the device name (empty: any). Name wins when both are set.
   int index = -1;
   std::string name;
-  // Enable VK_LAYER_KHRONOS_validation with synchronization validation; any
-  // message is recorded (see validation_messages) and printed to stderr.
+  // Enable VK_LAYER_KHRONOS_validation with synchronization validation (also
+  // forced by env KILN_VALIDATION=1); every message is printed to stderr and
+  // counted (hal/driver.h ValidationMessageCount()). kNotFound if the layer
+  // is not installed.
   bool validation = false;
 };
 

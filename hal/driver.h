@@ -1,0 +1,40 @@
+// HAL driver registry: create devices by driver name.
+//
+// Drivers compiled into this build: "vulkan". A future "cpu" driver registers
+// here too; the conformance suite (hal/cts) runs against every name
+// AvailableDrivers() returns.
+#ifndef KILN_HAL_DRIVER_H_
+#define KILN_HAL_DRIVER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hal/api.h"
+
+namespace kiln::hal {
+
+// Names of the drivers compiled into this build, e.g. {"vulkan"}.
+std::vector<std::string> AvailableDrivers();
+
+// Device names of `driver` in enumeration order (DeviceOptions::index indexes
+// this list). Errors: kNotFound for an unknown driver; driver errors (e.g. no
+// Vulkan loader: kUnimplemented). Cost: creates a temporary instance (ms).
+StatusOr<std::vector<std::string>> EnumerateDevices(const std::string& driver);
+
+// Creates a device of `driver` ("vulkan") selected by `options` (see
+// DeviceOptions). Errors: kNotFound for an unknown driver or when no device
+// matches the name/index (the message lists the available devices);
+// kNotFound when validation is requested but the layer is missing;
+// kUnimplemented when the device lacks required features.
+// Ownership: the caller owns the returned reference.
+StatusOr<Ref<Device>> CreateDevice(const std::string& driver, const DeviceOptions& options);
+
+// Validation-layer messages (warning or error severity) received so far by
+// all drivers in this process. Process-global (not per device), thread-safe;
+// tests assert it is 0 when they finish.
+uint64_t ValidationMessageCount();
+
+}  // namespace kiln::hal
+
+#endif  // KILN_HAL_DRIVER_H_

@@ -1,0 +1,117 @@
+// VulkanDevice: the Vulkan implementation of hal::Device.
+//
+// One VkDevice with one compute-capable queue, one VkCommandPool, one
+// VkPipelineCache (shared by every executable of the device) and one internal
+// timeline semaphore that every QueueExecute signals, so command buffers know
+// when their last submission has retired.
+//
+// Ownership: created through vulkan::CreateDevice (vulkan_driver.h) or
+// hal::CreateDevice("vulkan", ...). Every object the device creates (buffers,
+// executables, command buffers, semaphores) retains the device, so the VkDevice
+// is destroyed only after its last object; the device retains its
+// VulkanInstance.
+//
+// Threading: like hal::Device, one thread at a time per device. In Vulkan terms
+// the command pool and the queue are externally synchronized: creating,
+// recording, resetting or destroying command buffers and calling
+// QueueExecute / WaitIdle must not overlap across threads for one device.
+//
+// Memory: one VkDeviceMemory per AllocateBuffer call (no sub-allocator yet;
+// every allocation counts against maxMemoryAllocationCount, often 4096 on
+// mobile). Host-visible memory is mapped persistently at allocation.
+//
+// Environment: KILN_VULKAN_DISABLE_PUSH_DESCRIPTOR=1 (read at device creation)
+// makes the device ignore VK_KHR_push_descriptor and bind descriptors through
+// per-command-buffer descriptor pools; the CTS uses it to cover that path.
+#ifndef KILN_HAL_VULKAN_VULKAN_DEVICE_H_
+#define KILN_HAL_VULKAN_VULKAN_DEVICE_H_
+
+#include <volk.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "hal/api.h"
+#include "hal/vulkan/vulkan_instance.h"
+
+namespace kiln::hal::vulkan {
+
+class VulkanDevice final : public Device {
+ public:
+  // Creates a logical device on `physical_device` (enumerated from
+  // `instance`). Errors: kUnimplemented if the device lacks Vulkan 1.2,
+  // timelineSemaphore or a compute queue; VkResult errors otherwise.
+  static StatusOr<Ref<VulkanDevice>> Create(Ref<VulkanInstance> instance,
+                                            VkPhysicalDevice physical_device);
+
+  // hal::Device
+  const DeviceInfo& info() const override { return info_; }
+  StatusOr<Ref<Buffer>> AllocateBuffer(uint64_t size, MemoryKind kind) override;
+  StatusOr<Ref<Buffer>> CreateSubspan(Buffer* parent, uint64_t offset,
+                                      uint64_t length) override;
+  StatusOr<Ref<Executable>> CreateExecutable(
+      const uint32_t* spirv, size_t word_count,
+      const std::vector<EntryPointInfo>& entry_points) override;
+  StatusOr<Ref<CommandBuffer>> CreateCommandBuffer() override;
+  StatusOr<Ref<Semaphore>> CreateSemaphore(uint64_t initial_value) override;
+  Status QueueExecute(CommandBuffer* command_buffer, const SemaphorePoint* waits,
+                      uint32_t wait_count, const SemaphorePoint* signals,
+                      uint32_t signal_count) override;
+  Status WaitIdle() override;
+  Stats& stats() override { return stats_; }
+
+  // --- driver-internal accessors (used by the other vulkan_* files) --------
+  const VolkDeviceTable& syms() const { return syms_; }
+  VkDevice handle() const { return device_; }
+  VkPhysicalDevice physical_device() const { return physical_device_; }
+  VulkanInstance* instance() const { return instance_.get(); }
+  VkCommandPool command_pool() const { return command_pool_; }
+  VkPipelineCache pipeline_cache() const { return pipeline_cache_; }
+  const VkPhysicalDeviceLimits& limits() const { return limits_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const {
+    return memory_properties_;
+  }
+  // True when descriptors are bound with vkCmdPushDescriptorSetKHR.
+  bool push_descriptors() const { return push_descriptors_; }
+  uint32_t max_push_descriptors() const { return max_push_descriptors_; }
+  uint64_t max_memory_allocation_size() const { return max_memory_allocation_size_; }
+
+  // Internal timeline (every QueueExecute signals the next value): whether
+  // submission `value` has retired, and a blocking wait for it (0: no-op).
+  StatusOr<bool> SubmissionRetired(uint64_t value);
+  Status WaitSubmission(uint64_t value);
+
+ private:
+  VulkanDevice() = default;
+  ~VulkanDevice() override;
+  Status Initialize(Ref<VulkanInstance> instance, VkPhysicalDevice physical_device);
+
+  Ref<VulkanInstance> instance_;
+  VkPhysicalDevice physical_device_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VolkDeviceTable syms_ = {};
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  VkSemaphore submission_semaphore_ = VK_NULL_HANDLE;
+  uint64_t submission_value_ = 0;
+
+  VkPhysicalDeviceLimits limits_ = {};
+  VkPhysicalDeviceMemoryProperties memory_properties_ = {};
+  bool push_descriptors_ = false;
+  uint32_t max_push_descriptors_ = 0;
+  uint64_t max_memory_allocation_size_ = 0;
+
+  DeviceInfo info_;
+  Stats stats_;
+
+  // Scratch reused by QueueExecute (no steady-state host allocation).
+  std::vector<VkSemaphore> scratch_semaphores_;
+  std::vector<uint64_t> scratch_values_;
+  std::vector<VkPipelineStageFlags> scratch_stages_;
+};
+
+}  // namespace kiln::hal::vulkan
+
+#endif  // KILN_HAL_VULKAN_VULKAN_DEVICE_H_

@@ -1,0 +1,79 @@
+#include "hal/vulkan/vulkan_driver.h"
+
+#include <cctype>
+
+#include "hal/vulkan/vulkan_device.h"
+#include "hal/vulkan/vulkan_status.h"
+
+namespace kiln::hal::vulkan {
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string DeviceName(VkPhysicalDevice device) {
+  VkPhysicalDeviceProperties properties = {};
+  vkGetPhysicalDeviceProperties(device, &properties);
+  return properties.deviceName;
+}
+
+std::string JoinNames(const std::vector<VkPhysicalDevice>& devices) {
+  std::string names;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (i) names += ", ";
+    names += "'" + DeviceName(devices[i]) + "'";
+  }
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> EnumerateDevices() {
+  KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance,
+                        VulkanInstance::Create(ValidationRequestedByEnvironment()));
+  KILN_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices,
+                        instance->EnumeratePhysicalDevices());
+  std::vector<std::string> names;
+  names.reserve(devices.size());
+  for (VkPhysicalDevice device : devices) names.push_back(DeviceName(device));
+  return names;
+}
+
+StatusOr<Ref<Device>> CreateDevice(const DeviceOptions& options) {
+  const bool validation = options.validation || ValidationRequestedByEnvironment();
+  KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance, VulkanInstance::Create(validation));
+  KILN_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices,
+                        instance->EnumeratePhysicalDevices());
+  if (devices.empty()) {
+    return NotFoundError("no Vulkan devices found (check the ICD: VK_DRIVER_FILES)");
+  }
+  VkPhysicalDevice selected = VK_NULL_HANDLE;
+  if (!options.name.empty()) {
+    const std::string wanted = Lower(options.name);
+    for (VkPhysicalDevice device : devices) {
+      if (Lower(DeviceName(device)).find(wanted) != std::string::npos) {
+        selected = device;
+        break;
+      }
+    }
+    if (selected == VK_NULL_HANDLE) {
+      return NotFoundError("no Vulkan device name contains '%s' (available: %s)",
+                           options.name.c_str(), JoinNames(devices).c_str());
+    }
+  } else if (options.index >= 0) {
+    if (static_cast<size_t>(options.index) >= devices.size()) {
+      return NotFoundError("Vulkan device index %d out of range (%zu devices: %s)", options.index,
+                           devices.size(), JoinNames(devices).c_str());
+    }
+    selected = devices[static_cast<size_t>(options.index)];
+  } else {
+    selected = devices[0];
+  }
+  KILN_ASSIGN_OR_RETURN(Ref<VulkanDevice> device,
+                        VulkanDevice::Create(std::move(instance), selected));
+  return Ref<Device>(std::move(device));
+}
+
+}  // namespace kiln::hal::vulkan

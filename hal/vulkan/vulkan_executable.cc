@@ -1,0 +1,169 @@
+#include "hal/vulkan/vulkan_executable.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "hal/vulkan/vulkan_device.h"
+#include "hal/vulkan/vulkan_status.h"
+
+namespace kiln::hal::vulkan {
+namespace {
+
+constexpr uint32_t kSpirvMagic = 0x07230203u;
+constexpr uint32_t kOpEntryPoint = 15;
+constexpr uint32_t kExecutionModelGLCompute = 5;
+
+// Walks the instruction stream; collects the names of GLCompute entry points.
+Status ParseComputeEntryPoints(const uint32_t* words, size_t count,
+                               std::vector<std::string>* names) {
+  if (count < 5) {
+    return InvalidArgumentError("SPIR-V module is %zu words; the header alone is 5", count);
+  }
+  if (words[0] != kSpirvMagic) {
+    return InvalidArgumentError("not a SPIR-V module (magic 0x%08x, expected 0x%08x)", words[0],
+                                kSpirvMagic);
+  }
+  size_t i = 5;
+  while (i < count) {
+    uint32_t word_count = words[i] >> 16;
+    uint32_t opcode = words[i] & 0xffffu;
+    if (word_count == 0 || word_count > count - i) {
+      return InvalidArgumentError("malformed SPIR-V: instruction at word %zu has length %u", i,
+                                  word_count);
+    }
+    if (opcode == kOpEntryPoint && word_count >= 4 && words[i + 1] == kExecutionModelGLCompute) {
+      // Literal string: bytes packed little-endian, NUL-terminated, within the
+      // instruction.
+      const char* bytes = reinterpret_cast<const char*>(&words[i + 3]);
+      size_t max_bytes = static_cast<size_t>(word_count - 3) * 4;
+      size_t length = strnlen(bytes, max_bytes);
+      if (length == max_bytes) {
+        return InvalidArgumentError("malformed SPIR-V: unterminated OpEntryPoint name");
+      }
+      names->emplace_back(bytes, length);
+    }
+    i += word_count;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
+    VulkanDevice* device, const uint32_t* spirv, size_t word_count,
+    const std::vector<EntryPointInfo>& entry_points) {
+  if (!spirv) return InvalidArgumentError("CreateExecutable: spirv is null");
+  if (entry_points.empty()) return InvalidArgumentError("CreateExecutable: no entry points");
+  std::vector<std::string> module_entry_points;
+  KILN_RETURN_IF_ERROR(ParseComputeEntryPoints(spirv, word_count, &module_entry_points));
+  const VkPhysicalDeviceLimits& limits = device->limits();
+  for (const EntryPointInfo& entry : entry_points) {
+    bool found = false;
+    for (const std::string& name : module_entry_points) found |= name == entry.name;
+    if (!found) {
+      return InvalidArgumentError(
+          "CreateExecutable: SPIR-V module has no GLCompute entry point '%s'",
+          entry.name.c_str());
+    }
+    if (entry.binding_count > limits.maxPerStageDescriptorStorageBuffers) {
+      return InvalidArgumentError(
+          "CreateExecutable: entry point '%s' uses %u storage buffers; device limit is %u",
+          entry.name.c_str(), entry.binding_count, limits.maxPerStageDescriptorStorageBuffers);
+    }
+    if (entry.push_constant_bytes % 4 != 0 ||
+        entry.push_constant_bytes > limits.maxPushConstantsSize) {
+      return InvalidArgumentError(
+          "CreateExecutable: entry point '%s' has %u push-constant bytes; must be a multiple "
+          "of 4 and at most %u",
+          entry.name.c_str(), entry.push_constant_bytes, limits.maxPushConstantsSize);
+    }
+  }
+
+  VulkanExecutable* self = new (std::nothrow) VulkanExecutable();
+  if (!self) return ResourceExhaustedError("CreateExecutable: out of host memory");
+  device->Retain();
+  self->device_ = device;
+  Ref<VulkanExecutable> ref = Ref<VulkanExecutable>::Adopt(self);
+  self->entry_points_ = entry_points;
+  self->pipelines_.resize(entry_points.size());
+
+  const VolkDeviceTable& vk = device->syms();
+  VkDevice handle = device->handle();
+  VkShaderModuleCreateInfo module_info = {};
+  module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+  module_info.codeSize = word_count * sizeof(uint32_t);
+  module_info.pCode = spirv;
+  KILN_VK_RETURN_IF_ERROR(vk.vkCreateShaderModule(handle, &module_info, nullptr, &self->module_),
+                          "vkCreateShaderModule");
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  for (size_t e = 0; e < entry_points.size(); ++e) {
+    const EntryPointInfo& entry = entry_points[e];
+    Pipeline& pipeline = self->pipelines_[e];
+    pipeline.push_descriptor = device->push_descriptors() && entry.binding_count > 0 &&
+                               entry.binding_count <= device->max_push_descriptors();
+
+    bindings.assign(entry.binding_count, VkDescriptorSetLayoutBinding{});
+    for (uint32_t b = 0; b < entry.binding_count; ++b) {
+      bindings[b].binding = b;
+      bindings[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      bindings[b].descriptorCount = 1;
+      bindings[b].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo set_info = {};
+    set_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
+    set_info.flags =
+        pipeline.push_descriptor ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
+    set_info.bindingCount = entry.binding_count;
+    set_info.pBindings = bindings.data();
+    KILN_VK_RETURN_IF_ERROR(
+        vk.vkCreateDescriptorSetLayout(handle, &set_info, nullptr, &pipeline.set_layout),
+        "vkCreateDescriptorSetLayout");
+
+    VkPushConstantRange push_range = {};
+    push_range.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    push_range.offset = 0;
+    push_range.size = entry.push_constant_bytes;
+    VkPipelineLayoutCreateInfo layout_info = {};
+    layout_info.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+    layout_info.setLayoutCount = 1;
+    layout_info.pSetLayouts = &pipeline.set_layout;
+    layout_info.pushConstantRangeCount = entry.push_constant_bytes ? 1 : 0;
+    layout_info.pPushConstantRanges = entry.push_constant_bytes ? &push_range : nullptr;
+    KILN_VK_RETURN_IF_ERROR(
+        vk.vkCreatePipelineLayout(handle, &layout_info, nullptr, &pipeline.layout),
+        "vkCreatePipelineLayout");
+
+    VkComputePipelineCreateInfo pipeline_info = {};
+    pipeline_info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+    pipeline_info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    pipeline_info.stage.module = self->module_;
+    pipeline_info.stage.pName = entry.name.c_str();
+    pipeline_info.layout = pipeline.layout;
+    VkResult result = vk.vkCreateComputePipelines(handle, device->pipeline_cache(), 1,
+                                                  &pipeline_info, nullptr, &pipeline.pipeline);
+    if (result != VK_SUCCESS) {
+      pipeline.pipeline = VK_NULL_HANDLE;
+      return VkResultToStatus(
+          result, ("vkCreateComputePipelines(entry point '" + entry.name + "')").c_str());
+    }
+  }
+  return ref;
+}
+
+VulkanExecutable::~VulkanExecutable() {
+  if (!device_) return;
+  const VolkDeviceTable& vk = device_->syms();
+  VkDevice handle = device_->handle();
+  for (Pipeline& pipeline : pipelines_) {
+    if (pipeline.pipeline) vk.vkDestroyPipeline(handle, pipeline.pipeline, nullptr);
+    if (pipeline.layout) vk.vkDestroyPipelineLayout(handle, pipeline.layout, nullptr);
+    if (pipeline.set_layout) vk.vkDestroyDescriptorSetLayout(handle, pipeline.set_layout, nullptr);
+  }
+  if (module_) vk.vkDestroyShaderModule(handle, module_, nullptr);
+  device_->Release();
+}
+
+}  // namespace kiln::hal::vulkan

@@ -1,0 +1,69 @@
+// VulkanExecutable: hal::Executable holding one VkShaderModule and, per entry
+// point, a descriptor set layout (set 0: `binding_count` storage buffers at
+// bindings 0..n-1, compute stage), a pipeline layout (+ one push-constant
+// range of `push_constant_bytes`, compute stage, when nonzero) and a compute
+// pipeline created through the device's shared VkPipelineCache.
+//
+// Descriptor binding: entry points whose binding_count is within the device's
+// maxPushDescriptors use VK_KHR_push_descriptor (layout flag
+// PUSH_DESCRIPTOR_BIT_KHR); otherwise the command buffer allocates descriptor
+// sets from its own pools.
+//
+// Ownership: retains its VulkanDevice. Cost: Create compiles every pipeline
+// (milliseconds each on lavapipe; JIT). Create once per module load.
+#ifndef KILN_HAL_VULKAN_VULKAN_EXECUTABLE_H_
+#define KILN_HAL_VULKAN_VULKAN_EXECUTABLE_H_
+
+#include <volk.h>
+
+#include <vector>
+
+#include "hal/api.h"
+
+namespace kiln::hal::vulkan {
+
+class VulkanDevice;
+
+class VulkanExecutable final : public Executable {
+ public:
+  struct Pipeline {
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    bool push_descriptor = false;
+  };
+
+  // `spirv` is `word_count` 32-bit words (copied; the caller keeps its
+  // memory). Checks before touching Vulkan: the SPIR-V header (magic, at least
+  // 5 words), instruction lengths, and that every entry point names a
+  // GLCompute OpEntryPoint in the module (kInvalidArgument otherwise);
+  // binding_count <= maxPerStageDescriptorStorageBuffers and
+  // push_constant_bytes (multiple of 4) <= maxPushConstantsSize
+  // (kInvalidArgument). The SPIR-V must otherwise be valid (the compiler runs
+  // spirv-val); the validation layer reports invalid modules.
+  static StatusOr<Ref<VulkanExecutable>> Create(VulkanDevice* device, const uint32_t* spirv,
+                                                size_t word_count,
+                                                const std::vector<EntryPointInfo>& entry_points);
+
+  uint32_t entry_point_count() const override {
+    return static_cast<uint32_t>(entry_points_.size());
+  }
+  const EntryPointInfo& entry_point(uint32_t ordinal) const override {
+    return entry_points_[ordinal];
+  }
+  const Pipeline& pipeline(uint32_t ordinal) const { return pipelines_[ordinal]; }
+  VulkanDevice* device() const { return device_; }
+
+ private:
+  VulkanExecutable() = default;
+  ~VulkanExecutable() override;
+
+  VulkanDevice* device_ = nullptr;  // retained
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  std::vector<EntryPointInfo> entry_points_;
+  std::vector<Pipeline> pipelines_;
+};
+
+}  // namespace kiln::hal::vulkan
+
+#endif  // KILN_HAL_VULKAN_VULKAN_EXECUTABLE_H_
