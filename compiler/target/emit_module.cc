@@ -160,7 +160,8 @@ ir::Value* RootOf(ir::Value* v) {
 }
 
 Status FunctionEmitter::AssignStorage(ir::Block* body) {
-  // Arguments: views from the caller.
+  // Arguments: views from the caller, in ref registers 0..N-1.
+  ref_count = static_cast<uint16_t>(body->num_arguments());
   for (unsigned i = 0; i < body->num_arguments(); ++i) {
     ir::Value* arg = body->argument(i);
     if (!arg->type().is_tensor()) return UnimplementedError("emit: non-tensor function argument %u", i);
@@ -175,7 +176,6 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
     enc.CallImport(HalImport::kBufferViewOffset, {Reg::Ref(view)}, {Reg::I32(s.offset_reg)});
     storage_[arg] = s;
   }
-  ref_count = std::max<uint16_t>(ref_count, static_cast<uint16_t>(body->num_arguments()));
 
   // Escaping roots: dispatch results that are (views of) function results.
   ir::Operation* ret = body->terminator();

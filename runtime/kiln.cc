@@ -1,0 +1,522 @@
+// Implementation of the C API (include/kiln/kiln.h) on vm/ and hal/.
+//
+// Every handle is a RefObject; C handles are pointers to these structs.
+// Nothing here throws or aborts on bad input: each entry point checks its
+// handles and returns a kiln_status_t.
+#include "kiln/kiln.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/ref.h"
+#include "base/status.h"
+#include "hal/api.h"
+#include "vm/context.h"
+#include "vm/module.h"
+#include "vm/value.h"
+#if KILN_HAVE_HAL_DRIVERS
+#include "hal/driver.h"
+#endif
+
+// --- ABI consistency ---------------------------------------------------------
+
+#define KILN_CHECK_DTYPE(C, CPP) \
+  static_assert(static_cast<int>(C) == static_cast<int>(kiln::DType::CPP), #C);
+KILN_CHECK_DTYPE(KILN_DTYPE_INVALID, kInvalid)
+KILN_CHECK_DTYPE(KILN_DTYPE_F32, kF32)
+KILN_CHECK_DTYPE(KILN_DTYPE_F16, kF16)
+KILN_CHECK_DTYPE(KILN_DTYPE_I64, kI64)
+KILN_CHECK_DTYPE(KILN_DTYPE_I32, kI32)
+KILN_CHECK_DTYPE(KILN_DTYPE_I16, kI16)
+KILN_CHECK_DTYPE(KILN_DTYPE_I8, kI8)
+KILN_CHECK_DTYPE(KILN_DTYPE_U8, kU8)
+KILN_CHECK_DTYPE(KILN_DTYPE_BOOL, kBool)
+KILN_CHECK_DTYPE(KILN_DTYPE_F64, kF64)
+#undef KILN_CHECK_DTYPE
+#define KILN_CHECK_CODE(C, CPP) \
+  static_assert(static_cast<int>(C) == static_cast<int>(kiln::StatusCode::CPP), #C);
+KILN_CHECK_CODE(KILN_STATUS_OK, kOk)
+KILN_CHECK_CODE(KILN_STATUS_INVALID_ARGUMENT, kInvalidArgument)
+KILN_CHECK_CODE(KILN_STATUS_DATA_LOSS, kDataLoss)
+KILN_CHECK_CODE(KILN_STATUS_NOT_FOUND, kNotFound)
+KILN_CHECK_CODE(KILN_STATUS_UNIMPLEMENTED, kUnimplemented)
+KILN_CHECK_CODE(KILN_STATUS_RESOURCE_EXHAUSTED, kResourceExhausted)
+KILN_CHECK_CODE(KILN_STATUS_FAILED_PRECONDITION, kFailedPrecondition)
+KILN_CHECK_CODE(KILN_STATUS_INTERNAL, kInternal)
+KILN_CHECK_CODE(KILN_STATUS_OUT_OF_RANGE, kOutOfRange)
+#undef KILN_CHECK_CODE
+static_assert(KILN_MAX_RANK == kiln::vm::kMaxRank, "KILN_MAX_RANK");
+static_assert(static_cast<int>(KILN_OWNERSHIP_CONSUME) ==
+                  static_cast<int>(kiln::format::Ownership::consume), "ownership");
+static_assert(static_cast<int>(KILN_OWNERSHIP_OUTPUT_STORAGE) ==
+                  static_cast<int>(kiln::format::Ownership::output_storage), "ownership");
+
+// --- handle types ------------------------------------------------------------
+
+struct kiln_status_s {
+  kiln::Status status;
+};
+
+struct kiln_instance_s : public kiln::RefObject {};
+
+struct kiln_device_s : public kiln::RefObject {
+  kiln::Ref<kiln_instance_s> instance;
+  kiln::Ref<kiln::hal::Device> device;
+  kiln::Ref<kiln::hal::Semaphore> readback_semaphore;  // created on first staged read
+  uint64_t readback_value = 0;
+};
+
+struct kiln_module_s : public kiln::RefObject {
+  kiln::Ref<kiln::vm::Module> module;
+};
+
+struct kiln_function_s {
+  kiln_context_s* context = nullptr;  // borrowed: the function lives inside it
+  kiln::vm::FunctionRef ref;
+  const kiln::vm::FunctionInfo* info = nullptr;
+};
+
+struct kiln_context_s : public kiln::RefObject {
+  kiln::Ref<kiln_device_s> device;
+  std::vector<kiln::Ref<kiln_module_s>> modules;
+  kiln::Ref<kiln::vm::Context> context;
+  // One record per looked-up function; unique_ptr keeps addresses stable.
+  std::vector<std::unique_ptr<kiln_function_s>> functions;
+  // Invoke scratch, grown on demand and reused.
+  std::vector<kiln::vm::BufferView*> arg_views;
+  std::vector<kiln::Ref<kiln::vm::BufferView>> result_views;
+};
+
+struct kiln_tensor_s : public kiln::RefObject {
+  kiln::Ref<kiln_device_s> device;
+  kiln::Ref<kiln::vm::BufferView> view;
+};
+
+namespace {
+
+using kiln::Ref;
+using kiln::Status;
+using kiln::StatusCode;
+
+// Returned when allocating a status itself fails; never freed.
+kiln_status_s g_out_of_memory_status{kiln::Status(StatusCode::kResourceExhausted,
+                                                  "out of memory (reporting an error)")};
+
+kiln_status_t Wrap(Status status) {
+  if (status.ok()) return nullptr;
+  auto* s = new (std::nothrow) kiln_status_s{std::move(status)};
+  return s ? s : &g_out_of_memory_status;
+}
+
+kiln_status_t NullArg(const char* fn, const char* what) {
+  return Wrap(kiln::InvalidArgumentError("%s: %s is NULL", fn, what));
+}
+
+template <typename T>
+void RetainHandle(T* h) {
+  if (h) h->Retain();
+}
+template <typename T>
+void ReleaseHandle(T* h) {
+  if (h) h->Release();
+}
+
+void FillSignature(const kiln::format::TensorSig* sig, bool is_arg,
+                   kiln_tensor_signature_t* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->name = sig->name() ? sig->name()->c_str() : "";
+  out->dtype = static_cast<kiln_dtype_t>(sig->dtype());
+  out->rank = sig->shape() ? sig->shape()->size() : 0;
+  for (size_t i = 0; i < out->rank && i < KILN_MAX_RANK; ++i) {
+    out->dims[i] = sig->shape()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  }
+  out->ownership =
+      is_arg ? static_cast<kiln_ownership_t>(sig->ownership()) : KILN_OWNERSHIP_BORROW;
+}
+
+// Copies [offset, offset+length) of `buffer` to host memory through a
+// host-visible staging buffer (used when `buffer` is not host visible).
+Status StagedRead(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset, void* dst,
+                  uint64_t length) {
+  kiln::hal::Device* device = dev->device.get();
+  if (!dev->readback_semaphore) {
+    KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, device->CreateSemaphore(0));
+  }
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::Buffer> staging,
+                        device->AllocateBuffer(length, kiln::hal::MemoryKind::kHostVisible));
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::CommandBuffer> cb, device->CreateCommandBuffer());
+  KILN_RETURN_IF_ERROR(cb->CopyBuffer(buffer, offset, staging.get(), 0, length));
+  KILN_RETURN_IF_ERROR(cb->End());
+  kiln::hal::SemaphorePoint signal{dev->readback_semaphore.get(), ++dev->readback_value};
+  KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
+  KILN_RETURN_IF_ERROR(dev->readback_semaphore->Wait(signal.value, UINT64_MAX));
+  device->stats().transfers++;
+  return staging->Read(0, dst, length);
+}
+
+}  // namespace
+
+extern "C" {
+
+// --- status ------------------------------------------------------------------
+
+kiln_status_code_t kiln_status_code(kiln_status_t status) {
+  return status ? static_cast<kiln_status_code_t>(status->status.code()) : KILN_STATUS_OK;
+}
+
+const char* kiln_status_message(kiln_status_t status) {
+  return status ? status->status.message().c_str() : "";
+}
+
+const char* kiln_status_code_name(kiln_status_code_t code) {
+  return kiln::StatusCodeName(static_cast<StatusCode>(code));
+}
+
+void kiln_status_free(kiln_status_t status) {
+  if (status != &g_out_of_memory_status) delete status;
+}
+
+// --- dtypes ------------------------------------------------------------------
+
+size_t kiln_dtype_size(kiln_dtype_t dtype) {
+  if (dtype < 0 || dtype > 255) return 0;
+  return kiln::DTypeSize(static_cast<kiln::DType>(dtype));
+}
+
+const char* kiln_dtype_name(kiln_dtype_t dtype) {
+  if (dtype < 0 || dtype > 255) return "invalid";
+  return kiln::DTypeName(static_cast<kiln::DType>(dtype));
+}
+
+// --- instance ----------------------------------------------------------------
+
+kiln_status_t kiln_instance_create(kiln_instance_t* out_instance) {
+  if (!out_instance) return NullArg("kiln_instance_create", "out_instance");
+  *out_instance = new kiln_instance_s();
+  return nullptr;
+}
+void kiln_instance_retain(kiln_instance_t instance) { RetainHandle(instance); }
+void kiln_instance_release(kiln_instance_t instance) { ReleaseHandle(instance); }
+
+// --- device ------------------------------------------------------------------
+
+kiln_status_t kiln_device_create(kiln_instance_t instance, const char* driver,
+                                 const char* device_name, int32_t device_index,
+                                 kiln_device_t* out_device) {
+  if (!instance) return NullArg("kiln_device_create", "instance");
+  if (!driver) return NullArg("kiln_device_create", "driver");
+  if (!out_device) return NullArg("kiln_device_create", "out_device");
+#if KILN_HAVE_HAL_DRIVERS
+  kiln::hal::DeviceOptions options;
+  options.index = device_index;
+  options.name = device_name ? device_name : "";
+  auto device = kiln::hal::CreateDevice(driver, options);
+  if (!device.ok()) return Wrap(device.take_status());
+  auto* dev = new kiln_device_s();
+  dev->instance = Ref<kiln_instance_s>::Retain(instance);
+  dev->device = std::move(device).value();
+  *out_device = dev;
+  return nullptr;
+#else
+  return Wrap(kiln::UnimplementedError("kiln_device_create: no HAL drivers in this build"));
+#endif
+}
+void kiln_device_retain(kiln_device_t device) { RetainHandle(device); }
+void kiln_device_release(kiln_device_t device) { ReleaseHandle(device); }
+
+const char* kiln_device_name(kiln_device_t device) {
+  return device ? device->device->info().name.c_str() : "";
+}
+
+kiln_status_t kiln_device_stats(kiln_device_t device, kiln_device_stats_t* out_stats) {
+  if (!device) return NullArg("kiln_device_stats", "device");
+  if (!out_stats) return NullArg("kiln_device_stats", "out_stats");
+  const kiln::hal::Stats& s = device->device->stats();
+  out_stats->device_allocations = s.device_allocations;
+  out_stats->device_bytes_allocated = s.device_bytes_allocated;
+  out_stats->device_bytes_live = s.device_bytes_live;
+  out_stats->device_peak_bytes = s.device_peak_bytes;
+  out_stats->copies = s.copies;
+  out_stats->copy_bytes = s.copy_bytes;
+  out_stats->transfers = s.transfers;
+  out_stats->fills = s.fills;
+  out_stats->dispatches = s.dispatches;
+  out_stats->barriers = s.barriers;
+  out_stats->submissions = s.submissions;
+  out_stats->host_allocations_invoke = s.host_allocations_invoke;
+  return nullptr;
+}
+
+kiln_status_t kiln_device_stats_reset(kiln_device_t device) {
+  if (!device) return NullArg("kiln_device_stats_reset", "device");
+  kiln::hal::Stats& s = device->device->stats();
+  uint64_t live = s.device_bytes_live;
+  s = kiln::hal::Stats();
+  s.device_bytes_live = live;
+  s.device_peak_bytes = live;
+  return nullptr;
+}
+
+// --- module ------------------------------------------------------------------
+
+static kiln_status_t FinishModule(kiln::StatusOr<Ref<kiln::vm::Module>> loaded,
+                                  kiln_module_t* out_module) {
+  if (!loaded.ok()) return Wrap(loaded.take_status());
+  auto* m = new kiln_module_s();
+  m->module = std::move(loaded).value();
+  *out_module = m;
+  return nullptr;
+}
+
+kiln_status_t kiln_module_load_from_memory(kiln_instance_t instance, const void* data,
+                                           size_t size, kiln_module_t* out_module) {
+  if (!instance) return NullArg("kiln_module_load_from_memory", "instance");
+  if (!data) return NullArg("kiln_module_load_from_memory", "data");
+  if (!out_module) return NullArg("kiln_module_load_from_memory", "out_module");
+  return FinishModule(kiln::vm::Module::LoadFromMemory(data, size), out_module);
+}
+
+kiln_status_t kiln_module_load_from_file(kiln_instance_t instance, const char* path,
+                                         kiln_module_t* out_module) {
+  if (!instance) return NullArg("kiln_module_load_from_file", "instance");
+  if (!path) return NullArg("kiln_module_load_from_file", "path");
+  if (!out_module) return NullArg("kiln_module_load_from_file", "out_module");
+  return FinishModule(kiln::vm::Module::LoadFromFile(path), out_module);
+}
+void kiln_module_retain(kiln_module_t module) { RetainHandle(module); }
+void kiln_module_release(kiln_module_t module) { ReleaseHandle(module); }
+const char* kiln_module_name(kiln_module_t module) {
+  return module ? module->module->name().c_str() : "";
+}
+
+// --- context -----------------------------------------------------------------
+
+kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
+                                  size_t module_count, kiln_context_t* out_context) {
+  if (!device) return NullArg("kiln_context_create", "device");
+  if (!modules && module_count) return NullArg("kiln_context_create", "modules");
+  if (!out_context) return NullArg("kiln_context_create", "out_context");
+  for (size_t i = 0; i < module_count; ++i) {
+    if (!modules[i]) {
+      return Wrap(kiln::InvalidArgumentError("kiln_context_create: modules[%zu] is NULL", i));
+    }
+  }
+  auto vm_context = kiln::vm::Context::Create(device->device);
+  if (!vm_context.ok()) return Wrap(vm_context.take_status());
+  Ref<kiln_context_s> ctx = Ref<kiln_context_s>::Adopt(new kiln_context_s());
+  ctx->device = Ref<kiln_device_s>::Retain(device);
+  ctx->context = std::move(vm_context).value();
+  for (size_t i = 0; i < module_count; ++i) {
+    Status s = ctx->context->RegisterModule(modules[i]->module);
+    if (!s.ok()) return Wrap(std::move(s));
+    ctx->modules.push_back(Ref<kiln_module_s>::Retain(modules[i]));
+  }
+  *out_context = ctx.release();
+  return nullptr;
+}
+void kiln_context_retain(kiln_context_t context) { RetainHandle(context); }
+void kiln_context_release(kiln_context_t context) { ReleaseHandle(context); }
+
+kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* name,
+                                           kiln_function_t* out_function) {
+  if (!context) return NullArg("kiln_context_lookup_function", "context");
+  if (!name) return NullArg("kiln_context_lookup_function", "name");
+  if (!out_function) return NullArg("kiln_context_lookup_function", "out_function");
+  auto ref = context->context->LookupFunction(name);
+  if (!ref.ok()) return Wrap(ref.take_status());
+  for (const auto& f : context->functions) {
+    if (f->ref.module == ref->module && f->ref.ordinal == ref->ordinal) {
+      *out_function = f.get();
+      return nullptr;
+    }
+  }
+  auto f = std::make_unique<kiln_function_s>();
+  f->context = context;
+  f->ref = ref.value();
+  f->info = &context->context->function_info(ref.value());
+  *out_function = f.get();
+  context->functions.push_back(std::move(f));
+  return nullptr;
+}
+
+const char* kiln_function_name(kiln_function_t function) {
+  return function ? function->info->name.c_str() : "";
+}
+size_t kiln_function_arg_count(kiln_function_t function) {
+  return function ? function->info->arg_count : 0;
+}
+size_t kiln_function_result_count(kiln_function_t function) {
+  return function ? function->info->result_count : 0;
+}
+
+kiln_status_t kiln_function_arg(kiln_function_t function, size_t index,
+                                kiln_tensor_signature_t* out_signature) {
+  if (!function) return NullArg("kiln_function_arg", "function");
+  if (!out_signature) return NullArg("kiln_function_arg", "out_signature");
+  if (index >= function->info->arg_count) {
+    return Wrap(kiln::OutOfRangeError("kiln_function_arg: index %zu out of range (%u arguments)",
+                                      index, function->info->arg_count));
+  }
+  FillSignature(function->info->def->args()->Get(static_cast<flatbuffers::uoffset_t>(index)),
+                true, out_signature);
+  return nullptr;
+}
+
+kiln_status_t kiln_function_result(kiln_function_t function, size_t index,
+                                   kiln_tensor_signature_t* out_signature) {
+  if (!function) return NullArg("kiln_function_result", "function");
+  if (!out_signature) return NullArg("kiln_function_result", "out_signature");
+  if (index >= function->info->result_count) {
+    return Wrap(kiln::OutOfRangeError("kiln_function_result: index %zu out of range (%u results)",
+                                      index, function->info->result_count));
+  }
+  FillSignature(function->info->def->results()->Get(static_cast<flatbuffers::uoffset_t>(index)),
+                false, out_signature);
+  return nullptr;
+}
+
+// --- tensors -----------------------------------------------------------------
+
+kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_t rank,
+                                 const int64_t* dims, const void* data, size_t data_bytes,
+                                 kiln_tensor_t* out_tensor) {
+  if (!device) return NullArg("kiln_tensor_create", "device");
+  if (!dims && rank) return NullArg("kiln_tensor_create", "dims");
+  if (!out_tensor) return NullArg("kiln_tensor_create", "out_tensor");
+  if (kiln_dtype_size(dtype) == 0) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: invalid dtype %d",
+                                           static_cast<int>(dtype)));
+  }
+  if (rank > KILN_MAX_RANK) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: rank %zu exceeds %d", rank,
+                                           KILN_MAX_RANK));
+  }
+  uint64_t count = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0) {
+      return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: dim %zu is negative (%lld)", i,
+                                             static_cast<long long>(dims[i])));
+    }
+    if (dims[i] != 0 && count > (uint64_t{1} << 40) / static_cast<uint64_t>(dims[i])) {
+      return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: shape is too large"));
+    }
+    count *= static_cast<uint64_t>(dims[i]);
+  }
+  uint64_t bytes = count * kiln_dtype_size(dtype);
+  if (data && data_bytes != bytes) {
+    return Wrap(kiln::InvalidArgumentError(
+        "kiln_tensor_create: %s needs %llu bytes, %zu given",
+        kiln::vm::TensorTypeString(static_cast<kiln::DType>(dtype), dims, rank).c_str(),
+        static_cast<unsigned long long>(bytes), data_bytes));
+  }
+  kiln::hal::Device* dev = device->device.get();
+  uint64_t alloc = bytes ? (bytes + 3) / 4 * 4 : 4;
+  auto buffer = dev->AllocateBuffer(alloc, kiln::hal::MemoryKind::kHostVisible);
+  if (!buffer.ok()) return Wrap(buffer.take_status());
+  if (data && bytes) {
+    Status s = buffer.value()->Write(0, data, bytes);
+    if (!s.ok()) return Wrap(std::move(s));
+  } else if (bytes) {
+    std::vector<uint8_t> zeros(bytes);
+    Status s = buffer.value()->Write(0, zeros.data(), bytes);
+    if (!s.ok()) return Wrap(std::move(s));
+  }
+  auto view = kiln::vm::BufferView::Create(std::move(buffer).value(), 0,
+                                           static_cast<kiln::DType>(dtype), dims, rank);
+  if (!view.ok()) return Wrap(view.take_status());
+  auto* t = new kiln_tensor_s();
+  t->device = Ref<kiln_device_s>::Retain(device);
+  t->view = std::move(view).value();
+  *out_tensor = t;
+  return nullptr;
+}
+void kiln_tensor_retain(kiln_tensor_t tensor) { RetainHandle(tensor); }
+void kiln_tensor_release(kiln_tensor_t tensor) { ReleaseHandle(tensor); }
+
+kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes) {
+  if (!tensor) return NullArg("kiln_tensor_read", "tensor");
+  uint64_t bytes = tensor->view->byte_length();
+  if (dst_bytes != bytes) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_read: %s has %llu bytes, %zu requested",
+                                           tensor->view->TypeString().c_str(),
+                                           static_cast<unsigned long long>(bytes), dst_bytes));
+  }
+  if (bytes == 0) return nullptr;
+  if (!dst) return NullArg("kiln_tensor_read", "dst");
+  kiln::hal::Buffer* buffer = tensor->view->buffer();
+  Status s = buffer->Read(tensor->view->byte_offset(), dst, bytes);
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    s = StagedRead(tensor->device.get(), buffer, tensor->view->byte_offset(), dst, bytes);
+  }
+  return Wrap(std::move(s));
+}
+
+kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor) {
+  return tensor ? static_cast<kiln_dtype_t>(tensor->view->dtype()) : KILN_DTYPE_INVALID;
+}
+size_t kiln_tensor_rank(kiln_tensor_t tensor) { return tensor ? tensor->view->rank() : 0; }
+const int64_t* kiln_tensor_dims(kiln_tensor_t tensor) {
+  return tensor ? tensor->view->dims() : nullptr;
+}
+size_t kiln_tensor_byte_size(kiln_tensor_t tensor) {
+  return tensor ? static_cast<size_t>(tensor->view->byte_length()) : 0;
+}
+
+// --- invoke ------------------------------------------------------------------
+
+kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
+                          const kiln_tensor_t* args, size_t arg_count,
+                          kiln_tensor_t* out_results, size_t result_count) {
+  if (!context) return NullArg("kiln_invoke", "context");
+  if (!function) return NullArg("kiln_invoke", "function");
+  if (function->context != context) {
+    return Wrap(kiln::InvalidArgumentError(
+        "kiln_invoke: function '%s' was looked up in a different context",
+        function->info->name.c_str()));
+  }
+  if (!args && arg_count) return NullArg("kiln_invoke", "args");
+  if (!out_results && result_count) return NullArg("kiln_invoke", "out_results");
+  uint64_t allocations_before = kiln::vm::HostAllocationCount();
+  if (context->arg_views.size() < arg_count) {
+    kiln::vm::CountHostAllocation();
+    context->arg_views.resize(arg_count);
+  }
+  if (context->result_views.size() < result_count) {
+    kiln::vm::CountHostAllocation();
+    context->result_views.resize(result_count);
+  }
+  for (size_t i = 0; i < arg_count; ++i) {
+    if (!args[i]) {
+      return Wrap(kiln::InvalidArgumentError("kiln_invoke: args[%zu] is NULL", i));
+    }
+    if (args[i]->device->device.get() != context->device->device.get()) {
+      return Wrap(kiln::InvalidArgumentError(
+          "kiln_invoke: args[%zu] lives on a different device than the context", i));
+    }
+    context->arg_views[i] = args[i]->view.get();
+  }
+  uint64_t vm_before = kiln::vm::HostAllocationCount();
+  Status s = context->context->Invoke(function->ref, context->arg_views.data(), arg_count,
+                                      context->result_views.data(), result_count);
+  // Context::Invoke added its own allocations to the stats; add the rest.
+  uint64_t vm_allocations = kiln::vm::HostAllocationCount() - vm_before;
+  if (s.ok()) {
+    for (size_t i = 0; i < result_count; ++i) {
+      kiln::vm::CountHostAllocation();
+      auto* t = new kiln_tensor_s();
+      t->device = context->device;
+      t->view = std::move(context->result_views[i]);
+      out_results[i] = t;
+    }
+  }
+  for (size_t i = 0; i < result_count; ++i) context->result_views[i].reset();
+  context->device->device->stats().host_allocations_invoke +=
+      kiln::vm::HostAllocationCount() - allocations_before - vm_allocations;
+  return Wrap(std::move(s));
+}
+
+}  // extern "C"

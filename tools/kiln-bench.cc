@@ -1,0 +1,401 @@
+// kiln-bench: times one function of a compiled module with Google Benchmark.
+//
+//   kiln-bench --module=M.kiln [--function=main]
+//              --input=@in.npy | --input=1x16x96xf32=@in.npy | --input=2x2xf32=1,2,3,4 ...
+//              [--device=vulkan] [--device-name=SUBSTR] [--device-index=N]
+//              [--benchmark_* flags, e.g. --benchmark_min_time=2 --benchmark_format=json]
+//
+// Inputs use kiln-run's syntax and are created once, before timing. One
+// warm-up invocation runs first (pipeline first-use, register banks). Each
+// timed iteration is one synchronous kiln_invoke (it returns once the results
+// are on the device and complete) followed by releasing its result tensors;
+// the time is wall-clock (UseRealTime: the GPU/driver threads do the work).
+// Counters, per invocation, from kiln_device_stats over the timed loop:
+//   dispatches, barriers, submissions, copies, transfers, fills,
+//   device_allocations, device_bytes_allocated, host_allocations
+//   (host_allocations = host_allocations_invoke, allocations made inside
+//   kiln_invoke; the steady state should be 0).
+//
+// Errors go to stderr as `error: ...`, exit status 1 (2 for usage).
+// Uses only the public C API (include/kiln/kiln.h) and tools/npy.h.
+#include <benchmark/benchmark.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "tools/npy.h"
+
+namespace {
+
+using kiln::tools::NpyArray;
+
+const char kUsage[] =
+    "usage: kiln-bench --module=M.kiln [--function=main] --input=SPEC ...\n"
+    "                  [--device=vulkan] [--device-name=SUBSTR] [--device-index=N]\n"
+    "                  [--benchmark_* flags]\n"
+    "  --input=@in.npy | --input=1x16x96xf32=@in.npy | --input=2x2xf32=1,2,3,4 (one value\n"
+    "  fills the tensor), in function-argument order, as for kiln-run.\n"
+    "  Reports time per invocation and per-invocation counters: dispatches, barriers,\n"
+    "  submissions, copies, transfers, fills, device_allocations, device_bytes_allocated,\n"
+    "  host_allocations.\n";
+
+struct Options {
+  std::string module;
+  std::string function = "main";
+  std::vector<std::string> inputs;
+  std::string device = "vulkan";
+  std::string device_name;
+  int device_index = -1;
+};
+
+int Error(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  return 1;
+}
+
+// Consumes `status`. Returns true if OK; else sets *error to "context: CODE: message".
+bool Ok(kiln_status_t status, const std::string& context, std::string* error) {
+  if (!status) return true;
+  *error = context + ": " + kiln_status_code_name(kiln_status_code(status)) + ": " +
+           kiln_status_message(status);
+  kiln_status_free(status);
+  return false;
+}
+
+std::string TypeString(kiln_dtype_t dtype, const std::vector<int64_t>& shape) {
+  std::string s = "tensor<";
+  for (int64_t d : shape) s += std::to_string(d) + "x";
+  return s + kiln_dtype_name(dtype) + ">";
+}
+
+// "1x16x96xf32" -> shape + dtype.
+bool ParseType(const std::string& text, std::vector<int64_t>* shape, kiln_dtype_t* dtype,
+               std::string* error) {
+  shape->clear();
+  size_t start = 0, x;
+  while ((x = text.find('x', start)) != std::string::npos) {
+    std::string dim = text.substr(start, x - start);
+    if (dim.empty() || dim.size() > 12 || dim.find_first_not_of("0123456789") != std::string::npos) {
+      *error = "bad dimension '" + dim + "' in type '" + text + "'";
+      return false;
+    }
+    shape->push_back(std::strtoll(dim.c_str(), nullptr, 10));
+    start = x + 1;
+  }
+  std::string name = text.substr(start);
+  *dtype = KILN_DTYPE_INVALID;
+  for (int i = 1; i <= 9; ++i) {
+    if (name == kiln_dtype_name(static_cast<kiln_dtype_t>(i))) *dtype = static_cast<kiln_dtype_t>(i);
+  }
+  if (name == "bool") *dtype = KILN_DTYPE_BOOL;
+  if (*dtype == KILN_DTYPE_INVALID) {
+    *error = "unknown dtype '" + name + "' in type '" + text + "' (expected e.g. 1x16x96xf32)";
+    return false;
+  }
+  if (shape->size() > KILN_MAX_RANK) {
+    *error = "type '" + text + "' has rank above " + std::to_string(KILN_MAX_RANK);
+    return false;
+  }
+  return true;
+}
+
+// Stores the literal `text` as element `i` of `out`.
+bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, std::vector<uint8_t>* out,
+                  std::string* error) {
+  const char* s = text.c_str();
+  char* end = nullptr;
+  uint8_t* p = out->data() + i * kiln_dtype_size(dtype);
+  errno = 0;
+  if (dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64) {
+    double d = std::strtod(s, &end);
+    if (text.empty() || *end) return *error = "bad float value '" + text + "'", false;
+    if (dtype == KILN_DTYPE_F32) {
+      float f = static_cast<float>(d);
+      std::memcpy(p, &f, 4);
+    } else {
+      std::memcpy(p, &d, 8);
+    }
+    return true;
+  }
+  if (dtype == KILN_DTYPE_F16) {
+    *error = "f16 literals are not supported by kiln-bench; pass a .npy file";
+    return false;
+  }
+  long long v = text == "true" ? 1 : text == "false" ? 0 : std::strtoll(s, &end, 10);
+  if (text != "true" && text != "false" && (text.empty() || *end || errno == ERANGE)) {
+    *error = "bad integer value '" + text + "'";
+    return false;
+  }
+  long long lo = INT64_MIN, hi = INT64_MAX;
+  switch (dtype) {
+    case KILN_DTYPE_I32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case KILN_DTYPE_I16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case KILN_DTYPE_I8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case KILN_DTYPE_U8: lo = 0; hi = 255; break;
+    case KILN_DTYPE_BOOL: lo = 0; hi = 1; break;
+    default: break;
+  }
+  if (v < lo || v > hi) {
+    *error = "value " + text + " out of range for " + kiln_dtype_name(dtype);
+    return false;
+  }
+  switch (dtype) {
+    case KILN_DTYPE_I64: { int64_t x = v; std::memcpy(p, &x, 8); break; }
+    case KILN_DTYPE_I32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
+    case KILN_DTYPE_I16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
+    default: *p = static_cast<uint8_t>(v); break;
+  }
+  return true;
+}
+
+// Parses one --input spec (kiln-run's syntax).
+bool ParseInput(const std::string& spec, NpyArray* out, std::string* error) {
+  if (!spec.empty() && spec[0] == '@') return kiln::tools::ReadNpy(spec.substr(1), out, error);
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos) {
+    *error = "--input='" + spec + "': expected @file.npy, TYPE=@file.npy or TYPE=v1,v2,...";
+    return false;
+  }
+  std::vector<int64_t> shape;
+  kiln_dtype_t dtype;
+  if (!ParseType(spec.substr(0, eq), &shape, &dtype, error)) return false;
+  size_t count = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && count > (size_t{1} << 36) / static_cast<size_t>(d)) {
+      *error = "type '" + spec.substr(0, eq) + "' is too large";
+      return false;
+    }
+    count *= static_cast<size_t>(d);
+  }
+  std::string value = spec.substr(eq + 1);
+  if (!value.empty() && value[0] == '@') {
+    if (!kiln::tools::ReadNpy(value.substr(1), out, error)) return false;
+    if (out->dtype != dtype || out->element_count() != count) {
+      *error = value.substr(1) + ": " + TypeString(out->dtype, out->shape) +
+               " does not fit --input type " + TypeString(dtype, shape);
+      return false;
+    }
+    out->shape = shape;
+    return true;
+  }
+  out->dtype = dtype;
+  out->shape = shape;
+  out->data.assign(count * kiln_dtype_size(dtype), 0);
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= value.size();) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string::npos) comma = value.size();
+    items.push_back(value.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (items.size() != 1 && items.size() != count) {
+    *error = "--input type " + TypeString(dtype, shape) + " has " + std::to_string(count) +
+             " elements, " + std::to_string(items.size()) + " values given";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (!StoreLiteral(items[items.size() == 1 ? 0 : i], dtype, i, &out->data, error)) return false;
+  }
+  return true;
+}
+
+bool ParseFlag(const char* arg, const char* name, std::string* value) {
+  size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) == 0 && arg[n] == '=') {
+    *value = arg + n + 1;
+    return true;
+  }
+  return false;
+}
+
+// Everything the benchmark needs, created once; owns every handle.
+struct Session {
+  kiln_instance_t instance = nullptr;
+  kiln_device_t device = nullptr;
+  kiln_module_t module = nullptr;
+  kiln_context_t context = nullptr;
+  kiln_function_t function = nullptr;  // borrowed from context
+  std::vector<kiln_tensor_t> args;
+  std::vector<kiln_tensor_t> results;
+  void ReleaseResults() {
+    for (kiln_tensor_t& t : results) {
+      kiln_tensor_release(t);
+      t = nullptr;
+    }
+  }
+  ~Session() {
+    ReleaseResults();
+    for (kiln_tensor_t t : args) kiln_tensor_release(t);
+    kiln_context_release(context);
+    kiln_module_release(module);
+    kiln_device_release(device);
+    kiln_instance_release(instance);
+  }
+};
+
+bool Open(const Options& opt, Session* s, std::string* error) {
+  if (!Ok(kiln_instance_create(&s->instance), "creating the instance", error)) return false;
+  if (!Ok(kiln_module_load_from_file(s->instance, opt.module.c_str(), &s->module),
+          "loading " + opt.module, error)) {
+    return false;
+  }
+  if (!Ok(kiln_device_create(s->instance, opt.device.c_str(),
+                             opt.device_name.empty() ? nullptr : opt.device_name.c_str(),
+                             opt.device_index, &s->device),
+          "creating the " + opt.device + " device", error)) {
+    return false;
+  }
+  if (!Ok(kiln_context_create(s->device, &s->module, 1, &s->context), "creating the context",
+          error)) {
+    return false;
+  }
+  if (!Ok(kiln_context_lookup_function(s->context, opt.function.c_str(), &s->function),
+          "looking up --function", error)) {
+    return false;
+  }
+  size_t arg_count = kiln_function_arg_count(s->function);
+  if (opt.inputs.size() != arg_count) {
+    std::string sig;
+    for (size_t i = 0; i < arg_count; ++i) {
+      kiln_tensor_signature_t a;
+      if (kiln_status_t st = kiln_function_arg(s->function, i, &a)) {
+        kiln_status_free(st);
+        continue;
+      }
+      sig += (i ? ", " : "") + std::string(a.name ? a.name : "") + ": " +
+             TypeString(a.dtype, std::vector<int64_t>(a.dims, a.dims + a.rank));
+    }
+    *error = "function '" + opt.function + "' takes " + std::to_string(arg_count) + " inputs (" +
+             sig + "), " + std::to_string(opt.inputs.size()) + " given";
+    return false;
+  }
+  for (size_t i = 0; i < arg_count; ++i) {
+    NpyArray array;
+    std::string e;
+    if (!ParseInput(opt.inputs[i], &array, &e)) {
+      *error = "input " + std::to_string(i) + ": " + e;
+      return false;
+    }
+    kiln_tensor_t t = nullptr;
+    if (!Ok(kiln_tensor_create(s->device, array.dtype, array.shape.size(), array.shape.data(),
+                               array.data.data(), array.data.size(), &t),
+            "input " + std::to_string(i), error)) {
+      return false;
+    }
+    s->args.push_back(t);
+  }
+  s->results.assign(kiln_function_result_count(s->function), nullptr);
+  // Warm-up: the first invocation pays one-time costs; it must also succeed.
+  return Ok(kiln_invoke(s->context, s->function, s->args.data(), s->args.size(),
+                        s->results.data(), s->results.size()),
+            "warm-up invocation of '" + opt.function + "'", error);
+}
+
+void BM_Invoke(benchmark::State& state, Session* s) {
+  std::string error;
+  kiln_device_stats_t before = {}, after = {};
+  s->ReleaseResults();
+  if (!Ok(kiln_device_stats(s->device, &before), "reading stats", &error)) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    kiln_status_t status = kiln_invoke(s->context, s->function, s->args.data(), s->args.size(),
+                                       s->results.data(), s->results.size());
+    if (status) {
+      Ok(status, "kiln_invoke", &error);
+      state.SkipWithError(error.c_str());
+      break;
+    }
+    s->ReleaseResults();
+  }
+  if (!Ok(kiln_device_stats(s->device, &after), "reading stats", &error)) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  auto per_invoke = [&](const char* name, uint64_t a, uint64_t b) {
+    state.counters[name] = benchmark::Counter(static_cast<double>(a - b),
+                                              benchmark::Counter::kAvgIterations);
+  };
+  per_invoke("dispatches", after.dispatches, before.dispatches);
+  per_invoke("barriers", after.barriers, before.barriers);
+  per_invoke("submissions", after.submissions, before.submissions);
+  per_invoke("copies", after.copies, before.copies);
+  per_invoke("transfers", after.transfers, before.transfers);
+  per_invoke("fills", after.fills, before.fills);
+  per_invoke("device_allocations", after.device_allocations, before.device_allocations);
+  per_invoke("device_bytes_allocated", after.device_bytes_allocated,
+             before.device_bytes_allocated);
+  per_invoke("host_allocations", after.host_allocations_invoke, before.host_allocations_invoke);
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  // Our flags are consumed here; everything else goes to Google Benchmark.
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    std::string v;
+    if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
+      std::fputs(kUsage, stdout);
+      rest.push_back(argv[i]);  // benchmark prints its own flags too
+    } else if (ParseFlag(a, "--module", &v)) {
+      opt.module = v;
+    } else if (ParseFlag(a, "--function", &v)) {
+      opt.function = v;
+    } else if (ParseFlag(a, "--input", &v)) {
+      opt.inputs.push_back(v);
+    } else if (ParseFlag(a, "--device", &v)) {
+      opt.device = v;
+    } else if (ParseFlag(a, "--device-name", &v)) {
+      opt.device_name = v;
+    } else if (ParseFlag(a, "--device-index", &v)) {
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < -1 || n > (1 << 20)) {
+        Error("bad --device-index '" + v + "'");
+        return 2;
+      }
+      opt.device_index = static_cast<int>(n);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  if (opt.module.empty()) {
+    Error("--module is required");
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+
+  Session session;
+  std::string error;
+  if (!Open(opt, &session, &error)) return Error(error);
+  benchmark::AddCustomContext("kiln_device", kiln_device_name(session.device));
+  benchmark::AddCustomContext("kiln_module", opt.module);
+  std::string name = "invoke/" + BaseName(opt.module) + "/" + opt.function;
+  benchmark::RegisterBenchmark(name.c_str(), BM_Invoke, &session)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,517 @@
+// kiln-run: runs one function of a compiled module through the C API.
+//
+//   kiln-run --module=M.kiln [--function=main]
+//            --input=@in.npy | --input=1x16x96xf32=@in.npy | --input=2x2xf32=1,2,3,4 ...
+//            [--output=@out.npy ...] [--device=vulkan] [--device-name=SUBSTR]
+//            [--device-index=N] [--repeat=N] [--stats] [--stats-steady]
+//            [--print-device] [--print-full]
+//
+// Inputs are given in function-argument order. Results without an --output
+// are printed as `result[0]: tensor<1x2xf32> = [0.1, 0.9]` (16 elements, then
+// `...`; all of them with --print-full). --stats prints one `key: value` line
+// per counter, measured around the invocations only (inputs are created
+// before). With --repeat=N the function runs N times and the last results are
+// printed; --stats then covers all N invocations, or only the last one with
+// --stats-steady (the steady state: allocations made by the first invocation,
+// such as register banks, are excluded).
+//
+// Errors go to stderr as `error: ...` with exit status 1 (2 for usage).
+// Uses only the public C API (include/kiln/kiln.h).
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "tools/npy.h"
+
+namespace {
+
+using kiln::tools::NpyArray;
+
+const char kUsage[] =
+    "usage: kiln-run --module=M.kiln [--function=main] --input=SPEC ... [--output=@out.npy ...]\n"
+    "                [--device=vulkan] [--device-name=SUBSTR] [--device-index=N]\n"
+    "                [--repeat=N] [--stats] [--stats-steady] [--print-device] [--print-full]\n"
+    "\n"
+    "  --input=@in.npy              tensor from a .npy file (shape and dtype from the file)\n"
+    "  --input=1x16x96xf32=@in.npy  same, checked against the type (a reshape with the same\n"
+    "                               element count is allowed; the dtype must match)\n"
+    "  --input=2x2xf32=1,2,3,4      literal values in C order (one value fills the tensor)\n"
+    "  --output=@out.npy            writes result i (in order) to a .npy file\n"
+    "  --repeat=N                   invoke N times; print/write the last results\n"
+    "  --stats                      print counters for the invocations (all N of them)\n"
+    "  --stats-steady               like --stats, counting the last invocation only\n"
+    "  --print-device               print the device name\n"
+    "  --print-full                 print every element (default: the first 16, then ...)\n"
+    "dtypes: f32 f64 f16 i64 i32 i16 i8 u8 i1 (bool)\n";
+
+struct Options {
+  std::string module;
+  std::string function = "main";
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::string device = "vulkan";
+  std::string device_name;
+  int device_index = -1;
+  long repeat = 1;
+  bool stats = false;
+  bool stats_steady = false;
+  bool print_device = false;
+  bool print_full = false;
+};
+
+int Error(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  return 1;
+}
+
+// Consumes a status; returns true if OK, else prints `context: message`.
+bool Check(kiln_status_t status, const std::string& context, int* exit_code) {
+  if (!status) return true;
+  std::fprintf(stderr, "error: %s: %s: %s\n", context.c_str(),
+               kiln_status_code_name(kiln_status_code(status)), kiln_status_message(status));
+  kiln_status_free(status);
+  *exit_code = 1;
+  return false;
+}
+
+kiln_dtype_t ParseDTypeName(const std::string& s) {
+  for (int i = 1; i <= 9; ++i) {
+    if (s == kiln_dtype_name(static_cast<kiln_dtype_t>(i))) return static_cast<kiln_dtype_t>(i);
+  }
+  if (s == "bool") return KILN_DTYPE_BOOL;
+  return KILN_DTYPE_INVALID;
+}
+
+std::string TypeString(kiln_dtype_t dtype, const std::vector<int64_t>& shape) {
+  std::string s = "tensor<";
+  for (int64_t d : shape) s += std::to_string(d) + "x";
+  return s + kiln_dtype_name(dtype) + ">";
+}
+
+// "1x16x96xf32" -> shape + dtype.
+bool ParseType(const std::string& text, std::vector<int64_t>* shape, kiln_dtype_t* dtype,
+               std::string* error) {
+  shape->clear();
+  size_t start = 0;
+  while (true) {
+    size_t x = text.find('x', start);
+    if (x == std::string::npos) break;
+    std::string dim = text.substr(start, x - start);
+    if (dim.empty() || dim.find_first_not_of("0123456789") != std::string::npos ||
+        dim.size() > 12) {
+      *error = "bad dimension '" + dim + "' in type '" + text + "'";
+      return false;
+    }
+    shape->push_back(std::strtoll(dim.c_str(), nullptr, 10));
+    start = x + 1;
+  }
+  *dtype = ParseDTypeName(text.substr(start));
+  if (*dtype == KILN_DTYPE_INVALID) {
+    *error = "unknown dtype '" + text.substr(start) + "' in type '" + text +
+             "' (expected e.g. 1x16x96xf32)";
+    return false;
+  }
+  if (shape->size() > KILN_MAX_RANK) {
+    *error = "type '" + text + "' has rank above " + std::to_string(KILN_MAX_RANK);
+    return false;
+  }
+  return true;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xFF) - 127 + 15;
+  uint32_t mant = x & 0x7FFFFF;
+  if (((x >> 23) & 0xFF) == 0xFF) return static_cast<uint16_t>(sign | 0x7C00 | (mant ? 0x200 : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7C00);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = mant >> shift;
+    if ((mant >> (shift - 1)) & 1) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  if (mant & 0x1000) ++half;  // round half up
+  return static_cast<uint16_t>(half);
+}
+
+float HalfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1F;
+  uint32_t mant = h & 0x3FF;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      int e = -1;
+      do { ++e; mant <<= 1; } while (!(mant & 0x400));
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3FF) << 13);
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7F800000u | (mant << 13);
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+// Stores `text` (a number) as element `i` of `out` (dtype `dtype`).
+bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, std::vector<uint8_t>* out,
+                  std::string* error) {
+  const char* s = text.c_str();
+  char* end = nullptr;
+  bool is_float = dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64 || dtype == KILN_DTYPE_F16;
+  double d = 0;
+  long long v = 0;
+  if (is_float) {
+    d = std::strtod(s, &end);
+  } else if (dtype == KILN_DTYPE_BOOL && (text == "true" || text == "false")) {
+    v = text == "true";
+    end = const_cast<char*>(s) + text.size();
+  } else {
+    errno = 0;
+    v = std::strtoll(s, &end, 10);
+    if (errno == ERANGE) end = const_cast<char*>(s);
+  }
+  if (text.empty() || end != s + text.size()) {
+    *error = "bad " + std::string(kiln_dtype_name(dtype)) + " value '" + text + "'";
+    return false;
+  }
+  size_t size = kiln_dtype_size(dtype);
+  uint8_t* p = out->data() + i * size;
+  auto range = [&](long long lo, long long hi) {
+    if (v < lo || v > hi) {
+      *error = "value " + text + " out of range for " + kiln_dtype_name(dtype);
+      return false;
+    }
+    return true;
+  };
+  switch (dtype) {
+    case KILN_DTYPE_F32: { float f = static_cast<float>(d); std::memcpy(p, &f, 4); break; }
+    case KILN_DTYPE_F64: std::memcpy(p, &d, 8); break;
+    case KILN_DTYPE_F16: { uint16_t h = FloatToHalf(static_cast<float>(d)); std::memcpy(p, &h, 2); break; }
+    case KILN_DTYPE_I64: { int64_t x = v; std::memcpy(p, &x, 8); break; }
+    case KILN_DTYPE_I32: { if (!range(INT32_MIN, INT32_MAX)) return false; int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
+    case KILN_DTYPE_I16: { if (!range(INT16_MIN, INT16_MAX)) return false; int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
+    case KILN_DTYPE_I8: { if (!range(INT8_MIN, INT8_MAX)) return false; *p = static_cast<uint8_t>(static_cast<int8_t>(v)); break; }
+    case KILN_DTYPE_U8: { if (!range(0, 255)) return false; *p = static_cast<uint8_t>(v); break; }
+    case KILN_DTYPE_BOOL: { if (!range(0, 1)) return false; *p = static_cast<uint8_t>(v); break; }
+    default: *error = "unsupported dtype"; return false;
+  }
+  return true;
+}
+
+// Parses one --input spec into an array.
+bool ParseInput(const std::string& spec, NpyArray* out, std::string* error) {
+  if (spec.empty()) {
+    *error = "empty --input";
+    return false;
+  }
+  if (spec[0] == '@') return kiln::tools::ReadNpy(spec.substr(1), out, error);
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos) {
+    *error = "--input='" + spec + "': expected @file.npy, TYPE=@file.npy or TYPE=v1,v2,...";
+    return false;
+  }
+  std::vector<int64_t> shape;
+  kiln_dtype_t dtype;
+  if (!ParseType(spec.substr(0, eq), &shape, &dtype, error)) return false;
+  size_t count = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && count > (size_t{1} << 36) / static_cast<size_t>(d)) {
+      *error = "type '" + spec.substr(0, eq) + "' is too large";
+      return false;
+    }
+    count *= static_cast<size_t>(d);
+  }
+  std::string value = spec.substr(eq + 1);
+  if (!value.empty() && value[0] == '@') {
+    if (!kiln::tools::ReadNpy(value.substr(1), out, error)) return false;
+    if (out->dtype != dtype) {
+      *error = value.substr(1) + ": has dtype " + kiln_dtype_name(out->dtype) + ", --input says " +
+               TypeString(dtype, shape);
+      return false;
+    }
+    if (out->element_count() != count) {
+      *error = value.substr(1) + ": has shape " + TypeString(out->dtype, out->shape) +
+               ", which does not fit --input type " + TypeString(dtype, shape);
+      return false;
+    }
+    out->shape = shape;
+    return true;
+  }
+  out->dtype = dtype;
+  out->shape = shape;
+  out->data.assign(count * kiln_dtype_size(dtype), 0);
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string::npos) comma = value.size();
+    items.push_back(value.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (items.size() == 1 && count != 1) {
+    for (size_t i = 0; i < count; ++i) {
+      if (!StoreLiteral(items[0], dtype, i, &out->data, error)) return false;
+    }
+    return true;
+  }
+  if (items.size() != count) {
+    *error = "--input type " + TypeString(dtype, shape) + " has " + std::to_string(count) +
+             " elements, " + std::to_string(items.size()) + " values given";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (!StoreLiteral(items[i], dtype, i, &out->data, error)) return false;
+  }
+  return true;
+}
+
+std::string FormatElement(kiln_dtype_t dtype, const uint8_t* p) {
+  char buf[64];
+  switch (dtype) {
+    case KILN_DTYPE_F32: { float f; std::memcpy(&f, p, 4); std::snprintf(buf, sizeof(buf), "%g", f); break; }
+    case KILN_DTYPE_F64: { double f; std::memcpy(&f, p, 8); std::snprintf(buf, sizeof(buf), "%g", f); break; }
+    case KILN_DTYPE_F16: { uint16_t h; std::memcpy(&h, p, 2); std::snprintf(buf, sizeof(buf), "%g", HalfToFloat(h)); break; }
+    case KILN_DTYPE_I64: { int64_t v; std::memcpy(&v, p, 8); std::snprintf(buf, sizeof(buf), "%" PRId64, v); break; }
+    case KILN_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); std::snprintf(buf, sizeof(buf), "%d", v); break; }
+    case KILN_DTYPE_I16: { int16_t v; std::memcpy(&v, p, 2); std::snprintf(buf, sizeof(buf), "%d", v); break; }
+    case KILN_DTYPE_I8: std::snprintf(buf, sizeof(buf), "%d", static_cast<int8_t>(*p)); break;
+    case KILN_DTYPE_U8: std::snprintf(buf, sizeof(buf), "%u", *p); break;
+    case KILN_DTYPE_BOOL: std::snprintf(buf, sizeof(buf), "%s", *p ? "true" : "false"); break;
+    default: std::snprintf(buf, sizeof(buf), "?"); break;
+  }
+  return buf;
+}
+
+bool ParseFlag(const char* arg, const char* name, std::string* value) {
+  size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) == 0 && arg[n] == '=') {
+    *value = arg + n + 1;
+    return true;
+  }
+  return false;
+}
+
+bool ParseInt(const std::string& s, long lo, long hi, long* out) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end || errno || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// Owns every handle; releases in any order at scope exit.
+struct Handles {
+  kiln_instance_t instance = nullptr;
+  kiln_device_t device = nullptr;
+  kiln_module_t module = nullptr;
+  kiln_context_t context = nullptr;
+  std::vector<kiln_tensor_t> args;
+  std::vector<kiln_tensor_t> results;
+  void ReleaseResults() {
+    for (kiln_tensor_t& t : results) {
+      kiln_tensor_release(t);
+      t = nullptr;
+    }
+  }
+  ~Handles() {
+    ReleaseResults();
+    for (kiln_tensor_t t : args) kiln_tensor_release(t);
+    kiln_context_release(context);
+    kiln_module_release(module);
+    kiln_device_release(device);
+    kiln_instance_release(instance);
+  }
+};
+
+void PrintStats(const kiln_device_stats_t& s) {
+  std::printf("device_allocations: %" PRIu64 "\n", s.device_allocations);
+  std::printf("device_bytes_allocated: %" PRIu64 "\n", s.device_bytes_allocated);
+  std::printf("device_peak_bytes: %" PRIu64 "\n", s.device_peak_bytes);
+  std::printf("copies: %" PRIu64 "\n", s.copies);
+  std::printf("copy_bytes: %" PRIu64 "\n", s.copy_bytes);
+  std::printf("transfers: %" PRIu64 "\n", s.transfers);
+  std::printf("fills: %" PRIu64 "\n", s.fills);
+  std::printf("dispatches: %" PRIu64 "\n", s.dispatches);
+  std::printf("barriers: %" PRIu64 "\n", s.barriers);
+  std::printf("submissions: %" PRIu64 "\n", s.submissions);
+  std::printf("host_allocations_invoke: %" PRIu64 "\n", s.host_allocations_invoke);
+}
+
+int Run(const Options& opt) {
+  int rc = 0;
+  Handles h;
+  if (!Check(kiln_instance_create(&h.instance), "creating the instance", &rc)) return rc;
+  if (!Check(kiln_module_load_from_file(h.instance, opt.module.c_str(), &h.module),
+             "loading " + opt.module, &rc)) {
+    return rc;
+  }
+  if (!Check(kiln_device_create(h.instance, opt.device.c_str(),
+                                opt.device_name.empty() ? nullptr : opt.device_name.c_str(),
+                                opt.device_index, &h.device),
+             "creating the " + opt.device + " device", &rc)) {
+    return rc;
+  }
+  if (opt.print_device) std::printf("device: %s\n", kiln_device_name(h.device));
+  if (!Check(kiln_context_create(h.device, &h.module, 1, &h.context), "creating the context",
+             &rc)) {
+    return rc;
+  }
+  kiln_function_t fn = nullptr;
+  if (!Check(kiln_context_lookup_function(h.context, opt.function.c_str(), &fn),
+             "looking up --function", &rc)) {
+    return rc;
+  }
+  size_t arg_count = kiln_function_arg_count(fn);
+  size_t result_count = kiln_function_result_count(fn);
+  if (opt.inputs.size() != arg_count) {
+    std::string sig;
+    for (size_t i = 0; i < arg_count; ++i) {
+      kiln_tensor_signature_t s;
+      kiln_status_free(kiln_function_arg(fn, i, &s));
+      sig += (i ? ", " : "") + std::string(s.name) + ": " +
+             TypeString(s.dtype, std::vector<int64_t>(s.dims, s.dims + s.rank));
+    }
+    return Error("function '" + opt.function + "' takes " + std::to_string(arg_count) +
+                 " inputs (" + sig + "), " + std::to_string(opt.inputs.size()) + " given");
+  }
+  if (opt.outputs.size() > result_count) {
+    return Error(std::to_string(opt.outputs.size()) + " --output flags but function '" +
+                 opt.function + "' has " + std::to_string(result_count) + " results");
+  }
+  for (size_t i = 0; i < arg_count; ++i) {
+    NpyArray array;
+    std::string error;
+    if (!ParseInput(opt.inputs[i], &array, &error)) {
+      return Error("input " + std::to_string(i) + ": " + error);
+    }
+    kiln_tensor_t t = nullptr;
+    if (!Check(kiln_tensor_create(h.device, array.dtype, array.shape.size(), array.shape.data(),
+                                  array.data.data(), array.data.size(), &t),
+               "input " + std::to_string(i), &rc)) {
+      return rc;
+    }
+    h.args.push_back(t);
+  }
+
+  h.results.assign(result_count, nullptr);
+  kiln_device_stats_t stats = {};
+  if (!Check(kiln_device_stats_reset(h.device), "resetting stats", &rc)) return rc;
+  for (long r = 0; r < opt.repeat; ++r) {
+    h.ReleaseResults();
+    if (opt.stats_steady && r == opt.repeat - 1) {
+      if (!Check(kiln_device_stats_reset(h.device), "resetting stats", &rc)) return rc;
+    }
+    if (!Check(kiln_invoke(h.context, fn, h.args.data(), h.args.size(), h.results.data(),
+                           h.results.size()),
+               "invoking '" + opt.function + "'", &rc)) {
+      return rc;
+    }
+  }
+  if (!Check(kiln_device_stats(h.device, &stats), "reading stats", &rc)) return rc;
+
+  for (size_t i = 0; i < result_count; ++i) {
+    kiln_tensor_t t = h.results[i];
+    NpyArray array;
+    array.dtype = kiln_tensor_dtype(t);
+    array.shape.assign(kiln_tensor_dims(t), kiln_tensor_dims(t) + kiln_tensor_rank(t));
+    array.data.resize(kiln_tensor_byte_size(t));
+    if (!Check(kiln_tensor_read(t, array.data.data(), array.data.size()),
+               "reading result " + std::to_string(i), &rc)) {
+      return rc;
+    }
+    if (i < opt.outputs.size()) {
+      std::string path = opt.outputs[i];
+      if (!path.empty() && path[0] == '@') path = path.substr(1);
+      std::string error;
+      if (!kiln::tools::WriteNpy(path, array, &error)) return Error(error);
+      continue;
+    }
+    size_t count = array.element_count();
+    size_t shown = opt.print_full ? count : std::min<size_t>(count, 16);
+    std::string text = "result[" + std::to_string(i) + "]: " + TypeString(array.dtype, array.shape) +
+                       " = [";
+    size_t esize = kiln_dtype_size(array.dtype);
+    for (size_t e = 0; e < shown; ++e) {
+      if (e) text += ", ";
+      text += FormatElement(array.dtype, array.data.data() + e * esize);
+    }
+    if (shown < count) text += ", ...";
+    text += "]";
+    std::printf("%s\n", text.c_str());
+  }
+  if (opt.stats) PrintStats(stats);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    std::string v;
+    long n;
+    if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (ParseFlag(a, "--module", &v)) {
+      opt.module = v;
+    } else if (ParseFlag(a, "--function", &v)) {
+      opt.function = v;
+    } else if (ParseFlag(a, "--input", &v)) {
+      opt.inputs.push_back(v);
+    } else if (ParseFlag(a, "--output", &v)) {
+      opt.outputs.push_back(v);
+    } else if (ParseFlag(a, "--device", &v)) {
+      opt.device = v;
+    } else if (ParseFlag(a, "--device-name", &v)) {
+      opt.device_name = v;
+    } else if (ParseFlag(a, "--device-index", &v)) {
+      if (!ParseInt(v, -1, 1 << 20, &n)) return Error("bad --device-index '" + v + "'"), 2;
+      opt.device_index = static_cast<int>(n);
+    } else if (ParseFlag(a, "--repeat", &v)) {
+      if (!ParseInt(v, 1, 1L << 30, &n)) return Error("bad --repeat '" + v + "' (>= 1)"), 2;
+      opt.repeat = n;
+    } else if (!std::strcmp(a, "--stats")) {
+      opt.stats = true;
+    } else if (!std::strcmp(a, "--stats-steady")) {
+      opt.stats = true;
+      opt.stats_steady = true;
+    } else if (!std::strcmp(a, "--print-device")) {
+      opt.print_device = true;
+    } else if (!std::strcmp(a, "--print-full")) {
+      opt.print_full = true;
+    } else {
+      Error(std::string("unknown argument '") + a + "'");
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+  }
+  if (opt.module.empty()) {
+    Error("--module is required");
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  for (const std::string& o : opt.outputs) {
+    if (o.empty() || o[0] != '@') return Error("--output='" + o + "': expected @path.npy"), 2;
+  }
+  return Run(opt);
+}

@@ -1,0 +1,347 @@
+#include "vm/hal_module.h"
+
+#include <cstring>
+
+namespace kiln::vm {
+
+const std::vector<HalImportInfo>& AllHalImports() {
+  static const std::vector<HalImportInfo>* all = new std::vector<HalImportInfo>{
+#define KILN_HAL_IMPORT(symbol, name, signature, meaning) \
+  {HalImport::symbol, name, signature, meaning},
+#include "vm/hal_imports.def"
+#undef KILN_HAL_IMPORT
+  };
+  return *all;
+}
+
+const HalImportInfo* FindHalImport(std::string_view name) {
+  for (const HalImportInfo& info : AllHalImports()) {
+    if (name == info.name) return &info;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// A buffer operand resolved to (hal buffer, base offset, visible size).
+struct BufferArg {
+  hal::Buffer* buffer = nullptr;
+  uint64_t base = 0;
+  uint64_t size = 0;
+};
+
+Status ResolveBuffer(const RefValue& v, const char* what, BufferArg* out) {
+  switch (v.type()) {
+    case RefType::kBuffer: {
+      auto* b = v.as<hal::Buffer>();
+      *out = BufferArg{b, 0, b->size()};
+      return OkStatus();
+    }
+    case RefType::kBufferView: {
+      auto* view = v.as<BufferView>();
+      *out = BufferArg{view->buffer(), view->byte_offset(), view->byte_length()};
+      return OkStatus();
+    }
+    default:
+      return InvalidArgumentError("%s: expected a buffer or buffer view, got %s", what,
+                                  RefTypeName(v.type()));
+  }
+}
+
+// Checks 0 <= offset, 0 <= length, offset + length <= arg.size.
+Status CheckRange(const BufferArg& arg, int32_t offset, int32_t length, const char* what) {
+  if (offset < 0 || length < 0) {
+    return InvalidArgumentError("%s: negative offset %d or length %d", what, offset, length);
+  }
+  if (static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) > arg.size) {
+    return OutOfRangeError("%s: range [%d, %lld) exceeds the buffer's %llu bytes", what, offset,
+                           static_cast<long long>(offset) + length,
+                           static_cast<unsigned long long>(arg.size));
+  }
+  return OkStatus();
+}
+
+Status GetCommandBuffer(const RefValue& v, CommandBufferState** out) {
+  if (v.type() != RefType::kCommandBuffer) {
+    return InvalidArgumentError("expected a command buffer, got %s", RefTypeName(v.type()));
+  }
+  *out = v.as<CommandBufferState>();
+  if ((*out)->submitted) {
+    return FailedPreconditionError("command buffer was already submitted");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status HalModule::Initialize() {
+  if (!device_) return OkStatus();
+  KILN_ASSIGN_OR_RETURN(timeline_, device_->CreateSemaphore(0));
+  return OkStatus();
+}
+
+Status HalModule::RequireDevice() const {
+  if (!device_) return FailedPreconditionError("the context has no device");
+  return OkStatus();
+}
+
+Status HalModule::Submit(hal::CommandBuffer* cb) {
+  KILN_RETURN_IF_ERROR(cb->End());
+  hal::SemaphorePoint signal{timeline_.get(), ++timeline_value_};
+  KILN_RETURN_IF_ERROR(device_->QueueExecute(cb, nullptr, 0, &signal, 1));
+  return timeline_->Wait(signal.value, UINT64_MAX);
+}
+
+StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, size_t size) {
+  KILN_RETURN_IF_ERROR(RequireDevice());
+  uint64_t alloc_size = size ? size : 4;
+  CountHostAllocation();
+  KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
+                        device_->AllocateBuffer(alloc_size, hal::MemoryKind::kDeviceLocal));
+  device_->stats().transfers++;
+  if (size == 0) return buffer;
+  if (device_->info().unified_memory) {
+    // Device-local memory is host visible: write directly, no staging copy.
+    KILN_RETURN_IF_ERROR(buffer->Write(0, data, size));
+    return buffer;
+  }
+  CountHostAllocation(2);
+  KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> staging,
+                        device_->AllocateBuffer(alloc_size, hal::MemoryKind::kHostVisible));
+  KILN_RETURN_IF_ERROR(staging->Write(0, data, size));
+  KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
+  KILN_RETURN_IF_ERROR(cb->CopyBuffer(staging.get(), 0, buffer.get(), 0, size));
+  KILN_RETURN_IF_ERROR(Submit(cb.get()));
+  return buffer;
+}
+
+Status HalModule::Call(HalImport id, const ImportCall& call,
+                       const std::vector<Ref<hal::Executable>>& executables) {
+  KILN_RETURN_IF_ERROR(RequireDevice());
+  switch (id) {
+    case HalImport::kBufferViewBuffer: {
+      const RefValue& v = call.ArgRef(0);
+      if (v.type() != RefType::kBufferView) {
+        return InvalidArgumentError("expected a buffer view, got %s", RefTypeName(v.type()));
+      }
+      call.SetRef(0, RefValue(RefType::kBuffer, v.as<BufferView>()->buffer()));
+      return OkStatus();
+    }
+    case HalImport::kBufferViewOffset: {
+      const RefValue& v = call.ArgRef(0);
+      if (v.type() != RefType::kBufferView) {
+        return InvalidArgumentError("expected a buffer view, got %s", RefTypeName(v.type()));
+      }
+      uint64_t offset = v.as<BufferView>()->byte_offset();
+      if (offset > 0x7FFFFFFF) return OutOfRangeError("view offset %llu exceeds i32",
+                                                      static_cast<unsigned long long>(offset));
+      call.SetI32(0, static_cast<int32_t>(offset));
+      return OkStatus();
+    }
+    case HalImport::kBufferViewCreate: {
+      BufferArg buf;
+      KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(0), "buffer", &buf));
+      int32_t offset = call.ArgI32(1);
+      int32_t dtype = call.ArgI32(2);
+      int32_t rank = call.ArgI32(3);
+      size_t dims_given = call.args.size() - 4;
+      if (rank < 0 || static_cast<size_t>(rank) != dims_given) {
+        return InvalidArgumentError("rank %d but %zu dims given", rank, dims_given);
+      }
+      if (dims_given > kMaxRank) {
+        return InvalidArgumentError("rank %zu exceeds the maximum %zu", dims_given, kMaxRank);
+      }
+      if (dtype <= 0 || dtype > 255 || DTypeSize(static_cast<DType>(dtype)) == 0) {
+        return InvalidArgumentError("invalid dtype %d", dtype);
+      }
+      if (offset < 0) return InvalidArgumentError("negative offset %d", offset);
+      if (static_cast<uint64_t>(offset) > buf.size) {
+        return OutOfRangeError("offset %d exceeds the buffer's %llu bytes", offset,
+                               static_cast<unsigned long long>(buf.size));
+      }
+      int64_t dims[kMaxRank];
+      for (size_t i = 0; i < dims_given; ++i) dims[i] = call.ArgI32(4 + i);
+      // The view must fit in the visible range of the operand.
+      Ref<hal::Buffer> buffer = Ref<hal::Buffer>::Retain(buf.buffer);
+      KILN_ASSIGN_OR_RETURN(Ref<BufferView> view,
+                            BufferView::Create(buffer, buf.base + offset, static_cast<DType>(dtype),
+                                               dims, dims_given));
+      if (static_cast<uint64_t>(offset) + view->byte_length() > buf.size) {
+        return OutOfRangeError("view %s at offset %d exceeds the operand's %llu bytes",
+                               view->TypeString().c_str(), offset,
+                               static_cast<unsigned long long>(buf.size));
+      }
+      call.SetRef(0, RefValue::Adopt(RefType::kBufferView, std::move(view)));
+      return OkStatus();
+    }
+    case HalImport::kAllocatorAllocate: {
+      int32_t size = call.ArgI32(0);
+      int32_t kind = call.ArgI32(1);
+      if (size < 0) return InvalidArgumentError("negative allocation size %d", size);
+      if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
+      CountHostAllocation();
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
+                            device_->AllocateBuffer(size ? static_cast<uint64_t>(size) : 4,
+                                                    static_cast<hal::MemoryKind>(kind)));
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
+      return OkStatus();
+    }
+    case HalImport::kAllocatorAllocateInitialized: {
+      const RefValue& v = call.ArgRef(0);
+      if (v.type() != RefType::kRodata) {
+        return InvalidArgumentError("expected a rodata span, got %s", RefTypeName(v.type()));
+      }
+      auto* span = v.as<RodataSpan>();
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, AllocateInitialized(span->data(), span->size()));
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
+      return OkStatus();
+    }
+    case HalImport::kExecutableLookup: {
+      int32_t index = call.ArgI32(0);
+      if (index < 0 || static_cast<size_t>(index) >= executables.size()) {
+        return OutOfRangeError("executable %d out of range (module has %zu)", index,
+                               executables.size());
+      }
+      call.SetRef(0, RefValue(RefType::kExecutable, executables[index].get()));
+      return OkStatus();
+    }
+    case HalImport::kCommandBufferCreate: {
+      CountHostAllocation(2);  // hal object + VM state
+      KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
+      Ref<CommandBufferState> state = MakeRef<CommandBufferState>(std::move(cb));
+      call.SetRef(0, RefValue::Adopt(RefType::kCommandBuffer, std::move(state)));
+      return OkStatus();
+    }
+    case HalImport::kCommandBufferPushConstants: {
+      CommandBufferState* cb;
+      KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
+      size_t words = call.args.size() - 1;
+      if (words > CommandBufferState::kMaxPushConstantWords) {
+        return InvalidArgumentError("%zu push-constant words exceed the maximum %u", words,
+                                    CommandBufferState::kMaxPushConstantWords);
+      }
+      for (size_t i = 0; i < words; ++i) {
+        cb->push_constants[i] = static_cast<uint32_t>(call.ArgI32(1 + i));
+      }
+      cb->push_constant_words = static_cast<uint32_t>(words);
+      return OkStatus();
+    }
+    case HalImport::kCommandBufferDispatch: {
+      CommandBufferState* cb;
+      KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
+      const RefValue& exe_ref = call.ArgRef(1);
+      if (exe_ref.type() != RefType::kExecutable) {
+        return InvalidArgumentError("expected an executable, got %s", RefTypeName(exe_ref.type()));
+      }
+      auto* exe = exe_ref.as<hal::Executable>();
+      int32_t entry = call.ArgI32(2);
+      if (entry < 0 || static_cast<uint32_t>(entry) >= exe->entry_point_count()) {
+        return OutOfRangeError("entry point %d out of range (executable has %u)", entry,
+                               exe->entry_point_count());
+      }
+      const hal::EntryPointInfo& info = exe->entry_point(static_cast<uint32_t>(entry));
+      uint32_t groups[3];
+      for (int i = 0; i < 3; ++i) {
+        int32_t g = call.ArgI32(3 + i);
+        if (g < 0) return InvalidArgumentError("negative workgroup count %d", g);
+        groups[i] = static_cast<uint32_t>(g);
+      }
+      size_t binding_count = (call.args.size() - 6) / 3;
+      if (binding_count != info.binding_count) {
+        return InvalidArgumentError("entry point '%s' has %u bindings, %zu given",
+                                    info.name.c_str(), info.binding_count, binding_count);
+      }
+      if (cb->push_constant_words * 4 != info.push_constant_bytes) {
+        return InvalidArgumentError("entry point '%s' takes %u push-constant bytes, %u were set",
+                                    info.name.c_str(), info.push_constant_bytes,
+                                    cb->push_constant_words * 4);
+      }
+      if (bindings_.capacity() < binding_count) CountHostAllocation();
+      bindings_.resize(binding_count);
+      for (size_t b = 0; b < binding_count; ++b) {
+        BufferArg buf;
+        KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(6 + 3 * b), "binding", &buf));
+        int32_t offset = call.ArgI32(7 + 3 * b);
+        int32_t length = call.ArgI32(8 + 3 * b);
+        KILN_RETURN_IF_ERROR(CheckRange(buf, offset, length, "binding"));
+        uint64_t len = length ? static_cast<uint64_t>(length) : buf.size - offset;
+        bindings_[b] = hal::BufferBinding{buf.buffer, buf.base + offset, len};
+      }
+      KILN_RETURN_IF_ERROR(cb->command_buffer->Dispatch(
+          exe, static_cast<uint32_t>(entry), groups, cb->push_constants,
+          cb->push_constant_words * 4, bindings_.data(), static_cast<uint32_t>(binding_count)));
+      cb->push_constant_words = 0;
+      return OkStatus();
+    }
+    case HalImport::kCommandBufferBarrier: {
+      CommandBufferState* cb;
+      KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
+      size_t count = (call.args.size() - 1) / 3;
+      if (count == 0) return cb->command_buffer->ExecutionBarrier();
+      if (barriers_.capacity() < count) CountHostAllocation();
+      barriers_.resize(count);
+      for (size_t b = 0; b < count; ++b) {
+        BufferArg buf;
+        KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(1 + 3 * b), "barrier", &buf));
+        int32_t offset = call.ArgI32(2 + 3 * b);
+        int32_t length = call.ArgI32(3 + 3 * b);
+        KILN_RETURN_IF_ERROR(CheckRange(buf, offset, length, "barrier"));
+        uint64_t len = length ? static_cast<uint64_t>(length) : buf.size - offset;
+        barriers_[b] = hal::BufferBarrier{buf.buffer, buf.base + offset, len};
+      }
+      return cb->command_buffer->Barrier(barriers_.data(), static_cast<uint32_t>(count));
+    }
+    case HalImport::kCommandBufferCopy: {
+      CommandBufferState* cb;
+      KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
+      BufferArg src, dst;
+      KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(1), "copy source", &src));
+      KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(3), "copy target", &dst));
+      int32_t src_off = call.ArgI32(2), dst_off = call.ArgI32(4), length = call.ArgI32(5);
+      KILN_RETURN_IF_ERROR(CheckRange(src, src_off, length, "copy source"));
+      KILN_RETURN_IF_ERROR(CheckRange(dst, dst_off, length, "copy target"));
+      if (length == 0) return OkStatus();
+      return cb->command_buffer->CopyBuffer(src.buffer, src.base + src_off, dst.buffer,
+                                            dst.base + dst_off, static_cast<uint64_t>(length));
+    }
+    case HalImport::kCommandBufferFill: {
+      CommandBufferState* cb;
+      KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
+      BufferArg dst;
+      KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(1), "fill target", &dst));
+      int32_t offset = call.ArgI32(2), length = call.ArgI32(3);
+      KILN_RETURN_IF_ERROR(CheckRange(dst, offset, length, "fill target"));
+      if (length % 4 != 0 || offset % 4 != 0) {
+        return InvalidArgumentError("fill offset %d and length %d must be multiples of 4",
+                                    offset, length);
+      }
+      if (length == 0) return OkStatus();
+      return cb->command_buffer->FillBuffer(dst.buffer, dst.base + offset,
+                                            static_cast<uint64_t>(length),
+                                            static_cast<uint32_t>(call.ArgI32(4)));
+    }
+    case HalImport::kCommandBufferExecuteAndWait: {
+      CommandBufferState* cb;
+      KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
+      cb->submitted = true;
+      return Submit(cb->command_buffer.get());
+    }
+    case HalImport::kBufferSubspan: {
+      BufferArg buf;
+      KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(0), "buffer", &buf));
+      int32_t offset = call.ArgI32(1), length = call.ArgI32(2);
+      KILN_RETURN_IF_ERROR(CheckRange(buf, offset, length, "subspan"));
+      CountHostAllocation();
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> sub,
+                            device_->CreateSubspan(buf.buffer, buf.base + offset,
+                                                   static_cast<uint64_t>(length)));
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(sub)));
+      return OkStatus();
+    }
+    case HalImport::kCount:
+      break;
+  }
+  return InternalError("unknown hal import %d", static_cast<int>(id));
+}
+
+}  // namespace kiln::vm

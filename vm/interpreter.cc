@@ -1,0 +1,198 @@
+// The bytecode interpreter: Context::Run.
+//
+// A switch on the opcode byte; operands are read in format order straight
+// from the (verified) bytecode. Register indices are masked by the frame, so
+// the loop needs no bounds checks of its own. The verifier guarantees that
+// every pc lands on an instruction and that the function ends in a
+// terminator, so `pc` never leaves the function.
+#include <cstring>
+
+#include "vm/context.h"
+
+namespace kiln::vm {
+
+namespace {
+
+inline uint16_t U16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+inline uint32_t U32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+inline RegList ReadList(const uint8_t* code, uint32_t* pc) {
+  RegList list;
+  list.count = U16(code + *pc);
+  list.data = code + *pc + 2;
+  *pc += 2 + 2u * list.count;
+  return list;
+}
+
+StatusCode FailCode(int32_t code) {
+  if (code >= 1 && code <= static_cast<int32_t>(StatusCode::kOutOfRange)) {
+    return static_cast<StatusCode>(code);
+  }
+  return StatusCode::kInternal;
+}
+
+}  // namespace
+
+Status Context::Annotate(Status status, uint32_t m, uint32_t function, uint32_t offset,
+                         const DecodedInstruction* inst) const {
+  const Module& mod = *modules_[m]->module;
+  char where[64];
+  std::snprintf(where, sizeof(where), "@0x%04x", offset);
+  std::string ctx = mod.function(function).name + where;
+  if (inst) {
+    ctx += std::string(" ") + inst->info->name;
+    if (inst->opcode == Opcode::CALL_IMPORT) {
+      ctx += " " + mod.import_names()[inst->operands[0].value];
+    } else if (inst->opcode == Opcode::CALL) {
+      ctx += " " + mod.function(inst->operands[0].value).name;
+    }
+  }
+  std::string_view loc = mod.DebugLocation(function, offset);
+  if (!loc.empty()) ctx += " [" + std::string(loc) + "]";
+  return status.Annotate(ctx);
+}
+
+Status Context::Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret) {
+  ModuleState& state = *modules_[m];
+  const FunctionInfo& info = state.module->function(function);
+  const uint8_t* code = info.code.data;
+  Frame* frame = frames_[depth].get();
+  uint32_t pc = 0;
+  for (;;) {
+    const uint32_t inst_offset = pc;
+    const Opcode op = static_cast<Opcode>(code[pc++]);
+    switch (op) {
+      case Opcode::NOP:
+        break;
+      case Opcode::CONST_I32: {
+        uint16_t a = U16(code + pc);
+        frame->I(a) = static_cast<int32_t>(U32(code + pc + 2));
+        pc += 6;
+        break;
+      }
+      case Opcode::CONST_REF_ZERO:
+        frame->R(U16(code + pc)).reset();
+        pc += 2;
+        break;
+      case Opcode::MOV_I32:
+        frame->I(U16(code + pc)) = frame->I(U16(code + pc + 2));
+        pc += 4;
+        break;
+      case Opcode::MOV_REF: {
+        RefValue v = frame->R(U16(code + pc + 2));
+        frame->R(U16(code + pc)) = std::move(v);
+        pc += 4;
+        break;
+      }
+      case Opcode::RODATA:
+        frame->R(U16(code + pc)) = state.rodata[U16(code + pc + 2)];
+        pc += 4;
+        break;
+      case Opcode::GLOBAL_LOAD_REF:
+        frame->R(U16(code + pc)) = state.globals[U16(code + pc + 2)];
+        pc += 4;
+        break;
+      case Opcode::GLOBAL_STORE_REF:
+        state.globals[U16(code + pc + 2)] = frame->R(U16(code + pc));
+        pc += 4;
+        break;
+#define KILN_BINARY(OP, EXPR)                                                   \
+  case Opcode::OP: {                                                            \
+    uint32_t x = static_cast<uint32_t>(frame->I(U16(code + pc + 2)));           \
+    uint32_t y = static_cast<uint32_t>(frame->I(U16(code + pc + 4)));           \
+    (void)x; (void)y;                                                           \
+    frame->I(U16(code + pc)) = static_cast<int32_t>(EXPR);                      \
+    pc += 6;                                                                    \
+    break;                                                                      \
+  }
+      KILN_BINARY(ADD_I32, x + y)
+      KILN_BINARY(SUB_I32, x - y)
+      KILN_BINARY(MUL_I32, x * y)
+      KILN_BINARY(CMP_EQ_I32, x == y ? 1u : 0u)
+      KILN_BINARY(CMP_LT_I32, static_cast<int32_t>(x) < static_cast<int32_t>(y) ? 1u : 0u)
+#undef KILN_BINARY
+      case Opcode::CMP_NZ_REF:
+        frame->I(U16(code + pc)) = frame->R(U16(code + pc + 2)).is_null() ? 0 : 1;
+        pc += 4;
+        break;
+      case Opcode::BR:
+        pc = U32(code + pc);
+        break;
+      case Opcode::COND_BR: {
+        bool taken = frame->I(U16(code + pc)) != 0;
+        pc = taken ? U32(code + pc + 2) : U32(code + pc + 6);
+        break;
+      }
+      case Opcode::CALL_IMPORT: {
+        uint16_t k = U16(code + pc);
+        pc += 2;
+        ImportCall call;
+        call.frame = frame;
+        call.args = ReadList(code, &pc);
+        call.results = ReadList(code, &pc);
+        const ResolvedImport& imp = state.imports[k];
+        Status s = imp.kind == ResolvedImport::Kind::kNative
+                       ? hal_.Call(imp.native, call, state.executables)
+                       : UnimplementedError("imports between bytecode modules");
+        if (!s.ok()) {
+          DecodedInstruction inst;
+          (void)DecodeInstruction(info.code, inst_offset, &inst);
+          return Annotate(std::move(s), m, function, inst_offset, &inst);
+        }
+        break;
+      }
+      case Opcode::CALL: {
+        uint16_t k = U16(code + pc);
+        pc += 2;
+        RegList args = ReadList(code, &pc);
+        RegList results = ReadList(code, &pc);
+        if (depth + 1 >= kMaxCallDepth) {
+          DecodedInstruction inst;
+          (void)DecodeInstruction(info.code, inst_offset, &inst);
+          return Annotate(ResourceExhaustedError("call depth exceeds %u", kMaxCallDepth), m,
+                          function, inst_offset, &inst);
+        }
+        const FunctionInfo& callee = state.module->function(k);
+        Frame* callee_frame = AcquireFrame(depth + 1, callee);
+        frame = frames_[depth].get();  // stable (unique_ptr), reloaded for clarity
+        for (size_t i = 0; i < args.size(); ++i) {
+          callee_frame->R(static_cast<uint16_t>(i)) = frame->R(args[i].index);
+        }
+        RegList callee_ret;
+        Status s = Run(m, k, depth + 1, &callee_ret);
+        if (s.ok()) {
+          for (size_t i = 0; i < results.size(); ++i) {
+            RefValue v = std::move(callee_frame->R(callee_ret[i].index));
+            frame->R(results[i].index) = std::move(v);
+          }
+        }
+        ClearFrame(depth + 1);
+        if (!s.ok()) return s;  // already annotated by the callee
+        break;
+      }
+      case Opcode::RET:
+        *ret = ReadList(code, &pc);
+        return OkStatus();
+      case Opcode::FAIL: {
+        int32_t fail_code = frame->I(U16(code + pc));
+        const RefValue& msg = state.rodata[U16(code + pc + 2)];
+        const RodataSpan* span = msg.as<RodataSpan>();
+        size_t n = span->size() < 1024 ? span->size() : 1024;
+        std::string text(reinterpret_cast<const char*>(span->data()), n);
+        Status s(FailCode(fail_code), text.empty() ? "FAIL" : text);
+        DecodedInstruction inst;
+        (void)DecodeInstruction(info.code, inst_offset, &inst);
+        return Annotate(std::move(s), m, function, inst_offset, &inst);
+      }
+      default: {
+        // Unreachable for verified bytecode.
+        return Annotate(InternalError("unknown opcode 0x%02x", static_cast<unsigned>(op)), m,
+                        function, inst_offset, nullptr);
+      }
+    }
+  }
+}
+
+}  // namespace kiln::vm

@@ -1,0 +1,358 @@
+#include "vm/module.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/dtype.h"
+#include "vm/value.h"
+
+namespace kiln::vm {
+
+namespace {
+
+std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+Status CheckTensorSig(const format::TensorSig* sig, const char* what, size_t i) {
+  if (!sig) return DataLossError("%s %zu: missing", what, i);
+  auto dtype = static_cast<DType>(sig->dtype());
+  if (DTypeSize(dtype) == 0) {
+    return DataLossError("%s %zu '%s': invalid dtype %d", what, i, Str(sig->name()).c_str(),
+                         static_cast<int>(sig->dtype()));
+  }
+  size_t rank = sig->shape() ? sig->shape()->size() : 0;
+  // The FlatBuffers verifier checks only the 4-byte alignment of a vector's
+  // length; 8-byte elements must be 8-byte aligned to be read safely.
+  if (rank && reinterpret_cast<uintptr_t>(sig->shape()->data()) % 8 != 0) {
+    return DataLossError("%s %zu: misaligned shape vector", what, i);
+  }
+  if (rank > kMaxRank) {
+    return DataLossError("%s %zu '%s': rank %zu exceeds the maximum %zu", what, i,
+                         Str(sig->name()).c_str(), rank, kMaxRank);
+  }
+  uint64_t count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t dim = sig->shape()->Get(static_cast<flatbuffers::uoffset_t>(d));
+    if (dim < 0 || dim > (int64_t{1} << 40)) {
+      return DataLossError("%s %zu '%s': invalid dim %lld", what, i, Str(sig->name()).c_str(),
+                           static_cast<long long>(dim));
+    }
+    if (dim != 0 && count > (uint64_t{1} << 48) / static_cast<uint64_t>(dim)) {
+      return DataLossError("%s %zu '%s': shape is too large", what, i, Str(sig->name()).c_str());
+    }
+    count *= static_cast<uint64_t>(dim);
+  }
+  uint8_t own = static_cast<uint8_t>(sig->ownership());
+  if (own > static_cast<uint8_t>(format::Ownership::output_storage)) {
+    return DataLossError("%s %zu '%s': invalid ownership %u", what, i, Str(sig->name()).c_str(),
+                         own);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void Module::ReleaseStorage() {
+  if (map_base_) munmap(map_base_, map_size_);
+  if (owned_) std::free(owned_);
+  map_base_ = nullptr;
+  owned_ = nullptr;
+}
+
+StatusOr<Ref<Module>> Module::LoadFromMemory(const void* data, size_t size) {
+  if (!data && size) return InvalidArgumentError("module data is null");
+  Ref<Module> module = Ref<Module>::Adopt(new Module());
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
+    size_t alloc = (size + 63) / 64 * 64;
+    void* copy = std::aligned_alloc(64, alloc ? alloc : 64);
+    if (!copy) return ResourceExhaustedError("out of memory copying a %zu-byte module", size);
+    std::memcpy(copy, data, size);
+    module->owned_ = copy;
+    data = copy;
+  }
+  module->bytes_ = ByteSpan(static_cast<const uint8_t*>(data), size);
+  return Load(std::move(module));
+}
+
+StatusOr<Ref<Module>> Module::LoadFromFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return NotFoundError("cannot open module '%s': %s", path.c_str(), std::strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return NotFoundError("cannot stat module '%s': %s", path.c_str(), std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return InvalidArgumentError("module '%s' is not a regular file", path.c_str());
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return DataLossError("module '%s' is empty", path.c_str());
+  }
+  void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd);
+  if (base == MAP_FAILED) {
+    return ResourceExhaustedError("cannot mmap module '%s': %s", path.c_str(), std::strerror(e));
+  }
+  Ref<Module> module = Ref<Module>::Adopt(new Module());
+  module->map_base_ = base;
+  module->map_size_ = size;
+  module->bytes_ = ByteSpan(static_cast<const uint8_t*>(base), size);
+  auto loaded = Load(std::move(module));
+  if (!loaded.ok()) {
+    Status s = loaded.take_status();
+    s.Annotate(path);
+    return s;
+  }
+  return loaded;
+}
+
+StatusOr<Ref<Module>> Module::Load(Ref<Module> module) {
+  Status s = module->Verify();
+  if (!s.ok()) return s;
+  return module;
+}
+
+Status Module::Verify() {
+  const uint8_t* data = bytes_.data;
+  size_t size = bytes_.size;
+  // 1. Framing.
+  if (size < 12) {
+    return DataLossError("not a Kiln module: %zu bytes is too small", size);
+  }
+  if (std::memcmp(data + 8, "KILN", 4) != 0) {
+    char id[5] = {};
+    for (int i = 0; i < 4; ++i) {
+      char c = static_cast<char>(data[8 + i]);
+      id[i] = (c >= 32 && c < 127) ? c : '?';
+    }
+    return DataLossError("not a Kiln module: file identifier '%s', expected 'KILN'", id);
+  }
+  uint32_t prefix = static_cast<uint32_t>(data[0]) | (static_cast<uint32_t>(data[1]) << 8) |
+                    (static_cast<uint32_t>(data[2]) << 16) |
+                    (static_cast<uint32_t>(data[3]) << 24);
+  if (static_cast<uint64_t>(prefix) + 4 != size) {
+    return DataLossError(
+        "truncated or corrupt module: size prefix says %llu bytes, buffer has %zu",
+        static_cast<unsigned long long>(prefix) + 4, size);
+  }
+  if (size > 0x7FFFFFF0u) return DataLossError("module larger than 2 GiB");
+  // 2. FlatBuffers verifier.
+  flatbuffers::Verifier::Options opts;
+  opts.max_depth = 16;
+  flatbuffers::Verifier verifier(data, size, opts);
+  if (!format::VerifySizePrefixedModuleBuffer(verifier)) {
+    return DataLossError("module failed FlatBuffers verification (corrupt or truncated)");
+  }
+  def_ = format::GetSizePrefixedModule(data);
+  name_ = Str(def_->name());
+  std::string ctx = "module '" + name_ + "'";
+  auto err = [&](Status st) { return st.Annotate(ctx); };
+
+  // 3. Header.
+  if (def_->version() != kModuleVersion) {
+    return err(DataLossError("unsupported module version %u (this runtime reads version %u)",
+                             def_->version(), kModuleVersion));
+  }
+  uint32_t features = static_cast<uint32_t>(def_->features());
+  if (features & ~kKnownFeatures) {
+    return err(DataLossError("unknown feature bits 0x%x", features & ~kKnownFeatures));
+  }
+  if (features & ~kSupportedFeatures) {
+    Status st = UnimplementedError("module uses unsupported features 0x%x (%s)",
+                                   features & ~kSupportedFeatures,
+                                   (features & 1) ? "async_exports" : "multi_module");
+    return err(std::move(st));
+  }
+
+  // 4. Tables.
+  if (auto* imports = def_->imports()) {
+    for (flatbuffers::uoffset_t i = 0; i < imports->size(); ++i) {
+      const format::Import* imp = imports->Get(i);
+      if (!imp || !imp->name() || !imp->signature()) {
+        return err(DataLossError("import %u: missing name or signature", i));
+      }
+      auto sig = ImportSignature::Parse(imp->signature()->string_view());
+      if (!sig.ok()) {
+        return err(DataLossError("import %u '%s': %s", i, imp->name()->c_str(),
+                                 sig.status().message().c_str()));
+      }
+      import_names_.push_back(imp->name()->str());
+      import_signatures_.push_back(std::move(sig).value());
+    }
+  }
+  uint32_t rodata_n = rodata_count();
+  for (uint32_t i = 0; i < rodata_n; ++i) {
+    const format::RodataSegment* seg = def_->rodata()->Get(i);
+    if (!seg) return err(DataLossError("rodata segment %u: missing", i));
+  }
+  std::vector<bool> global_is_ref;
+  if (auto* globals = def_->globals()) {
+    for (flatbuffers::uoffset_t i = 0; i < globals->size(); ++i) {
+      if (!globals->Get(i)) return err(DataLossError("global %u: missing", i));
+      global_is_ref.push_back(globals->Get(i)->is_ref());
+    }
+  }
+  if (auto* exes = def_->executables()) {
+    for (flatbuffers::uoffset_t i = 0; i < exes->size(); ++i) {
+      const format::Executable* exe = exes->Get(i);
+      if (!exe || !exe->spirv() || exe->spirv()->size() == 0) {
+        return err(DataLossError("executable %u: missing SPIR-V", i));
+      }
+      if (!exe->entry_points() || exe->entry_points()->size() == 0) {
+        return err(DataLossError("executable %u: no entry points", i));
+      }
+      for (flatbuffers::uoffset_t e = 0; e < exe->entry_points()->size(); ++e) {
+        const format::EntryPoint* ep = exe->entry_points()->Get(e);
+        if (!ep || !ep->name()) {
+          return err(DataLossError("executable %u entry point %u: missing name", i, e));
+        }
+        if (ep->workgroup_size() && ep->workgroup_size()->size() > 3) {
+          return err(DataLossError("executable %u entry point %u: workgroup_size has %u dims",
+                                   i, e, ep->workgroup_size()->size()));
+        }
+        if (ep->push_constant_bytes() > CommandBufferState::kMaxPushConstantWords * 4 ||
+            ep->push_constant_bytes() % 4 != 0) {
+          return err(DataLossError(
+              "executable %u entry point %u: push_constant_bytes %u (must be a multiple of 4, "
+              "at most %u)",
+              i, e, ep->push_constant_bytes(), CommandBufferState::kMaxPushConstantWords * 4));
+        }
+      }
+    }
+  }
+  auto* fns = def_->functions();
+  uint32_t fn_count = fns ? fns->size() : 0;
+  functions_.reserve(fn_count);
+  for (uint32_t i = 0; i < fn_count; ++i) {
+    const format::Function* f = fns->Get(i);
+    if (!f || !f->name() || f->name()->size() == 0) {
+      return err(DataLossError("function %u: missing name", i));
+    }
+    FunctionInfo info;
+    info.name = f->name()->str();
+    info.def = f;
+    info.exported = f->exported();
+    info.i32_register_count = f->i32_register_count();
+    info.ref_register_count = f->ref_register_count();
+    info.arg_count = f->args() ? f->args()->size() : 0;
+    info.result_count = f->results() ? f->results()->size() : 0;
+    if (f->bytecode()) info.code = ByteSpan(f->bytecode()->data(), f->bytecode()->size());
+    std::string fctx = "function '" + info.name + "'";
+    for (uint32_t a = 0; a < info.arg_count; ++a) {
+      Status st = CheckTensorSig(f->args()->Get(a), "argument", a);
+      if (!st.ok()) return err(st.Annotate(fctx));
+      const format::TensorSig* sig = f->args()->Get(a);
+      if (sig->ownership() == format::Ownership::output_storage &&
+          (sig->tied_result() < 0 || static_cast<uint32_t>(sig->tied_result()) >=
+                                         (f->results() ? f->results()->size() : 0))) {
+        return err(DataLossError("argument %u: output_storage tied_result %d out of range", a,
+                                 sig->tied_result())
+                       .Annotate(fctx));
+      }
+    }
+    for (uint32_t r = 0; r < info.result_count; ++r) {
+      Status st = CheckTensorSig(f->results()->Get(r), "result", r);
+      if (!st.ok()) return err(st.Annotate(fctx));
+    }
+    if (info.arg_count > info.ref_register_count) {
+      return err(DataLossError("%u arguments but only %u ref registers", info.arg_count,
+                               info.ref_register_count)
+                     .Annotate(fctx));
+    }
+    size_t dbg_off = f->debug_offsets() ? f->debug_offsets()->size() : 0;
+    size_t dbg_loc = f->debug_locations() ? f->debug_locations()->size() : 0;
+    if (dbg_off != dbg_loc) {
+      return err(DataLossError("%zu debug offsets but %zu debug locations", dbg_off, dbg_loc)
+                     .Annotate(fctx));
+    }
+    for (size_t d = 0; d < dbg_loc; ++d) {
+      if (!f->debug_locations()->Get(static_cast<flatbuffers::uoffset_t>(d))) {
+        return err(DataLossError("debug location %zu missing", d).Annotate(fctx));
+      }
+    }
+    for (uint32_t j = 0; j < i; ++j) {
+      if (functions_[j].name == info.name) {
+        return err(DataLossError("duplicate function name '%s'", info.name.c_str()));
+      }
+    }
+    functions_.push_back(std::move(info));
+  }
+  int init = def_->initializer();
+  if (init < -1 || init >= static_cast<int>(fn_count)) {
+    return err(DataLossError("initializer %d out of range (module has %u functions)", init,
+                             fn_count));
+  }
+  if (init >= 0 && (functions_[init].arg_count || functions_[init].result_count)) {
+    return err(DataLossError("initializer '%s' must take no arguments and return nothing",
+                             functions_[init].name.c_str()));
+  }
+
+  // 5. Bytecode.
+  FunctionLimits limits;
+  limits.rodata_count = rodata_n;
+  limits.global_is_ref = global_is_ref;
+  limits.imports = &import_signatures_;
+  for (const FunctionInfo& f : functions_) limits.functions.push_back({f.arg_count, f.result_count});
+  for (const FunctionInfo& f : functions_) {
+    limits.i32_register_count = f.i32_register_count;
+    limits.ref_register_count = f.ref_register_count;
+    limits.result_count = f.result_count;
+    Status st = VerifyBytecode(f.code, limits);
+    if (!st.ok()) return err(st.Annotate("function '" + f.name + "'"));
+  }
+  return OkStatus();
+}
+
+int Module::FindFunction(std::string_view name) const {
+  for (size_t i = 0; i < functions_.size(); ++i) {
+    if (functions_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<std::string> Module::function_names() const {
+  std::vector<std::string> names;
+  for (const FunctionInfo& f : functions_) names.push_back(f.name);
+  return names;
+}
+
+uint32_t Module::rodata_count() const { return def_->rodata() ? def_->rodata()->size() : 0; }
+
+ByteSpan Module::rodata(uint32_t i) const {
+  const format::RodataSegment* seg = def_->rodata()->Get(i);
+  if (!seg->data()) return ByteSpan();
+  return ByteSpan(seg->data()->data(), seg->data()->size());
+}
+
+uint32_t Module::global_count() const { return def_->globals() ? def_->globals()->size() : 0; }
+
+std::string_view Module::DebugLocation(uint32_t function, uint32_t offset) const {
+  if (function >= functions_.size()) return {};
+  const format::Function* f = functions_[function].def;
+  if (!f->debug_offsets() || !f->debug_locations()) return {};
+  int best = -1;
+  uint32_t best_offset = 0;
+  for (flatbuffers::uoffset_t i = 0; i < f->debug_offsets()->size(); ++i) {
+    uint32_t o = f->debug_offsets()->Get(i);
+    if (o <= offset && (best < 0 || o >= best_offset)) {
+      best = static_cast<int>(i);
+      best_offset = o;
+    }
+  }
+  if (best < 0) return {};
+  return f->debug_locations()->Get(static_cast<flatbuffers::uoffset_t>(best))->string_view();
+}
+
+}  // namespace kiln::vm
