@@ -8,7 +8,22 @@
 // (written). Each binding is bound at the byte range holding exactly that
 // tensor (dense, row-major, little-endian). Shapes are static and baked into
 // the shader as constants. Push constants are 32-bit words listed in
-// `push_constants` (values known at compile time; emitted by the bytecode).
+// `push_constants` (values known at compile time; emitted by the bytecode);
+// the current generator uses none.
+//
+// What a dispatch region may hold (anything else: kUnimplemented):
+//   ops: every elementwise op of ops.h, tensor.conv2d/matmul/reduce/pool2d/
+//        softmax/transpose/slice/concat/pad/gather/expand, plus
+//        tensor.reshape and small tensor.constant (<= 4096 elements).
+//   dtypes: f32, i32, i64, i8, u8, i1 (conv2d/pool2d/softmax and the
+//        transcendental ops: f32 only). No f16/f64/i16.
+// Any DAG of these is correct (producers are recomputed per use index).
+// Fast schedules (see codegen.cc) apply when the region has exactly one
+// non-elementwise op (the anchor) and every result has the anchor's shape:
+// conv2d/matmul register tiles, split-K matmul, workgroup reductions for
+// reduce/softmax. Otherwise one invocation computes one result element.
+// Workgroup size is 64x1x1; workgroup_count may use y when the grid exceeds
+// CodegenOptions::max_workgroup_count.
 #ifndef KILN_COMPILER_CODEGEN_CODEGEN_H_
 #define KILN_COMPILER_CODEGEN_CODEGEN_H_
 
@@ -31,6 +46,9 @@ struct CompiledDispatch {
   uint32_t workgroup_size[3] = {64, 1, 1};
   uint32_t workgroup_count[3] = {1, 1, 1};
   std::vector<uint32_t> push_constants;  // words; size*4 = push-constant bytes
+  // Device features the SPIR-V uses; the HAL must have enabled them.
+  bool requires_int64 = false;         // shaderInt64 (an i64 tensor is touched)
+  bool requires_8bit_storage = false;  // storageBuffer8BitAccess + shaderInt8 (i8/u8/i1 buffers)
 };
 
 struct CodegenOptions {
@@ -38,6 +56,8 @@ struct CodegenOptions {
   // 65535 workgroups per dimension).
   uint32_t max_workgroup_count = 65535;
   bool validate_spirv = true;
+  // Run spirv-opt's performance passes on glslang's output (before validation).
+  bool optimize_spirv = true;
 };
 
 // Compiles `dispatch` (a "flow.dispatch" op whose region holds tensor-level
