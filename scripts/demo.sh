@@ -26,3 +26,24 @@ for name in upright rotated; do
   /usr/bin/python3 "$root/scripts/preprocess_cls.py" "$work/$name.png" "$work/$name.npy"
 done
 "$bin/samples/c_api/kiln-classify" "$work/cls.kiln" "$work/upright.npy" "$work/rotated.npy"
+
+# Cross-check against ONNX Runtime (the reference oracle) on the same inputs.
+if node -e "require('$root/.cache/ort/node_modules/onnxruntime-node')" 2>/dev/null; then
+  echo "--- ONNX Runtime cross-check (max |kiln - ort| per image, must be <= 1e-4)"
+  for name in upright rotated; do
+    node "$root/scripts/gen_golden.mjs" .cache/models/ch_ppocr_mobile_v2.0_cls_infer.onnx \
+      "$work/ort_$name" "x=@$work/$name.npy" >/dev/null
+    "$bin/tools/kiln-run" --module="$work/cls.kiln" --input="@$work/$name.npy" \
+      --output="@$work/kiln_$name.npy" >/dev/null
+    /usr/bin/python3 - "$work/kiln_$name.npy" "$work/ort_$name/output_0.npy" "$name" <<'PY'
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+d = float(np.abs(a - b).max())
+print(f"{sys.argv[3]}: kiln {a.ravel().tolist()} ort {b.ravel().tolist()} max diff {d:.3g}",
+      "OK" if d <= 1e-4 else "MISMATCH")
+sys.exit(0 if d <= 1e-4 else 1)
+PY
+  done
+else
+  echo "(onnxruntime-node not installed: skipped the ONNX Runtime cross-check)"
+fi

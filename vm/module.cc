@@ -1,5 +1,7 @@
 #include "vm/module.h"
 
+#include "schemas/module_integrity.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -156,6 +158,18 @@ Status Module::Verify() {
     return DataLossError("module failed FlatBuffers verification (corrupt or truncated)");
   }
   def_ = format::GetSizePrefixedModule(data);
+  // 2b. Integrity: the FNV-1a hash sealed by the compiler (see the schema).
+  {
+    const uint8_t* field = format::IntegrityField(data);
+    if (!field) return DataLossError("module has no integrity hash (corrupt, or not written by kiln-compile)");
+    uint64_t stored;
+    std::memcpy(&stored, field, sizeof(stored));
+    uint64_t actual = format::ComputeIntegrity(data, size, field);
+    if (stored != actual) {
+      return DataLossError("module integrity check failed (hash %016llx, expected %016llx): the file is corrupt",
+                           static_cast<unsigned long long>(actual), static_cast<unsigned long long>(stored));
+    }
+  }
   name_ = Str(def_->name());
   std::string ctx = "module '" + name_ + "'";
   auto err = [&](Status st) { return st.Annotate(ctx); };

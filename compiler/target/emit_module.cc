@@ -1,11 +1,12 @@
 #include "compiler/target/emit_module.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include "compiler/target/transient_planner.h"
-#include "kiln_module_generated.h"
+#include "schemas/module_integrity.h"
 #include "vm/isa.h"
 
 namespace kiln::target {
@@ -495,10 +496,13 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   std::vector<flatbuffers::Offset<fb::Global>> globals;
   if (!pool_.empty()) globals.push_back(fb::CreateGlobalDirect(fbb, "constant_pool", true));
 
-  auto root = fb::CreateModuleDirect(fbb, options_.module_name.c_str(), 1, static_cast<fb::Features>(0), &imports, &functions,
-                                     &rodata, &exes, &globals, initializer);
+  // integrity starts non-default so FlatBuffers stores it; sealed below.
+  auto root = fb::CreateModuleDirect(fbb, options_.module_name.c_str(), 1, static_cast<fb::Features>(0), &imports,
+                                     &functions, &rodata, &exes, &globals, initializer, /*integrity=*/1);
   fbb.FinishSizePrefixed(root, fb::ModuleIdentifier());
-  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  if (!fb::SealModule(&out)) return InternalError("emit: integrity field missing");
+  return out;
 }
 
 }  // namespace

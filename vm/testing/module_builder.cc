@@ -1,5 +1,7 @@
 #include "vm/testing/module_builder.h"
 
+#include "schemas/module_integrity.h"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -122,9 +124,12 @@ std::vector<uint8_t> ModuleBuilder::Finish() const {
   }
   auto root = format::CreateModuleDirect(fbb, name_.c_str(), version_,
                                          static_cast<format::Features>(features_), &imports,
-                                         &functions, &rodata, &executables, &globals, initializer_);
+                                         &functions, &rodata, &executables, &globals, initializer_,
+                                         /*integrity=*/1);
   format::FinishSizePrefixedModuleBuffer(fbb, root);
-  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  format::SealModule(&out);
+  return out;
 }
 
 }  // namespace kiln::vm::testing

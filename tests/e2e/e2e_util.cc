@@ -1,0 +1,220 @@
+#include "tests/e2e/e2e_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/tools/compile_driver.h"
+#include "hal/driver.h"
+#include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+#include "tools/npy.h"
+
+namespace kiln::e2e {
+
+int64_t HostTensor::element_count() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+double HostTensor::At(int64_t i) const {
+  const uint8_t* p = data.data();
+  switch (dtype) {
+    case KILN_DTYPE_F32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case KILN_DTYPE_F64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case KILN_DTYPE_I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case KILN_DTYPE_I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case KILN_DTYPE_I16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
+    case KILN_DTYPE_I8: return static_cast<int8_t>(p[i]);
+    case KILN_DTYPE_U8: case KILN_DTYPE_BOOL: return p[i];
+    default: return NAN;
+  }
+}
+
+bool ReadTensorProto(const std::string& path, HostTensor* out, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) { *error = "cannot open " + path; return false; }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  onnx::TensorProto t;
+  if (!t.ParseFromString(ss.str())) { *error = "bad TensorProto " + path; return false; }
+  out->shape.assign(t.dims().begin(), t.dims().end());
+  int64_t n = 1;
+  for (int64_t d : out->shape) n *= d;
+  auto fill = [&](kiln_dtype_t dt, size_t size, auto typed, int typed_count) {
+    out->dtype = dt;
+    if (!t.raw_data().empty()) {
+      out->data.assign(t.raw_data().begin(), t.raw_data().end());
+    } else {
+      out->data.resize(static_cast<size_t>(n) * size);
+      for (int i = 0; i < typed_count && i < n; ++i) typed(i, out->data.data() + i * size);
+    }
+    return out->data.size() == static_cast<size_t>(n) * size;
+  };
+  bool ok = false;
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      ok = fill(KILN_DTYPE_F32, 4, [&](int i, uint8_t* d) { float v = t.float_data(i); std::memcpy(d, &v, 4); },
+                t.float_data_size());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      ok = fill(KILN_DTYPE_F64, 8, [&](int i, uint8_t* d) { double v = t.double_data(i); std::memcpy(d, &v, 8); },
+                t.double_data_size());
+      break;
+    case onnx::TensorProto::INT64:
+      ok = fill(KILN_DTYPE_I64, 8, [&](int i, uint8_t* d) { int64_t v = t.int64_data(i); std::memcpy(d, &v, 8); },
+                t.int64_data_size());
+      break;
+    case onnx::TensorProto::INT32:
+      ok = fill(KILN_DTYPE_I32, 4, [&](int i, uint8_t* d) { int32_t v = t.int32_data(i); std::memcpy(d, &v, 4); },
+                t.int32_data_size());
+      break;
+    case onnx::TensorProto::BOOL:
+      ok = fill(KILN_DTYPE_BOOL, 1, [&](int i, uint8_t* d) { *d = static_cast<uint8_t>(t.int32_data(i) != 0); },
+                t.int32_data_size());
+      break;
+    case onnx::TensorProto::UINT8:
+      ok = fill(KILN_DTYPE_U8, 1, [&](int i, uint8_t* d) { *d = static_cast<uint8_t>(t.int32_data(i)); },
+                t.int32_data_size());
+      break;
+    case onnx::TensorProto::INT8:
+      ok = fill(KILN_DTYPE_I8, 1, [&](int i, uint8_t* d) { *d = static_cast<uint8_t>(t.int32_data(i)); },
+                t.int32_data_size());
+      break;
+    default:
+      *error = "unsupported TensorProto dtype " + std::to_string(t.data_type()) + " in " + path;
+      return false;
+  }
+  if (!ok) *error = "TensorProto size mismatch in " + path;
+  return ok;
+}
+
+bool ReadNpyTensor(const std::string& path, HostTensor* out, std::string* error) {
+  tools::NpyArray a;
+  if (!tools::ReadNpy(path, &a, error)) return false;
+  out->dtype = a.dtype;
+  out->shape = a.shape;
+  out->data = std::move(a.data);
+  return true;
+}
+
+kiln_instance_t SharedInstance() {
+  static kiln_instance_t instance = [] {
+    kiln_instance_t i = nullptr;
+    kiln_status_t s = kiln_instance_create(&i);
+    if (s) { std::fprintf(stderr, "instance: %s\n", kiln_status_message(s)); kiln_status_free(s); }
+    return i;
+  }();
+  return instance;
+}
+
+kiln_device_t SharedDevice() {
+  static kiln_device_t device = [] {
+    kiln_device_t d = nullptr;
+    const char* name = std::getenv("KILN_DEVICE_NAME");
+    kiln_status_t s = kiln_device_create(SharedInstance(), "vulkan", name, -1, &d);
+    if (s) { std::fprintf(stderr, "device: %s\n", kiln_status_message(s)); kiln_status_free(s); }
+    return d;
+  }();
+  return device;
+}
+
+uint64_t ValidationMessages() { return hal::ValidationMessageCount(); }
+
+namespace {
+std::string TakeError(kiln_status_t s, const std::string& what) {
+  std::string m = what + ": " + kiln_status_message(s);
+  kiln_status_free(s);
+  return m;
+}
+}  // namespace
+
+std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::string>& input_shapes,
+                          const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs) {
+  driver::CompileOptions options;
+  for (const std::string& flag : input_shapes) {
+    Status s = onnx_import::ParseInputShapeFlag(flag, &options.import);
+    if (!s.ok()) return s.message();
+  }
+  auto bytes = driver::CompileOnnxFile(onnx_path, options);
+  if (!bytes.ok()) return "compile: " + bytes.status().message();
+  kiln_device_t device = SharedDevice();
+  if (!device) return "no Vulkan device";
+
+  std::string error;
+  kiln_module_t module = nullptr;
+  kiln_context_t context = nullptr;
+  kiln_function_t fn = nullptr;
+  std::vector<kiln_tensor_t> args, results;
+  do {
+    kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), bytes.value().data(), bytes.value().size(),
+                                                   &module);
+    if (s) { error = TakeError(s, "load"); break; }
+    s = kiln_context_create(device, &module, 1, &context);
+    if (s) { error = TakeError(s, "context"); break; }
+    s = kiln_context_lookup_function(context, "main", &fn);
+    if (s) { error = TakeError(s, "lookup"); break; }
+    for (const HostTensor& t : inputs) {
+      kiln_tensor_t arg = nullptr;
+      s = kiln_tensor_create(device, t.dtype, t.shape.size(), t.shape.data(), t.data.data(), t.data.size(), &arg);
+      if (s) { error = TakeError(s, "tensor"); break; }
+      args.push_back(arg);
+    }
+    if (!error.empty()) break;
+    results.assign(kiln_function_result_count(fn), nullptr);
+    s = kiln_invoke(context, fn, args.data(), args.size(), results.data(), results.size());
+    if (s) { error = TakeError(s, "invoke"); break; }
+    outputs->clear();
+    for (kiln_tensor_t r : results) {
+      HostTensor h;
+      h.dtype = kiln_tensor_dtype(r);
+      h.shape.assign(kiln_tensor_dims(r), kiln_tensor_dims(r) + kiln_tensor_rank(r));
+      h.data.resize(kiln_tensor_byte_size(r));
+      s = kiln_tensor_read(r, h.data.data(), h.data.size());
+      if (s) { error = TakeError(s, "read"); break; }
+      outputs->push_back(std::move(h));
+    }
+  } while (false);
+  for (kiln_tensor_t t : args) kiln_tensor_release(t);
+  for (kiln_tensor_t t : results) if (t) kiln_tensor_release(t);
+  if (context) kiln_context_release(context);
+  if (module) kiln_module_release(module);
+  return error;
+}
+
+std::string Compare(const HostTensor& actual, const HostTensor& expected, double atol, double rtol) {
+  std::ostringstream os;
+  if (actual.shape != expected.shape) {
+    os << "shape mismatch: got [";
+    for (int64_t d : actual.shape) os << d << ",";
+    os << "] want [";
+    for (int64_t d : expected.shape) os << d << ",";
+    os << "]";
+    return os.str();
+  }
+  bool bool_like = [](kiln_dtype_t t) { return t == KILN_DTYPE_BOOL || t == KILN_DTYPE_U8; }(actual.dtype);
+  if (actual.dtype != expected.dtype &&
+      !(bool_like && (expected.dtype == KILN_DTYPE_BOOL || expected.dtype == KILN_DTYPE_U8))) {
+    os << "dtype mismatch: got " << kiln_dtype_name(actual.dtype) << " want " << kiln_dtype_name(expected.dtype);
+    return os.str();
+  }
+  double max_err = 0;
+  int64_t first_bad = -1;
+  for (int64_t i = 0; i < expected.element_count(); ++i) {
+    double a = actual.At(i), e = expected.At(i);
+    if (std::isnan(a) && std::isnan(e)) continue;
+    if (std::isinf(e) && a == e) continue;
+    double err = std::fabs(a - e);
+    if (!(err <= atol + rtol * std::fabs(e))) {
+      if (first_bad < 0) first_bad = i;
+    }
+    if (err > max_err || std::isnan(err)) max_err = err;
+  }
+  if (first_bad < 0) return "";
+  os << "element " << first_bad << ": got " << actual.At(first_bad) << " want " << expected.At(first_bad)
+     << " (max abs error " << max_err << ", atol " << atol << ", rtol " << rtol << ")";
+  return os.str();
+}
+
+}  // namespace kiln::e2e

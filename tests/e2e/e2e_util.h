@@ -1,0 +1,52 @@
+// Helpers shared by the end-to-end tests: compile in-process with the real
+// compiler (compiler/tools/compile_driver.h), run through the public C API on
+// the Vulkan device, and compare with an independent reference (ONNX's own
+// test data, or ONNX Runtime goldens in tests/golden/).
+#ifndef KILN_TESTS_E2E_E2E_UTIL_H_
+#define KILN_TESTS_E2E_E2E_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln::e2e {
+
+// A host tensor: dtype, shape and dense little-endian bytes.
+struct HostTensor {
+  kiln_dtype_t dtype = KILN_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+  int64_t element_count() const;
+  double At(int64_t i) const;  // element i as double (any numeric dtype)
+};
+
+// Reads an ONNX TensorProto file (input_0.pb, output_0.pb). Returns false and
+// sets *error for unsupported dtypes.
+bool ReadTensorProto(const std::string& path, HostTensor* out, std::string* error);
+// Reads a .npy file.
+bool ReadNpyTensor(const std::string& path, HostTensor* out, std::string* error);
+
+// One Vulkan device for the whole test binary (created on first use, with the
+// validation layer when KILN_VALIDATION=1).
+kiln_device_t SharedDevice();
+kiln_instance_t SharedInstance();
+
+// Compiles `onnx_path` (static shapes from `input_shapes`, "NAME=1x2x3"
+// entries) and runs its main function on `inputs`. Returns "" on success or
+// the first error (compile or run) as text.
+std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::string>& input_shapes,
+                          const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
+
+// Compares element-wise: |a - e| <= atol + rtol * |e|, dtype and shape equal,
+// NaN matches NaN. Returns "" when equal, else a description of the first
+// mismatch and the max error.
+std::string Compare(const HostTensor& actual, const HostTensor& expected, double atol, double rtol);
+
+// Number of validation-layer messages seen so far in this process.
+uint64_t ValidationMessages();
+
+}  // namespace kiln::e2e
+
+#endif  // KILN_TESTS_E2E_E2E_UTIL_H_

