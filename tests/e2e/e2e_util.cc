@@ -41,7 +41,10 @@ bool ReadTensorProto(const std::string& path, HostTensor* out, std::string* erro
   if (!t.ParseFromString(ss.str())) { *error = "bad TensorProto " + path; return false; }
   out->shape.assign(t.dims().begin(), t.dims().end());
   int64_t n = 1;
-  for (int64_t d : out->shape) n *= d;
+  for (int64_t d : out->shape) {
+    if (d < 0 || d > (1 << 26) || n * d > (1 << 26)) { *error = "not a dense tensor (sequence/optional?) " + path; return false; }
+    n *= d;
+  }
   auto fill = [&](kiln_dtype_t dt, size_t size, auto typed, int typed_count) {
     out->dtype = dt;
     if (!t.raw_data().empty()) {
