@@ -71,6 +71,67 @@
 //   flow.return
 //   tensor.reshape and tensor.constant stay outside dispatches (host knows the
 //   data; reshapes are free views).
+//
+// ---------------------------------------------------------------------------
+// Stream level (DESIGN.md "Data flow"; modelled on IREE's stream dialect).
+// Resources (!stream.resource<L>, L = external|transient|constant|variable|
+// staging|*) have VALUE semantics until allocation: an op that "writes" a
+// resource produces a new SSA value. Sizes are static byte counts in attrs.
+// Every op may carry `affinity = "name"` (a device of the topology; absent =
+// the default device).
+//   stream.tensor.import  (%arg: tensor) -> !stream.resource<external>
+//                         attrs: size, consume: bool (ABI ownership; false =
+//                         borrow: the callee must never write it).
+//   stream.tensor.export  (%r: resource) -> tensor       attrs: size
+//   stream.async.constant () -> resource<constant>       attrs: value (dense), size
+//   stream.async.alloca   () -> resource<transient>      attrs: size (contents undefined)
+//   stream.async.splat    () -> resource                 attrs: size, pattern: i64 (32-bit)
+//   stream.async.fill     (%target) -> resource          attrs: offset, length, size, pattern
+//                         TIED: the result reuses %target's storage.
+//   stream.async.clone    (%src) -> resource             attrs: size. A copy with value
+//                         semantics (materialize-copy-on-write inserts these).
+//   stream.async.copy     (%target, %src) -> resource    attrs: src_offset, dst_offset,
+//                         length, size. TIED to %target.
+//   stream.async.transfer (%src) -> resource             attrs: size, source_affinity,
+//                         affinity (the target). Changes affinity (elide-transfers).
+//   stream.async.slice    (%src) -> resource             attrs: offset, length (a subrange)
+//   stream.async.update   (%target, %update) -> resource attrs: offset, length, size
+//                         TIED to %target (insert into a subrange).
+//   stream.async.dispatch (%operands...) -> results      attrs: entry: @symbol (the
+//                         dispatch body), tied_operands: [i64 per result: the
+//                         operand index the result is written in place into,
+//                         or -1 for a fresh result], sizes: [result bytes],
+//                         optional operand_ranges / result_ranges ([offset,
+//                         length] pairs: the subrange each binding touches).
+//   stream.timepoint.immediate () -> !stream.timepoint
+//   stream.timepoint.join  (%tps...) -> timepoint
+//   stream.timepoint.await (%tp, %resources...) -> resources (the same values,
+//                         usable once %tp is reached)
+//   stream.async.execute  (%awaits..., %captures...) attrs: operand_segments =
+//                         [n_awaits, n_captures]; region: ^bb(%captures...):
+//                         ... stream.yield(%results) -> (results..., timepoint).
+//                         A scheduled group of async work (schedule-execution).
+//   stream.resource.dealloca (%r, %tp) -> ()  free once %tp is reached (queue-ordered)
+//   stream.resource.retain   (%r) -> ()       runtime refcount (escaping values)
+//   stream.resource.release  (%r) -> ()
+//   util.global           () -> ()   attrs: sym_name, type (a resource type); module level
+//   util.global.load      () -> resource<variable>       attrs: global: @sym
+//   util.global.store     (%r) -> ()                      attrs: global: @sym
+//   func.call             (%args...) -> results           attrs: callee: @sym
+//   func.func             may carry `import = true` (a declaration with an empty
+//                         region: a function of another module, or an async
+//                         import taking fences) and arg_ownership.
+// Structured control flow (regions end in scf.yield unless noted):
+//   scf.if       (%cond: i1) -> results; region 0 = then, region 1 = else
+//   scf.index_switch (%index: index) -> results; attrs: cases: [i64]; one
+//                region per case, then the default region
+//   scf.for      (%lb, %ub, %step: index, %inits...) -> results; region 0:
+//                ^bb(%iv: index, %iter_args...): ... scf.yield(%next_iter_args)
+//   scf.while    (%inits...) -> results; region 0 ("before"): ^bb(%args...):
+//                ... scf.condition(%cond: i1, %forwarded...); region 1
+//                ("after"): ^bb(%forwarded...): ... scf.yield(%next...)
+//   arith.constant () -> index|i1   attrs: value: i64
+//   cf.br / cf.cond_br: see ir.h (successors with block arguments).
 #ifndef KILN_COMPILER_IR_OPS_H_
 #define KILN_COMPILER_IR_OPS_H_
 
