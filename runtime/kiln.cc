@@ -87,11 +87,18 @@ struct kiln_context_s : public kiln::RefObject {
   // One record per looked-up function; unique_ptr keeps addresses stable.
   std::vector<std::unique_ptr<kiln_function_s>> functions;
   // Invoke scratch, grown on demand and reused.
-  std::vector<kiln::vm::BufferView*> arg_views;
+  std::vector<kiln::vm::InvokeArg> invoke_args;
+  std::vector<kiln::vm::BufferView*> storage_views;  // per result (kiln_invoke_ex)
+  std::vector<kiln_tensor_s*> storage_tensors;       // per result (kiln_invoke_ex)
   std::vector<kiln::Ref<kiln::vm::BufferView>> result_views;
 };
 
+// Pooled (vm::BlockPool): result handles made on every invoke cost no host
+// allocation in the steady state.
 struct kiln_tensor_s : public kiln::RefObject {
+  KILN_POOLED_NEW_DELETE(kiln_tensor_s)
+
+ public:
   kiln::Ref<kiln_device_s> device;
   kiln::Ref<kiln::vm::BufferView> view;
 };
@@ -468,6 +475,66 @@ size_t kiln_tensor_byte_size(kiln_tensor_t tensor) {
 
 // --- invoke ------------------------------------------------------------------
 
+}  // extern "C"
+
+namespace {
+
+// Releases the references that KILN_ARG_CONSUME entries hand to a call which
+// fails before adopting them.
+void ReleaseConsumed(const kiln_invoke_arg_t* args, size_t arg_count) {
+  if (!args) return;
+  for (size_t i = 0; i < arg_count; ++i) {
+    if ((args[i].flags & KILN_ARG_CONSUME) && !(args[i].flags & KILN_ARG_OUTPUT_STORAGE)) {
+      kiln_tensor_release(args[i].tensor);
+    }
+  }
+}
+
+template <typename T>
+void Grow(std::vector<T>* v, size_t n) {
+  if (v->size() < n) {
+    kiln::vm::CountHostAllocation();
+    v->resize(n);
+  }
+}
+
+// The shared body of kiln_invoke and kiln_invoke_ex: context->invoke_args
+// (arguments; consumed ones already adopted) and, when `with_storage`,
+// context->storage_views/storage_tensors are filled in.
+kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, size_t arg_count,
+                             bool with_storage, kiln_tensor_t* out_results, size_t result_count,
+                             uint64_t allocations_before) {
+  Grow(&context->result_views, result_count);
+  uint64_t vm_before = kiln::vm::HostAllocationCount();
+  Status s = context->context->InvokeEx(function->ref, context->invoke_args.data(), arg_count,
+                                        context->result_views.data(), result_count,
+                                        with_storage ? context->storage_views.data() : nullptr);
+  // Context::InvokeEx added its own allocations to the stats; add the rest.
+  uint64_t vm_allocations = kiln::vm::HostAllocationCount() - vm_before;
+  if (s.ok()) {
+    for (size_t i = 0; i < result_count; ++i) {
+      kiln_tensor_s* storage = with_storage ? context->storage_tensors[i] : nullptr;
+      if (storage && context->result_views[i].get() == storage->view.get()) {
+        storage->Retain();  // the caller's own tensor is the result
+        out_results[i] = storage;
+        continue;
+      }
+      auto* t = new kiln_tensor_s();  // pooled; counts only on a pool miss
+      t->device = context->device;
+      t->view = std::move(context->result_views[i]);
+      out_results[i] = t;
+    }
+  }
+  for (size_t i = 0; i < result_count; ++i) context->result_views[i].reset();
+  context->device->device->stats().host_allocations_invoke +=
+      kiln::vm::HostAllocationCount() - allocations_before - vm_allocations;
+  return Wrap(std::move(s));
+}
+
+}  // namespace
+
+extern "C" {
+
 kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
                           const kiln_tensor_t* args, size_t arg_count,
                           kiln_tensor_t* out_results, size_t result_count) {
@@ -481,14 +548,7 @@ kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
   if (!args && arg_count) return NullArg("kiln_invoke", "args");
   if (!out_results && result_count) return NullArg("kiln_invoke", "out_results");
   uint64_t allocations_before = kiln::vm::HostAllocationCount();
-  if (context->arg_views.size() < arg_count) {
-    kiln::vm::CountHostAllocation();
-    context->arg_views.resize(arg_count);
-  }
-  if (context->result_views.size() < result_count) {
-    kiln::vm::CountHostAllocation();
-    context->result_views.resize(result_count);
-  }
+  Grow(&context->invoke_args, arg_count);
   for (size_t i = 0; i < arg_count; ++i) {
     if (!args[i]) {
       return Wrap(kiln::InvalidArgumentError("kiln_invoke: args[%zu] is NULL", i));
@@ -497,26 +557,138 @@ kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
       return Wrap(kiln::InvalidArgumentError(
           "kiln_invoke: args[%zu] lives on a different device than the context", i));
     }
-    context->arg_views[i] = args[i]->view.get();
+    context->invoke_args[i] = kiln::vm::InvokeArg{args[i]->view.get(), false};
   }
-  uint64_t vm_before = kiln::vm::HostAllocationCount();
-  Status s = context->context->Invoke(function->ref, context->arg_views.data(), arg_count,
-                                      context->result_views.data(), result_count);
-  // Context::Invoke added its own allocations to the stats; add the rest.
-  uint64_t vm_allocations = kiln::vm::HostAllocationCount() - vm_before;
-  if (s.ok()) {
-    for (size_t i = 0; i < result_count; ++i) {
-      kiln::vm::CountHostAllocation();
-      auto* t = new kiln_tensor_s();
-      t->device = context->device;
-      t->view = std::move(context->result_views[i]);
-      out_results[i] = t;
+  return InvokePrepared(context, function, arg_count, false, out_results, result_count,
+                        allocations_before);
+}
+
+kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
+                             const kiln_invoke_arg_t* args, size_t arg_count,
+                             kiln_tensor_t* out_results, size_t result_count) {
+  auto fail = [&](Status status) {
+    ReleaseConsumed(args, arg_count);
+    return Wrap(std::move(status));
+  };
+  if (!context) return fail(kiln::InvalidArgumentError("kiln_invoke_ex: context is NULL"));
+  if (!function) return fail(kiln::InvalidArgumentError("kiln_invoke_ex: function is NULL"));
+  if (function->context != context) {
+    return fail(kiln::InvalidArgumentError(
+        "kiln_invoke_ex: function '%s' was looked up in a different context",
+        function->info->name.c_str()));
+  }
+  if (!args && arg_count) return NullArg("kiln_invoke_ex", "args");
+  if (!out_results && result_count) {
+    return fail(kiln::InvalidArgumentError("kiln_invoke_ex: out_results is NULL"));
+  }
+  if (result_count != function->info->result_count) {
+    return fail(kiln::InvalidArgumentError(
+        "kiln_invoke_ex: function '%s' returns %u results, %zu result slots given",
+        function->info->name.c_str(), function->info->result_count, result_count));
+  }
+  uint64_t allocations_before = kiln::vm::HostAllocationCount();
+  Grow(&context->invoke_args, arg_count);
+  Grow(&context->storage_views, result_count);
+  Grow(&context->storage_tensors, result_count);
+  for (size_t k = 0; k < result_count; ++k) {
+    context->storage_views[k] = nullptr;
+    context->storage_tensors[k] = nullptr;
+  }
+  // Pass 1: validate every entry and take borrowed pointers (before any
+  // consumed handle is released: one tensor may appear twice).
+  size_t n = 0;
+  bool any_storage = false;
+  for (size_t i = 0; i < arg_count; ++i) {
+    const kiln_invoke_arg_t& a = args[i];
+    if (!a.tensor) {
+      return fail(kiln::InvalidArgumentError("kiln_invoke_ex: args[%zu].tensor is NULL", i));
     }
+    if (a.tensor->device->device.get() != context->device->device.get()) {
+      return fail(kiln::InvalidArgumentError(
+          "kiln_invoke_ex: args[%zu] lives on a different device than the context", i));
+    }
+    if (a.flags & ~static_cast<kiln_arg_flags_t>(KILN_ARG_CONSUME | KILN_ARG_OUTPUT_STORAGE)) {
+      return fail(kiln::InvalidArgumentError("kiln_invoke_ex: args[%zu]: unknown flags 0x%x", i,
+                                             a.flags));
+    }
+    if ((a.flags & KILN_ARG_CONSUME) && (a.flags & KILN_ARG_OUTPUT_STORAGE)) {
+      return fail(kiln::InvalidArgumentError(
+          "kiln_invoke_ex: args[%zu]: KILN_ARG_CONSUME and KILN_ARG_OUTPUT_STORAGE exclude each "
+          "other",
+          i));
+    }
+    if (a.flags & KILN_ARG_OUTPUT_STORAGE) {
+      if (a.result_index < 0 || static_cast<size_t>(a.result_index) >= result_count) {
+        return fail(kiln::InvalidArgumentError(
+            "kiln_invoke_ex: args[%zu]: output storage for result %d, but function '%s' has %zu "
+            "results",
+            i, a.result_index, function->info->name.c_str(), result_count));
+      }
+      size_t k = static_cast<size_t>(a.result_index);
+      if (context->storage_tensors[k]) {
+        return fail(kiln::InvalidArgumentError(
+            "kiln_invoke_ex: args[%zu]: result %zu already has output storage", i, k));
+      }
+      context->storage_tensors[k] = a.tensor;
+      context->storage_views[k] = a.tensor->view.get();
+      any_storage = true;
+      continue;
+    }
+    if (n < arg_count) context->invoke_args[n] = kiln::vm::InvokeArg{a.tensor->view.get(), false};
+    ++n;
   }
-  for (size_t i = 0; i < result_count; ++i) context->result_views[i].reset();
-  context->device->device->stats().host_allocations_invoke +=
-      kiln::vm::HostAllocationCount() - allocations_before - vm_allocations;
-  return Wrap(std::move(s));
+  if (n != function->info->arg_count) {
+    return fail(kiln::InvalidArgumentError(
+        "kiln_invoke_ex: function '%s' expects %u arguments, got %zu (plus %zu output storage "
+        "entries)",
+        function->info->name.c_str(), function->info->arg_count, n, arg_count - n));
+  }
+  // Pass 2: adopt consumed references. A handle nobody else holds gives up
+  // its view (so the view's only holder becomes the call); otherwise the view
+  // is retained for the call and the caller's handle reference released.
+  n = 0;
+  for (size_t i = 0; i < arg_count; ++i) {
+    const kiln_invoke_arg_t& a = args[i];
+    if (a.flags & KILN_ARG_OUTPUT_STORAGE) continue;
+    if (a.flags & KILN_ARG_CONSUME) {
+      kiln_tensor_s* t = a.tensor;
+      kiln::vm::BufferView* view;
+      if (t->refcount() == 1) {
+        view = t->view.release();
+      } else {
+        view = t->view.get();
+        view->Retain();
+      }
+      t->Release();
+      context->invoke_args[n] = kiln::vm::InvokeArg{view, true};
+    }
+    ++n;
+  }
+  return InvokePrepared(context, function, n, any_storage, out_results, result_count,
+                        allocations_before);
+}
+
+kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,
+                                      kiln_dtype_t dtype, size_t rank, const int64_t* dims,
+                                      kiln_tensor_t* out_tensor) {
+  if (!parent) return NullArg("kiln_tensor_create_view", "parent");
+  if (!dims && rank) return NullArg("kiln_tensor_create_view", "dims");
+  if (!out_tensor) return NullArg("kiln_tensor_create_view", "out_tensor");
+  if (kiln_dtype_size(dtype) == 0) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_create_view: invalid dtype %d",
+                                           static_cast<int>(dtype)));
+  }
+  auto view = kiln::vm::BufferView::CreateSubview(*parent->view, byte_offset,
+                                                  static_cast<kiln::DType>(dtype), dims, rank);
+  if (!view.ok()) {
+    Status s = view.take_status();
+    return Wrap(s.Annotate("kiln_tensor_create_view"));
+  }
+  auto* t = new kiln_tensor_s();
+  t->device = parent->device;
+  t->view = std::move(view).value();
+  *out_tensor = t;
+  return nullptr;
 }
 
 }  // extern "C"

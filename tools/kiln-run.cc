@@ -4,7 +4,7 @@
 //            --input=@in.npy | --input=1x16x96xf32=@in.npy | --input=2x2xf32=1,2,3,4 ...
 //            [--output=@out.npy ...] [--device=vulkan] [--device-name=SUBSTR]
 //            [--device-index=N] [--repeat=N] [--stats] [--stats-steady]
-//            [--print-device] [--print-full]
+//            [--output-storage] [--feedback=R:A] [--print-device] [--print-full]
 //
 // Inputs are given in function-argument order. Results without an --output
 // are printed as `result[0]: tensor<1x2xf32> = [0.1, 0.9]` (16 elements, then
@@ -14,6 +14,15 @@
 // printed; --stats then covers all N invocations, or only the last one with
 // --stats-steady (the steady state: allocations made by the first invocation,
 // such as register banks, are excluded).
+//
+// Ownership (kiln_invoke_ex): --output-storage preallocates one tensor per
+// result (zero-filled, of the result's type) and passes it as caller output
+// storage, so results are written into it (the result handle is that tensor;
+// with --repeat the same storage serves every invocation). --feedback=R:A
+// passes result R of each invocation back as argument A of the next one,
+// consumed (KILN_ARG_CONSUME): the streaming-state pattern, which with
+// --stats-steady should show zero device and host allocations. Argument A's
+// --input is its initial value (consumed by the first invocation).
 //
 // Errors go to stderr as `error: ...` with exit status 1 (2 for usage).
 // Uses only the public C API (include/kiln/kiln.h).
@@ -37,7 +46,8 @@ using kiln::tools::NpyArray;
 const char kUsage[] =
     "usage: kiln-run --module=M.kiln [--function=main] --input=SPEC ... [--output=@out.npy ...]\n"
     "                [--device=vulkan] [--device-name=SUBSTR] [--device-index=N]\n"
-    "                [--repeat=N] [--stats] [--stats-steady] [--print-device] [--print-full]\n"
+    "                [--repeat=N] [--stats] [--stats-steady] [--output-storage]\n"
+    "                [--feedback=R:A ...] [--print-device] [--print-full]\n"
     "\n"
     "  --input=@in.npy              tensor from a .npy file (shape and dtype from the file)\n"
     "  --input=1x16x96xf32=@in.npy  same, checked against the type (a reshape with the same\n"
@@ -47,6 +57,13 @@ const char kUsage[] =
     "  --repeat=N                   invoke N times; print/write the last results\n"
     "  --stats                      print counters for the invocations (all N of them)\n"
     "  --stats-steady               like --stats, counting the last invocation only\n"
+    "  --output-storage             preallocate every result (zero-filled) and pass it as\n"
+    "                               caller output storage (KILN_ARG_OUTPUT_STORAGE): results\n"
+    "                               are written in place, into the same tensors on every\n"
+    "                               --repeat; printed and --output like any result\n"
+    "  --feedback=R:A               pass result R back as argument A of the next invocation,\n"
+    "                               consumed (KILN_ARG_CONSUME); --input A is the initial\n"
+    "                               value. Types must match. Repeatable\n"
     "  --print-device               print the device name\n"
     "  --print-full                 print every element (default: the first 16, then ...)\n"
     "dtypes: f32 f64 f16 i64 i32 i16 i8 u8 i1 (bool)\n";
@@ -64,6 +81,8 @@ struct Options {
   bool stats_steady = false;
   bool print_device = false;
   bool print_full = false;
+  bool output_storage = false;
+  std::vector<std::pair<size_t, size_t>> feedback;  // (result, argument)
 };
 
 int Error(const std::string& msg) {
@@ -325,6 +344,7 @@ struct Handles {
   kiln_context_t context = nullptr;
   std::vector<kiln_tensor_t> args;
   std::vector<kiln_tensor_t> results;
+  std::vector<kiln_tensor_t> storage;  // --output-storage, one per result (or NULL)
   void ReleaseResults() {
     for (kiln_tensor_t& t : results) {
       kiln_tensor_release(t);
@@ -334,6 +354,7 @@ struct Handles {
   ~Handles() {
     ReleaseResults();
     for (kiln_tensor_t t : args) kiln_tensor_release(t);
+    for (kiln_tensor_t t : storage) kiln_tensor_release(t);
     kiln_context_release(context);
     kiln_module_release(module);
     kiln_device_release(device);
@@ -344,6 +365,7 @@ struct Handles {
 void PrintStats(const kiln_device_stats_t& s) {
   std::printf("device_allocations: %" PRIu64 "\n", s.device_allocations);
   std::printf("device_bytes_allocated: %" PRIu64 "\n", s.device_bytes_allocated);
+  std::printf("device_bytes_live: %" PRIu64 "\n", s.device_bytes_live);
   std::printf("device_peak_bytes: %" PRIu64 "\n", s.device_peak_bytes);
   std::printf("copies: %" PRIu64 "\n", s.copies);
   std::printf("copy_bytes: %" PRIu64 "\n", s.copy_bytes);
@@ -412,17 +434,82 @@ int Run(const Options& opt) {
   }
 
   h.results.assign(result_count, nullptr);
+  // --feedback: result R feeds argument A (same type), consumed.
+  std::vector<bool> fed_result(result_count, false), consumed_arg(arg_count, false);
+  for (const auto& [r, a] : opt.feedback) {
+    if (r >= result_count || a >= arg_count) {
+      return Error("--feedback=" + std::to_string(r) + ":" + std::to_string(a) + ": function '" +
+                   opt.function + "' has " + std::to_string(result_count) + " results and " +
+                   std::to_string(arg_count) + " arguments");
+    }
+    kiln_tensor_signature_t rs, as;
+    kiln_status_free(kiln_function_result(fn, r, &rs));
+    kiln_status_free(kiln_function_arg(fn, a, &as));
+    std::vector<int64_t> rd(rs.dims, rs.dims + rs.rank), ad(as.dims, as.dims + as.rank);
+    if (rs.dtype != as.dtype || rd != ad) {
+      return Error("--feedback=" + std::to_string(r) + ":" + std::to_string(a) + ": result " +
+                   std::to_string(r) + " is " + TypeString(rs.dtype, rd) + " but argument " +
+                   std::to_string(a) + " is " + TypeString(as.dtype, ad));
+    }
+    if (consumed_arg[a]) return Error("--feedback: argument " + std::to_string(a) + " fed twice");
+    fed_result[r] = true;
+    consumed_arg[a] = true;
+  }
+  // --output-storage: one zero-filled tensor per result (not for fed-back
+  // results: those are consumed by the next call, so they must be fresh).
+  h.storage.assign(result_count, nullptr);
+  if (opt.output_storage) {
+    for (size_t k = 0; k < result_count; ++k) {
+      if (fed_result[k]) continue;
+      kiln_tensor_signature_t sig;
+      if (!Check(kiln_function_result(fn, k, &sig), "result " + std::to_string(k), &rc)) return rc;
+      if (!Check(kiln_tensor_create(h.device, sig.dtype, sig.rank, sig.dims, nullptr, 0,
+                                    &h.storage[k]),
+                 "output storage " + std::to_string(k), &rc)) {
+        return rc;
+      }
+    }
+  }
+  const bool use_ex = opt.output_storage || !opt.feedback.empty();
+  std::vector<kiln_invoke_arg_t> ex_args;
   kiln_device_stats_t stats = {};
   if (!Check(kiln_device_stats_reset(h.device), "resetting stats", &rc)) return rc;
   for (long r = 0; r < opt.repeat; ++r) {
+    if (r > 0) {
+      for (const auto& [res, a] : opt.feedback) {
+        h.args[a] = h.results[res];  // the previous state, consumed below
+        h.results[res] = nullptr;
+      }
+    }
     h.ReleaseResults();
     if (opt.stats_steady && r == opt.repeat - 1) {
       if (!Check(kiln_device_stats_reset(h.device), "resetting stats", &rc)) return rc;
     }
-    if (!Check(kiln_invoke(h.context, fn, h.args.data(), h.args.size(), h.results.data(),
-                           h.results.size()),
-               "invoking '" + opt.function + "'", &rc)) {
-      return rc;
+    kiln_status_t status;
+    if (use_ex) {
+      ex_args.clear();
+      for (size_t i = 0; i < arg_count; ++i) {
+        ex_args.push_back({h.args[i], consumed_arg[i] ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0});
+      }
+      for (size_t k = 0; k < result_count; ++k) {
+        if (h.storage[k]) {
+          ex_args.push_back({h.storage[k], KILN_ARG_OUTPUT_STORAGE, static_cast<int32_t>(k)});
+        }
+      }
+      status = kiln_invoke_ex(h.context, fn, ex_args.data(), ex_args.size(), h.results.data(),
+                              h.results.size());
+      for (size_t i = 0; i < arg_count; ++i) {
+        if (consumed_arg[i]) h.args[i] = nullptr;  // released by the call
+      }
+    } else {
+      status = kiln_invoke(h.context, fn, h.args.data(), h.args.size(), h.results.data(),
+                           h.results.size());
+    }
+    if (!Check(status, "invoking '" + opt.function + "'", &rc)) return rc;
+    for (size_t k = 0; k < result_count; ++k) {
+      if (h.storage[k] && h.results[k] != h.storage[k]) {
+        return Error("result " + std::to_string(k) + " was not returned in its output storage");
+      }
     }
   }
   if (!Check(kiln_device_stats(h.device, &stats), "reading stats", &rc)) return rc;
@@ -495,6 +582,16 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(a, "--stats-steady")) {
       opt.stats = true;
       opt.stats_steady = true;
+    } else if (!std::strcmp(a, "--output-storage")) {
+      opt.output_storage = true;
+    } else if (ParseFlag(a, "--feedback", &v)) {
+      size_t colon = v.find(':');
+      long r = 0, ai = 0;
+      if (colon == std::string::npos || !ParseInt(v.substr(0, colon), 0, 1 << 20, &r) ||
+          !ParseInt(v.substr(colon + 1), 0, 1 << 20, &ai)) {
+        return Error("bad --feedback '" + v + "' (expected RESULT:ARGUMENT, e.g. 1:1)"), 2;
+      }
+      opt.feedback.push_back({static_cast<size_t>(r), static_cast<size_t>(ai)});
     } else if (!std::strcmp(a, "--print-device")) {
       opt.print_device = true;
     } else if (!std::strcmp(a, "--print-full")) {

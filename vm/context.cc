@@ -38,6 +38,71 @@ std::string SigName(const format::TensorSig* sig) {
   return sig->name() ? sig->name()->str() : std::string();
 }
 
+bool SigMatchesType(const format::TensorSig* sig, const TensorType& type) {
+  if (static_cast<uint8_t>(sig->dtype()) != static_cast<uint8_t>(type.dtype)) return false;
+  size_t rank = sig->shape() ? sig->shape()->size() : 0;
+  if (rank != type.dims.size()) return false;
+  for (size_t i = 0; i < rank; ++i) {
+    if (sig->shape()->Get(static_cast<flatbuffers::uoffset_t>(i)) != type.dims[i]) return false;
+  }
+  return true;
+}
+
+// "main(x: tensor<4xf32>, s: tensor<4xf32>) -> (y: tensor<4xf32>)".
+std::string ExportString(const FunctionInfo& info) {
+  std::string s = info.name + "(";
+  for (uint32_t i = 0; i < info.arg_count; ++i) {
+    const format::TensorSig* sig = info.def->args()->Get(i);
+    s += (i ? ", " : "") + SigName(sig) + ": " + SigTypeString(sig);
+  }
+  s += ") -> (";
+  for (uint32_t i = 0; i < info.result_count; ++i) {
+    const format::TensorSig* sig = info.def->results()->Get(i);
+    s += (i ? ", " : "") + SigName(sig) + ": " + SigTypeString(sig);
+  }
+  return s + ")";
+}
+
+// "(tensor<4xf32>) -> (tensor<4xf32>)", or "2 arguments and 1 result" when
+// the signature is untyped.
+std::string ImportString(const ImportSignature& sig) {
+  if (!sig.typed) {
+    return std::to_string(sig.fixed_args.size()) + " argument(s) and " +
+           std::to_string(sig.results.size()) + " result(s) (signature '" + sig.ToString() + "')";
+  }
+  std::string s = "(";
+  for (size_t i = 0; i < sig.arg_types.size(); ++i) {
+    s += (i ? ", " : "") + sig.arg_types[i].TensorString();
+  }
+  s += ") -> (";
+  for (size_t i = 0; i < sig.result_types.size(); ++i) {
+    s += (i ? ", " : "") + sig.result_types[i].TensorString();
+  }
+  return s + ")";
+}
+
+uint64_t SigByteSize(const format::TensorSig* sig) {
+  uint64_t n = DTypeSize(static_cast<DType>(sig->dtype()));
+  if (sig->shape()) {
+    for (flatbuffers::uoffset_t i = 0; i < sig->shape()->size(); ++i) {
+      n *= static_cast<uint64_t>(sig->shape()->Get(i));
+    }
+  }
+  return n;
+}
+
+void SigDims(const format::TensorSig* sig, int64_t* dims, size_t* rank) {
+  *rank = sig->shape() ? std::min<size_t>(sig->shape()->size(), kMaxRank) : 0;
+  for (size_t i = 0; i < *rank; ++i) {
+    dims[i] = sig->shape()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  }
+}
+
+bool IsContextImport(HalImport id) {
+  return id == HalImport::kBufferViewTakeOrAllocate || id == HalImport::kBufferViewOutputStorage ||
+         id == HalImport::kAllocatorAllocateCached || id == HalImport::kBufferViewTakeOrClone;
+}
+
 }  // namespace
 
 StatusOr<Ref<Context>> Context::Create(Ref<hal::Device> device) {
@@ -46,40 +111,101 @@ StatusOr<Ref<Context>> Context::Create(Ref<hal::Device> device) {
   return ctx;
 }
 
+Status Context::ResolveImport(const Module& module, uint32_t i, ResolvedImport* out) const {
+  const std::string& name = module.import_names()[i];
+  const ImportSignature& parsed = module.import_signatures()[i];
+  std::string sig = module.def()->imports()->Get(i)->signature()->str();
+  std::string ctx = "module '" + module.name() + "'";
+  if (const HalImportInfo* native = FindHalImport(name)) {
+    if (sig != native->signature) {
+      return InvalidArgumentError("%s: import %u '%s': signature '%s' does not match the native '%s'",
+                                  ctx.c_str(), i, name.c_str(), sig.c_str(), native->signature);
+    }
+    out->kind = IsContextImport(native->id) ? ResolvedImport::Kind::kContext
+                                            : ResolvedImport::Kind::kNative;
+    out->native = native->id;
+    return OkStatus();
+  }
+  // "module.function": try every split point (module names may hold dots).
+  for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+    std::string_view mod_name(name.data(), dot);
+    std::string_view fn_name(name.data() + dot + 1, name.size() - dot - 1);
+    for (uint32_t m = 0; m < modules_.size(); ++m) {
+      const Module& other = *modules_[m]->module;
+      if (other.name() != mod_name) continue;
+      int f = other.FindFunction(fn_name);
+      if (f < 0 || !other.function(static_cast<uint32_t>(f)).exported) {
+        std::string exports;
+        for (uint32_t k = 0; k < other.function_count(); ++k) {
+          if (!other.function(k).exported) continue;
+          exports += (exports.empty() ? "" : ", ") + other.function(k).name;
+        }
+        return NotFoundError("%s: import %u '%s': module '%s' exports no function '%.*s' "
+                             "(exports: %s)",
+                             ctx.c_str(), i, name.c_str(), other.name().c_str(),
+                             static_cast<int>(fn_name.size()), fn_name.data(),
+                             exports.empty() ? "none" : exports.c_str());
+      }
+      const FunctionInfo& info = other.function(static_cast<uint32_t>(f));
+      bool refs_only = parsed.repeated.empty() &&
+                       parsed.fixed_args.find('i') == std::string::npos &&
+                       parsed.results.find('i') == std::string::npos;
+      bool counts = parsed.fixed_args.size() == info.arg_count &&
+                    parsed.results.size() == info.result_count;
+      bool types = true;
+      if (refs_only && counts && parsed.typed) {
+        for (uint32_t a = 0; a < info.arg_count; ++a) {
+          types = types && SigMatchesType(info.def->args()->Get(a), parsed.arg_types[a]);
+        }
+        for (uint32_t r = 0; r < info.result_count; ++r) {
+          types = types && SigMatchesType(info.def->results()->Get(r), parsed.result_types[r]);
+        }
+      }
+      if (!refs_only || !counts || !types) {
+        return FailedPreconditionError(
+            "%s: import %u '%s' expects %s, module '%s' exports %s%s", ctx.c_str(), i,
+            name.c_str(), ImportString(parsed).c_str(), other.name().c_str(),
+            ExportString(info).c_str(),
+            refs_only ? "" : " (imports of bytecode functions take and return only tensors: "
+                             "ref registers, no repeated group)");
+      }
+      out->kind = ResolvedImport::Kind::kBytecode;
+      out->bytecode = FunctionRef{m, static_cast<uint32_t>(f)};
+      return OkStatus();
+    }
+  }
+  if (name.rfind("hal.", 0) == 0 || name.find('.') == std::string::npos) {
+    return NotFoundError("%s: unknown import %u '%s' (not a function of the native hal module)",
+                         ctx.c_str(), i, name.c_str());
+  }
+  std::string registered;
+  for (const auto& state : modules_) {
+    registered += (registered.empty() ? "'" : ", '") + state->module->name() + "'";
+  }
+  return NotFoundError(
+      "%s: unknown import %u '%s': neither a function of the native hal module nor an export "
+      "of a module registered before it (registered: %s)",
+      ctx.c_str(), i, name.c_str(), registered.empty() ? "none" : registered.c_str());
+}
+
 Status Context::RegisterModule(Ref<Module> module) {
   if (!module) return InvalidArgumentError("null module");
   auto state = std::make_unique<ModuleState>();
   const format::Module* def = module->def();
   std::string ctx = "module '" + module->name() + "'";
+  for (const auto& earlier : modules_) {
+    if (earlier->module->name() == module->name()) {
+      return InvalidArgumentError("%s: a module of that name is already registered",
+                                  ctx.c_str());
+    }
+  }
 
   // 1. Imports.
   for (uint32_t i = 0; i < module->import_count(); ++i) {
-    const std::string& name = module->import_names()[i];
-    std::string sig = def->imports()->Get(i)->signature()->str();
-    const HalImportInfo* native = FindHalImport(name);
-    if (!native) {
-      for (const auto& earlier : modules_) {
-        int f = earlier->module->FindFunction(name);
-        if (f >= 0 && earlier->module->function(f).exported) {
-          return UnimplementedError(
-              "%s: import %u '%s' names a function of module '%s'; imports between bytecode "
-              "modules are not supported yet",
-              ctx.c_str(), i, name.c_str(), earlier->module->name().c_str());
-        }
-      }
-      return NotFoundError("%s: unknown import %u '%s' (not a function of the native hal module)",
-                           ctx.c_str(), i, name.c_str());
-    }
-    if (sig != native->signature) {
-      return InvalidArgumentError("%s: import %u '%s': signature '%s' does not match the native '%s'",
-                                  ctx.c_str(), i, name.c_str(), sig.c_str(), native->signature);
-    }
     ResolvedImport r;
-    r.kind = ResolvedImport::Kind::kNative;
-    r.native = native->id;
+    KILN_RETURN_IF_ERROR(ResolveImport(*module, i, &r));
     state->imports.push_back(r);
   }
-
   // 2. Executables.
   if (auto* exes = def->executables()) {
     if (exes->size() && !hal_.device()) {
@@ -149,6 +275,19 @@ Status Context::RegisterModule(Ref<Module> module) {
 }
 
 StatusOr<FunctionRef> Context::LookupFunction(std::string_view name) const {
+  // "module.function".
+  for (size_t dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.', dot + 1)) {
+    std::string_view mod_name = name.substr(0, dot);
+    std::string_view fn_name = name.substr(dot + 1);
+    for (uint32_t m = 0; m < modules_.size(); ++m) {
+      const Module& mod = *modules_[m]->module;
+      if (mod.name() != mod_name) continue;
+      int f = mod.FindFunction(fn_name);
+      if (f >= 0 && mod.function(static_cast<uint32_t>(f)).exported) {
+        return FunctionRef{m, static_cast<uint32_t>(f)};
+      }
+    }
+  }
   std::string names;
   for (uint32_t m = 0; m < modules_.size(); ++m) {
     const Module& mod = *modules_[m]->module;
@@ -190,6 +329,8 @@ Frame* Context::AcquireFrame(uint32_t depth, const FunctionInfo& info) {
   frame->i32_mask = static_cast<uint32_t>(frame->i32.size() - 1);
   frame->ref_mask = static_cast<uint32_t>(frame->refs.size() - 1);
   std::fill(frame->i32.begin(), frame->i32.begin() + ni, 0);
+  frame->serial = next_serial_++;
+  frame->depth = depth;
   return frame;
 }
 
@@ -200,9 +341,277 @@ void Context::ClearFrame(uint32_t depth) {
 
 Status Context::Invoke(FunctionRef fn, BufferView* const* args, size_t arg_count,
                        Ref<BufferView>* results, size_t result_count) {
+  if (!args && arg_count) return InvalidArgumentError("null argument array");
+  if (scratch_args_.size() < arg_count) {
+    CountHostAllocation();
+    scratch_args_.resize(arg_count);
+  }
+  for (size_t i = 0; i < arg_count; ++i) scratch_args_[i] = InvokeArg{args[i], false};
+  return InvokeEx(fn, scratch_args_.data(), arg_count, results, result_count, nullptr);
+}
+
+bool Context::IsCached(const hal::Buffer* buffer) const {
+  for (const CacheEntry& e : cache_) {
+    if (e.buffer.get() == buffer) return true;
+  }
+  return false;
+}
+
+bool Context::IsExclusive(const BufferView* view) const {
+  if (!view || view->refcount() != 1) return false;
+  hal::Buffer* buffer = view->buffer();
+  if (buffer->allocation() != buffer) return false;
+  return buffer->refcount() == 1 + (IsCached(buffer) ? 1 : 0);
+}
+
+void Context::ClaimConsumed(Frame* frame, uint16_t index) {
+  RefValue& v = frame->R(index);
+  if (v.type() != RefType::kBufferView) return;
+  BufferView* view = v.as<BufferView>();
+  if (IsExclusive(view)) view->set_owner_serial(frame->serial);
+}
+
+StatusOr<Ref<hal::Buffer>> Context::AllocateCached(uint32_t m, uint32_t function, int32_t slot,
+                                                   uint64_t size, hal::MemoryKind kind) {
+  hal::Device* device = hal_.device();
+  uint64_t alloc = size ? size : 4;
+  for (CacheEntry& e : cache_) {
+    if (e.module != m || e.function != function || e.slot != slot) continue;
+    if (e.buffer->refcount() == 1 && e.buffer->size() >= size && e.buffer->memory_kind() == kind) {
+      return e.buffer;
+    }
+    CountHostAllocation();
+    KILN_ASSIGN_OR_RETURN(e.buffer, device->AllocateBuffer(alloc, kind));
+    return e.buffer;
+  }
+  CountHostAllocation();
+  KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, device->AllocateBuffer(alloc, kind));
+  if (cache_.size() == cache_.capacity()) CountHostAllocation();
+  cache_.push_back(CacheEntry{m, function, slot, buffer});
+  return buffer;
+}
+
+Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t m,
+                                  uint32_t function) {
+  hal::Device* device = hal_.device();
+  if (!device) return FailedPreconditionError("the context has no device");
+  Frame* frame = call.frame;
+  auto view_arg = [&](size_t i, BufferView** out) -> Status {
+    const RefValue& v = call.ArgRef(i);
+    if (v.type() != RefType::kBufferView) {
+      return InvalidArgumentError("expected a buffer view, got %s", RefTypeName(v.type()));
+    }
+    *out = v.as<BufferView>();
+    return OkStatus();
+  };
+  // Whether `view`'s storage can be taken by this frame for `size` bytes.
+  auto takeable = [&](const BufferView* view, uint64_t size, int32_t kind) {
+    if (view->owner_serial() != frame->serial) return false;
+    const hal::Buffer* buffer = view->buffer();
+    if (kind == 1 && buffer->memory_kind() != hal::MemoryKind::kHostVisible) return false;
+    if (view->root_offset() % hal_.binding_alignment() != 0) return false;
+    if (view->byte_offset() > 0x7FFFFFFF) return false;
+    return buffer->size() >= view->byte_offset() && buffer->size() - view->byte_offset() >= size;
+  };
+  switch (id) {
+    case HalImport::kBufferViewTakeOrAllocate: {
+      BufferView* view = nullptr;
+      KILN_RETURN_IF_ERROR(view_arg(0, &view));
+      int32_t size = call.ArgI32(1), kind = call.ArgI32(2);
+      if (size < 0) return InvalidArgumentError("negative size %d", size);
+      if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
+      if (takeable(view, static_cast<uint64_t>(size), kind)) {
+        view->set_owner_serial(0);
+        int32_t offset = static_cast<int32_t>(view->byte_offset());
+        RefValue taken(RefType::kBuffer, view->buffer());
+        call.SetRef(0, std::move(taken));
+        call.SetI32(1, offset);
+        return OkStatus();
+      }
+      CountHostAllocation();
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
+                            device->AllocateBuffer(size ? static_cast<uint64_t>(size) : 4,
+                                                   static_cast<hal::MemoryKind>(kind)));
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
+      call.SetI32(1, 0);
+      return OkStatus();
+    }
+    case HalImport::kBufferViewTakeOrClone: {
+      const RefValue& cb_ref = call.ArgRef(0);
+      if (cb_ref.type() != RefType::kCommandBuffer) {
+        return InvalidArgumentError("expected a command buffer, got %s",
+                                    RefTypeName(cb_ref.type()));
+      }
+      CommandBufferState* cb = cb_ref.as<CommandBufferState>();
+      if (cb->submitted) return FailedPreconditionError("command buffer was already submitted");
+      BufferView* view = nullptr;
+      KILN_RETURN_IF_ERROR(view_arg(1, &view));
+      uint64_t length = view->byte_length();
+      if (length > 0x7FFFFFFF) return OutOfRangeError("view of %llu bytes exceeds i32",
+                                                      static_cast<unsigned long long>(length));
+      if (takeable(view, length, 0)) {
+        view->set_owner_serial(0);
+        int32_t offset = static_cast<int32_t>(view->byte_offset());
+        RefValue taken(RefType::kBuffer, view->buffer());
+        call.SetRef(0, std::move(taken));
+        call.SetI32(1, offset);
+        return OkStatus();
+      }
+      CountHostAllocation();
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
+                            device->AllocateBuffer(length ? length : 4,
+                                                   view->buffer()->memory_kind()));
+      if (length) {
+        KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(view->buffer(), view->byte_offset(),
+                                                            buffer.get(), 0, length));
+      }
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
+      call.SetI32(1, 0);
+      return OkStatus();
+    }
+    case HalImport::kBufferViewOutputStorage: {
+      int32_t k = call.ArgI32(0);
+      if (k < 0) return InvalidArgumentError("negative result index %d", k);
+      RefValue out;
+      if (frame->depth == 0 && static_cast<size_t>(k) < output_storage_.size() &&
+          output_storage_[k] &&
+          output_storage_[k]->root_offset() % hal_.binding_alignment() == 0) {
+        out = RefValue(RefType::kBufferView, output_storage_[k].get());
+      }
+      call.SetRef(0, std::move(out));
+      return OkStatus();
+    }
+    case HalImport::kAllocatorAllocateCached: {
+      int32_t slot = call.ArgI32(0), size = call.ArgI32(1), kind = call.ArgI32(2);
+      if (size < 0) return InvalidArgumentError("negative allocation size %d", size);
+      if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
+                            AllocateCached(m, function, slot, static_cast<uint64_t>(size),
+                                           static_cast<hal::MemoryKind>(kind)));
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
+      return OkStatus();
+    }
+    default:
+      return InternalError("hal import %d is not a context import", static_cast<int>(id));
+  }
+}
+
+Status Context::CallBytecodeImport(FunctionRef callee, const ImportCall& call, uint32_t depth) {
+  if (depth + 1 >= kMaxCallDepth) {
+    return ResourceExhaustedError("call depth exceeds %u", kMaxCallDepth);
+  }
+  const FunctionInfo& info = function_info(callee);
+  const format::Function* def = info.def;
+  const std::string& module_name = modules_[callee.module]->module->name();
+  Frame* frame = call.frame;
+  Frame* callee_frame = AcquireFrame(depth + 1, info);
+  // Borrowed arguments first, then moves, so a register passed both ways is
+  // seen as shared.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      bool consume = def->args()->Get(static_cast<flatbuffers::uoffset_t>(i))->ownership() ==
+                     format::Ownership::consume;
+      if (consume != (pass == 1)) continue;
+      RefValue& src = frame->R(call.args[i].index);
+      if (consume) {
+        callee_frame->R(static_cast<uint16_t>(i)) = std::move(src);
+      } else {
+        callee_frame->R(static_cast<uint16_t>(i)) = src;
+      }
+    }
+  }
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const format::TensorSig* sig = def->args()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    const RefValue& v = callee_frame->R(static_cast<uint16_t>(i));
+    bool ok = v.type() == RefType::kBufferView && ViewMatches(v.as<BufferView>(), sig);
+    if (!ok) {
+      Status s = InvalidArgumentError(
+          "argument %zu '%s' of '%s.%s': expected %s, got %s", i, SigName(sig).c_str(),
+          module_name.c_str(), info.name.c_str(), SigTypeString(sig).c_str(),
+          v.type() == RefType::kBufferView ? v.as<BufferView>()->TypeString().c_str()
+                                           : RefTypeName(v.type()));
+      ClearFrame(depth + 1);
+      return s;
+    }
+    if (sig->ownership() == format::Ownership::consume) {
+      ClaimConsumed(callee_frame, static_cast<uint16_t>(i));
+    }
+  }
+  RegList ret;
+  Status s = Run(callee.module, callee.ordinal, depth + 1, &ret);
+  if (s.ok()) {
+    for (size_t i = 0; i < call.results.size(); ++i) {
+      const format::TensorSig* sig = def->results()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      const RefValue& v = callee_frame->R(ret[i].index);
+      if (v.type() != RefType::kBufferView || !ViewMatches(v.as<BufferView>(), sig)) {
+        s = InternalError("'%s.%s' result %zu '%s': expected %s, got %s", module_name.c_str(),
+                          info.name.c_str(), i, SigName(sig).c_str(), SigTypeString(sig).c_str(),
+                          v.type() == RefType::kBufferView ? v.as<BufferView>()->TypeString().c_str()
+                                                           : RefTypeName(v.type()));
+        break;
+      }
+    }
+    if (s.ok()) {
+      // Copies (not moves): RET may name one register twice.
+      for (size_t i = 0; i < call.results.size(); ++i) {
+        RefValue v = callee_frame->R(ret[i].index);
+        frame->R(call.results[i].index) = std::move(v);
+      }
+    }
+  }
+  ClearFrame(depth + 1);
+  return s;
+}
+
+Status Context::FinishOutputStorage(size_t k, const format::TensorSig* sig,
+                                    Ref<BufferView>* result, Ref<CommandBufferState>* cb) {
+  const Ref<BufferView>& storage = output_storage_[k];
+  if (result->get() != storage.get() && !(*result)->SameStorageAndType(*storage)) {
+    if ((*result)->Overlaps(*storage)) {
+      return FailedPreconditionError(
+          "result %zu '%s' partially overlaps its output storage; cannot copy it there", k,
+          SigName(sig).c_str());
+    }
+    if (!*cb) {
+      KILN_ASSIGN_OR_RETURN(*cb, hal_.AcquireCommandBuffer());
+    }
+    if (storage->byte_length()) {
+      KILN_RETURN_IF_ERROR((*cb)->command_buffer->CopyBuffer(
+          (*result)->buffer(), (*result)->byte_offset(), storage->buffer(), storage->byte_offset(),
+          storage->byte_length()));
+    }
+  }
+  *result = storage;
+  return OkStatus();
+}
+
+Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count,
+                       Ref<BufferView>* results, size_t result_count,
+                       BufferView* const* output_storage) {
+  // Consumed references are adopted now, so every path releases them.
+  struct ConsumeGuard {
+    const InvokeArg* args;
+    size_t count;
+    bool armed = true;
+    ~ConsumeGuard() {
+      if (!armed) return;
+      for (size_t i = 0; i < count; ++i) {
+        if (args[i].consume && args[i].view) args[i].view->Release();
+      }
+    }
+  } guard{args, args ? arg_count : 0};
+  struct StorageGuard {
+    std::vector<Ref<BufferView>>* storage;
+    ~StorageGuard() {
+      for (Ref<BufferView>& s : *storage) s.reset();
+    }
+  } storage_guard{&output_storage_};
+
   if (fn.module >= modules_.size() || fn.ordinal >= modules_[fn.module]->module->function_count()) {
     return InvalidArgumentError("invalid function reference");
   }
+  if (!args && arg_count) return InvalidArgumentError("null argument array");
+  if (!results && result_count) return InvalidArgumentError("null result array");
   const FunctionInfo& info = function_info(fn);
   const format::Function* def = info.def;
   if (arg_count != info.arg_count) {
@@ -213,46 +622,126 @@ Status Context::Invoke(FunctionRef fn, BufferView* const* args, size_t arg_count
     return InvalidArgumentError("function '%s' returns %u results, %zu result slots given",
                                 info.name.c_str(), info.result_count, result_count);
   }
+  for (size_t i = 0; i < result_count; ++i) results[i].reset();
   for (size_t i = 0; i < arg_count; ++i) {
     const format::TensorSig* sig = def->args()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    if (!args[i]) {
+    if (!args[i].view) {
       return InvalidArgumentError("argument %zu '%s': expected %s, got null", i,
                                   SigName(sig).c_str(), SigTypeString(sig).c_str());
     }
-    if (!ViewMatches(args[i], sig)) {
-      return InvalidArgumentError("argument %zu '%s': expected %s, got %s", i, SigName(sig).c_str(),
-                                  SigTypeString(sig).c_str(), args[i]->TypeString().c_str());
-    }
-  }
-  // An input must not alias caller-provided output storage.
-  for (size_t i = 0; i < arg_count; ++i) {
-    const format::TensorSig* sig = def->args()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    if (sig->ownership() != format::Ownership::output_storage) continue;
-    hal::Buffer* out_alloc = args[i]->buffer()->allocation();
-    uint64_t out_begin = args[i]->buffer()->allocation_offset() + args[i]->byte_offset();
-    uint64_t out_end = out_begin + args[i]->byte_length();
-    for (size_t j = 0; j < arg_count; ++j) {
-      if (j == i) continue;
-      if (args[j]->buffer()->allocation() != out_alloc) continue;
-      uint64_t b = args[j]->buffer()->allocation_offset() + args[j]->byte_offset();
-      uint64_t e = b + args[j]->byte_length();
-      if (b < out_end && out_begin < e) {
-        const format::TensorSig* in = def->args()->Get(static_cast<flatbuffers::uoffset_t>(j));
-        return FailedPreconditionError(
-            "argument %zu '%s' aliases argument %zu '%s', the output storage of result %d", j,
-            SigName(in).c_str(), i, SigName(sig).c_str(), sig->tied_result());
-      }
+    if (!ViewMatches(args[i].view, sig)) {
+      return InvalidArgumentError("argument %zu '%s': expected %s, got %s", i,
+                                  SigName(sig).c_str(), SigTypeString(sig).c_str(),
+                                  args[i].view->TypeString().c_str());
     }
   }
 
+  // Output storage: the caller's, plus arguments declared output_storage.
   uint64_t allocations_before = HostAllocationCount();
+  if (output_storage_.size() < result_count) {
+    CountHostAllocation();
+    output_storage_.resize(result_count);
+  }
+  if (scratch_consumed_.size() < arg_count) {
+    CountHostAllocation();
+    scratch_consumed_.resize(arg_count);
+  }
+  bool any_storage = false;
+  for (size_t k = 0; k < result_count; ++k) {
+    if (output_storage && output_storage[k]) {
+      output_storage_[k] = Ref<BufferView>::Retain(output_storage[k]);
+      any_storage = true;
+    }
+  }
+  for (size_t i = 0; i < arg_count; ++i) {
+    scratch_consumed_[i] = 0;
+    const format::TensorSig* sig = def->args()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (sig->ownership() != format::Ownership::output_storage) continue;
+    size_t k = static_cast<size_t>(sig->tied_result());
+    if (output_storage_[k] && output_storage_[k].get() != args[i].view) {
+      return InvalidArgumentError(
+          "result %zu has output storage both from argument %zu '%s' and from the caller", k, i,
+          SigName(sig).c_str());
+    }
+    output_storage_[k] = Ref<BufferView>::Retain(args[i].view);
+    scratch_consumed_[i] = 1;  // marks "is the storage of its tied result"
+    any_storage = true;
+  }
+  if (any_storage) {
+    for (size_t k = 0; k < result_count; ++k) {
+      BufferView* st = output_storage_[k].get();
+      if (!st) continue;
+      const format::TensorSig* sig = def->results()->Get(static_cast<flatbuffers::uoffset_t>(k));
+      if (static_cast<uint8_t>(st->dtype()) != static_cast<uint8_t>(sig->dtype())) {
+        return InvalidArgumentError(
+            "output storage for result %zu '%s': %s has dtype %s, the result is %s", k,
+            SigName(sig).c_str(), st->TypeString().c_str(), DTypeName(st->dtype()),
+            SigTypeString(sig).c_str());
+      }
+      uint64_t need = SigByteSize(sig);
+      if (st->byte_length() < need) {
+        return InvalidArgumentError(
+            "output storage for result %zu '%s': %s (%llu bytes) is smaller than %s (%llu bytes)",
+            k, SigName(sig).c_str(), st->TypeString().c_str(),
+            static_cast<unsigned long long>(st->byte_length()), SigTypeString(sig).c_str(),
+            static_cast<unsigned long long>(need));
+      }
+      for (size_t j = 0; j < arg_count; ++j) {
+        if (scratch_consumed_[j] && args[j].view == st) continue;  // the declared storage itself
+        if (!args[j].view->Overlaps(*st)) continue;
+        const format::TensorSig* in = def->args()->Get(static_cast<flatbuffers::uoffset_t>(j));
+        return FailedPreconditionError(
+            "argument %zu '%s' overlaps the output storage of result %zu '%s' (bytes [%llu, %llu) "
+            "and [%llu, %llu) of one allocation)",
+            j, SigName(in).c_str(), k, SigName(sig).c_str(),
+            static_cast<unsigned long long>(args[j].view->root_offset()),
+            static_cast<unsigned long long>(args[j].view->root_offset() +
+                                            args[j].view->byte_length()),
+            static_cast<unsigned long long>(st->root_offset()),
+            static_cast<unsigned long long>(st->root_offset() + st->byte_length()));
+      }
+      for (size_t k2 = 0; k2 < k; ++k2) {
+        if (!output_storage_[k2] || !output_storage_[k2]->Overlaps(*st)) continue;
+        const format::TensorSig* other =
+            def->results()->Get(static_cast<flatbuffers::uoffset_t>(k2));
+        return FailedPreconditionError(
+            "the output storage of result %zu '%s' overlaps the output storage of result %zu '%s'",
+            k, SigName(sig).c_str(), k2, SigName(other).c_str());
+      }
+    }
+    // Type each storage as its result (a view of its first bytes if needed).
+    for (size_t k = 0; k < result_count; ++k) {
+      BufferView* st = output_storage_[k].get();
+      if (!st) continue;
+      const format::TensorSig* sig = def->results()->Get(static_cast<flatbuffers::uoffset_t>(k));
+      int64_t dims[kMaxRank];
+      size_t rank;
+      SigDims(sig, dims, &rank);
+      if (st->SameType(static_cast<DType>(sig->dtype()), dims, rank)) continue;
+      KILN_ASSIGN_OR_RETURN(output_storage_[k],
+                            BufferView::CreateSubview(*st, 0, static_cast<DType>(sig->dtype()),
+                                                      dims, rank));
+    }
+  }
+
   Frame* frame = AcquireFrame(0, info);
   for (size_t i = 0; i < arg_count; ++i) {
-    frame->R(static_cast<uint16_t>(i)) = RefValue(RefType::kBufferView, args[i]);
+    if (args[i].consume) {
+      frame->R(static_cast<uint16_t>(i)) =
+          RefValue::Adopt(RefType::kBufferView, Ref<BufferView>::Adopt(args[i].view));
+    } else {
+      frame->R(static_cast<uint16_t>(i)) = RefValue(RefType::kBufferView, args[i].view);
+    }
   }
+  guard.armed = false;
+  for (size_t i = 0; i < arg_count; ++i) {
+    if (args[i].consume) ClaimConsumed(frame, static_cast<uint16_t>(i));
+  }
+
   RegList ret;
   Status status = Run(fn.module, fn.ordinal, 0, &ret);
   if (status.ok()) {
+    Ref<CommandBufferState> copy_cb;
     for (size_t i = 0; i < result_count; ++i) {
       RefValue& v = frame->R(ret[i].index);
       const format::TensorSig* sig = def->results()->Get(static_cast<flatbuffers::uoffset_t>(i));
@@ -270,7 +759,12 @@ Status Context::Invoke(FunctionRef fn, BufferView* const* args, size_t arg_count
         break;
       }
       results[i] = Ref<BufferView>::Retain(v.as<BufferView>());
+      if (output_storage_[i]) {
+        status = FinishOutputStorage(i, sig, &results[i], &copy_cb);
+        if (!status.ok()) break;
+      }
     }
+    if (status.ok() && copy_cb) status = hal_.ExecuteAndWait(copy_cb.get());
     if (!status.ok()) {
       for (size_t i = 0; i < result_count; ++i) results[i].reset();
     }

@@ -1,26 +1,79 @@
 // vm::Context: the modules of one program, linked against the native `hal`
-// module and a hal::Device, plus their globals, executables and the register
-// storage the interpreter reuses across invocations.
+// module, each other and a hal::Device, plus their globals, executables, the
+// register storage the interpreter reuses across invocations and the pools
+// that make the steady-state invoke path allocation-free.
 //
 // Registration (RegisterModule), in order:
-//   1. every import is resolved by name against the native hal module and
-//      its signature must match exactly ("module 'm': import 3
-//      'hal.allocator.allocate': signature 'i_r' does not match the native
-//      'ii_r'"; unknown names are kNotFound). Imports of exports of modules
-//      registered earlier are reserved (schema feature bit multi_module) and
-//      resolve to kUnimplemented for now;
+//   1. every import is resolved by name:
+//      - "hal.*" against the native hal module; the signature must match
+//        exactly ("module 'm': import 3 'hal.allocator.allocate': signature
+//        'i_r' does not match the native 'ii_r'"; unknown names are
+//        kNotFound);
+//      - "module.function" against the exported functions of the modules
+//        registered *before* this one (a module is named by Module::name()).
+//        The signature must take and return only ref registers, with the
+//        export's argument and result counts, and when it is typed
+//        ("r_r:4xf32->4xf32", vm/isa.h) each type must equal the export's
+//        TensorSig. A mismatch is kFailedPrecondition: "module 'driver':
+//        import 0 'mel.main' expects (tensor<4xf32>) -> (tensor<8xf32>),
+//        module 'mel' exports main(x: tensor<4xf32>) -> (y: tensor<4xf32>)".
+//        No such module or export is kNotFound. The schema feature bit
+//        multi_module may be set by such modules but is not required;
 //   2. one hal::Executable per module Executable (SPIR-V + entry points);
 //   3. globals start null; the initializer function, if any, runs once.
 //
 // Invocation: Invoke() checks arity and each argument's dtype and shape
 // against the function's TensorSigs (kInvalidArgument "argument 0 'x':
-// expected tensor<1x3x48x192xf32>, got tensor<1x3xf32>"), rejects an input
-// that aliases an output_storage argument (kFailedPrecondition), places the
-// arguments in ref registers 0..N-1 and interprets the bytecode. Results are
-// the registers of RET and must be buffer views matching the result
-// TensorSigs (kInternal otherwise: a compiler bug).
-// Errors raised while running are annotated with the location:
-// "main@0x0012 CALL_IMPORT hal.command_buffer.dispatch [conv_3]: message".
+// expected tensor<1x3x48x192xf32>, got tensor<1x3xf32>"), validates output
+// storage (below), places the arguments in ref registers 0..N-1 and
+// interprets the bytecode. Results are the registers of RET and must be
+// buffer views matching the result TensorSigs (kInternal otherwise: a
+// compiler bug). Errors raised while running are annotated with the
+// location: "main@0x0012 CALL_IMPORT hal.command_buffer.dispatch [conv_3]:
+// message".
+//
+// Calls between modules: CALL_IMPORT of a bytecode import runs the other
+// module's function in this context, in the next frame (the same depth limit
+// as CALL), with the caller's buffer views passed through (no copy, no host
+// round trip). Each argument must be a buffer view matching the callee's
+// TensorSig (kInvalidArgument otherwise); results are checked likewise
+// (kInternal). An argument whose callee TensorSig is `consume` is *moved*:
+// the caller's register reads null after the call (emit a MOV_REF first to
+// keep using the value).
+//
+// Consume. An argument is consumed when the application hands over its
+// reference (InvokeArg::consume) or a caller module passes it to a `consume`
+// parameter (above). Once all arguments are in place, a consumed view is
+// *owned* by the callee's frame when nothing else holds it: the view's only
+// reference is the frame register, its buffer is a root allocation, and the
+// buffer's only holders are that view and at most this context's
+// allocate_cached slot. An owned argument's storage may be taken by
+// hal.buffer_view.take_or_allocate / take_or_clone (update in place, return
+// it as a result). Otherwise the argument is treated as borrowed: take_*
+// allocates (take_or_clone also copies, one counted copy), so every other
+// holder keeps seeing the old bytes.
+//
+// Output storage. The caller may supply storage for result k (a view, maybe
+// a window of a larger buffer). Checks, before anything runs or is consumed:
+// dtype equal to the result's and at least the result's byte size
+// (kInvalidArgument "output storage for result 0 'y': tensor<2xf32> (8
+// bytes) is smaller than tensor<4xf32> (16 bytes)"); no argument overlapping
+// it (kFailedPrecondition "argument 1 'x' overlaps the output storage of
+// result 0 'y' (bytes [0, 16) and [8, 24) of one allocation)"); no two
+// storages overlapping. An argument declared `output_storage` in the
+// signature is the storage of its tied_result. Bytecode reads the storage
+// with hal.buffer_view.output_storage(k); when result k comes back as a view
+// of exactly that storage (same allocation, offset, dtype, shape) it is
+// returned as is, otherwise its bytes are copied into the storage (one
+// counted copy). Either way `results[k]` is then the storage view itself when
+// its shape equals the result's, else a view of the storage's first bytes
+// typed as the result.
+//
+// Steady state: frames, command buffers (vm/hal_module.h), views
+// (BlockPool), allocate_cached slots and invoke scratch are reused; once the
+// first invocation has grown them, an invocation whose program allocates
+// only through allocate_cached / take_or_allocate makes no host or device
+// allocation.
 //
 // Threading: one Invoke at a time per context. Host allocations on the invoke
 // path are counted into device stats().host_allocations_invoke.
@@ -47,6 +100,15 @@ struct FunctionRef {
   uint32_t ordinal = 0;   // index in the module's functions
 };
 
+// One argument of Invoke.
+struct InvokeArg {
+  // Without `consume`: borrowed for the duration of the call. With
+  // `consume`: one reference that the call adopts (and releases) in every
+  // case, success or failure.
+  BufferView* view = nullptr;
+  bool consume = false;
+};
+
 class Context : public RefObject {
  public:
   // Maximum CALL depth (a deeper call fails with kResourceExhausted).
@@ -60,36 +122,56 @@ class Context : public RefObject {
   // unregistered.
   Status RegisterModule(Ref<Module> module);
 
-  // Finds an exported function by name, searching modules in registration
-  // order. kNotFound lists the exported names.
+  // Finds an exported function by name: "function" searches modules in
+  // registration order (the first match wins); "module.function" looks in
+  // the module of that name. kNotFound lists the exported names.
   StatusOr<FunctionRef> LookupFunction(std::string_view name) const;
   const FunctionInfo& function_info(FunctionRef fn) const;
   const Module& module(uint32_t index) const { return *modules_[index]->module; }
   uint32_t module_count() const { return static_cast<uint32_t>(modules_.size()); }
   hal::Device* device() const { return hal_.device(); }
 
-  // Runs `fn` with `args` (borrowed, one per TensorSig) and writes its
-  // results into `results[0..result_count)` (each a new reference owned by
-  // the caller). Cost: the interpretation itself; no host allocation once the
-  // register banks have grown, other than what the program asks for.
+  // Runs `fn` with `args` (one per TensorSig; ownership per InvokeArg) and
+  // writes its results into `results[0..result_count)` (each a new reference
+  // owned by the caller). `output_storage` is null or has `result_count`
+  // entries, each null or caller storage for that result (borrowed; see the
+  // header comment). Errors: see the header comment; on error `results` are
+  // left null and consumed arguments are released.
+  // Cost: the interpretation itself; no host allocation once pools and
+  // banks have grown, other than what the program asks for.
+  Status InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count,
+                Ref<BufferView>* results, size_t result_count,
+                BufferView* const* output_storage = nullptr);
+  // All arguments borrowed, no output storage.
   Status Invoke(FunctionRef fn, BufferView* const* args, size_t arg_count,
                 Ref<BufferView>* results, size_t result_count);
 
+  // Whether a consumed `view` would be owned now (see "Consume"): its only
+  // reference is the caller's and its root buffer is held only by it (and at
+  // most one allocate_cached slot).
+  bool IsExclusive(const BufferView* view) const;
+
   // The i32 bank of the outermost frame after the last Invoke (tests).
   const std::vector<int32_t>& i32_registers_for_testing() const;
+  // Number of allocate_cached slots holding a buffer (tests).
+  size_t cached_buffer_count() const { return cache_.size(); }
+  size_t command_buffer_pool_size() const { return hal_.command_buffer_pool_size(); }
 
   // Releases frames and globals before modules and the device. Inline: see
   // ~Module.
   ~Context() override {
     frames_.clear();
+    output_storage_.clear();
+    cache_.clear();
     modules_.clear();
+    hal_.ClearPools();
   }
 
  private:
   struct ResolvedImport {
-    enum class Kind : uint8_t { kNative, kBytecode } kind = Kind::kNative;
-    HalImport native = HalImport::kCount;
-    FunctionRef bytecode;  // reserved for multi_module
+    enum class Kind : uint8_t { kNative, kContext, kBytecode } kind = Kind::kNative;
+    HalImport native = HalImport::kCount;  // kNative and kContext
+    FunctionRef bytecode;                  // kBytecode
   };
   struct ModuleState {
     Ref<Module> module;
@@ -98,23 +180,57 @@ class Context : public RefObject {
     std::vector<RefValue> rodata;   // one RodataSpan per segment
     std::vector<RefValue> globals;
   };
+  // One allocate_cached slot.
+  struct CacheEntry {
+    uint32_t module = 0;
+    uint32_t function = 0;
+    int32_t slot = 0;
+    Ref<hal::Buffer> buffer;
+  };
 
   explicit Context(Ref<hal::Device> device) : hal_(std::move(device)) {}
+
+  Status ResolveImport(const Module& module, uint32_t index, ResolvedImport* out) const;
 
   // Interprets `function` of module `m` in frames_[depth] (already acquired
   // and holding the arguments). On RET, `*ret` is RET's register list; the
   // values stay in the frame for the caller to move out.
   Status Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret);
-  // Returns the frame for `depth`, its banks grown to fit `info` and cleared.
+  // Returns the frame for `depth`, its banks grown to fit `info` and cleared,
+  // with a fresh serial.
   Frame* AcquireFrame(uint32_t depth, const FunctionInfo& info);
   // Releases every ref in frames_[depth] (called when a call returns).
   void ClearFrame(uint32_t depth);
   Status Annotate(Status status, uint32_t m, uint32_t function, uint32_t offset,
                   const DecodedInstruction* inst) const;
 
+  // CALL_IMPORT of another module's export (see "Calls between modules").
+  Status CallBytecodeImport(FunctionRef callee, const ImportCall& call, uint32_t depth);
+  // The ownership imports (hal_imports.def) for frame `call.frame` running
+  // function `function` of module `m`.
+  Status CallContextImport(HalImport id, const ImportCall& call, uint32_t m, uint32_t function);
+  // Marks argument register `index` of `frame` as owned when it holds an
+  // exclusive view (a consumed argument).
+  void ClaimConsumed(Frame* frame, uint16_t index);
+  bool IsCached(const hal::Buffer* buffer) const;
+  StatusOr<Ref<hal::Buffer>> AllocateCached(uint32_t m, uint32_t function, int32_t slot,
+                                            uint64_t size, hal::MemoryKind kind);
+  // Binds result k of the top-level call to its output storage (copying
+  // into `*cb`, created on demand, when the program did not write there).
+  Status FinishOutputStorage(size_t k, const format::TensorSig* sig, Ref<BufferView>* result,
+                             Ref<CommandBufferState>* cb);
+
   HalModule hal_;
   std::vector<std::unique_ptr<ModuleState>> modules_;
   std::vector<std::unique_ptr<Frame>> frames_;  // one per call depth, reused
+  uint64_t next_serial_ = 1;
+  // Output storage of the running top-level invocation, one per result
+  // (typed as the result); empty outside Invoke.
+  std::vector<Ref<BufferView>> output_storage_;
+  std::vector<CacheEntry> cache_;
+  // Invoke scratch, grown on demand (counted) and reused.
+  std::vector<InvokeArg> scratch_args_;
+  std::vector<uint8_t> scratch_consumed_;
 };
 
 }  // namespace kiln::vm

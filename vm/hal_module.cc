@@ -115,6 +115,52 @@ StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, s
   return buffer;
 }
 
+uint64_t HalModule::binding_alignment() const {
+  if (!device_) return 1;
+  uint64_t a = device_->info().min_storage_buffer_offset_alignment;
+  return a ? a : 1;
+}
+
+StatusOr<Ref<CommandBufferState>> HalModule::AcquireCommandBuffer() {
+  KILN_RETURN_IF_ERROR(RequireDevice());
+  for (size_t i = 0; i < cb_pool_.size(); ++i) {
+    Ref<CommandBufferState>& state = cb_pool_[i];
+    if (state->refcount() != 1) continue;  // someone still holds it
+    if (!state->reset) {
+      // Dropped mid-recording (an error path): make it recordable again.
+      Status s = state->command_buffer->Reset();
+      if (!s.ok()) {
+        cb_pool_.erase(cb_pool_.begin() + static_cast<std::ptrdiff_t>(i));
+        --i;
+        continue;
+      }
+    }
+    state->reset = false;
+    state->submitted = false;
+    state->push_constant_words = 0;
+    return state;
+  }
+  CountHostAllocation(2);  // hal object + VM state
+  KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
+  Ref<CommandBufferState> state = MakeRef<CommandBufferState>(std::move(cb));
+  state->reset = false;
+  if (cb_pool_.size() < kMaxPooledCommandBuffers) {
+    if (cb_pool_.size() == cb_pool_.capacity()) CountHostAllocation();
+    cb_pool_.push_back(state);
+  }
+  return state;
+}
+
+Status HalModule::ExecuteAndWait(CommandBufferState* cb) {
+  cb->submitted = true;
+  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get()));
+  // The work is done: release what the command buffer retained, so results
+  // and consumed buffers are held only by their views.
+  KILN_RETURN_IF_ERROR(cb->command_buffer->Reset());
+  cb->reset = true;
+  return OkStatus();
+}
+
 Status HalModule::Call(HalImport id, const ImportCall& call,
                        const std::vector<Ref<hal::Executable>>& executables) {
   KILN_RETURN_IF_ERROR(RequireDevice());
@@ -206,9 +252,7 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       return OkStatus();
     }
     case HalImport::kCommandBufferCreate: {
-      CountHostAllocation(2);  // hal object + VM state
-      KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
-      Ref<CommandBufferState> state = MakeRef<CommandBufferState>(std::move(cb));
+      KILN_ASSIGN_OR_RETURN(Ref<CommandBufferState> state, AcquireCommandBuffer());
       call.SetRef(0, RefValue::Adopt(RefType::kCommandBuffer, std::move(state)));
       return OkStatus();
     }
@@ -323,8 +367,7 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
     case HalImport::kCommandBufferExecuteAndWait: {
       CommandBufferState* cb;
       KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
-      cb->submitted = true;
-      return Submit(cb->command_buffer.get());
+      return ExecuteAndWait(cb);
     }
     case HalImport::kBufferSubspan: {
       BufferArg buf;
@@ -338,6 +381,11 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(sub)));
       return OkStatus();
     }
+    case HalImport::kBufferViewTakeOrAllocate:
+    case HalImport::kBufferViewOutputStorage:
+    case HalImport::kAllocatorAllocateCached:
+    case HalImport::kBufferViewTakeOrClone:
+      return InternalError("hal import %d is implemented by the context", static_cast<int>(id));
     case HalImport::kCount:
       break;
   }

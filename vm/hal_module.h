@@ -8,6 +8,15 @@
 // buffer with offsets relative to the view's first byte.
 // Sizes and offsets are i32 bytes and must be >= 0 (kInvalidArgument);
 // ranges are bounds-checked against the buffer (kOutOfRange).
+//
+// Steady state: command buffers come from a per-context pool (a pooled
+// CommandBufferState that no register, global or caller still holds is
+// reset and handed out again), and execute_and_wait resets the hal command
+// buffer as soon as its work is done, so it stops retaining the buffers it
+// used (they can be freed, reused or taken as soon as their last holder lets
+// go). The ownership imports (take_or_allocate, take_or_clone,
+// output_storage, allocate_cached) need per-invocation state and are
+// implemented by vm::Context, not here.
 #ifndef KILN_VM_HAL_MODULE_H_
 #define KILN_VM_HAL_MODULE_H_
 
@@ -45,6 +54,10 @@ struct Frame {
   std::vector<RefValue> refs;
   uint32_t i32_mask = 0;
   uint32_t ref_mask = 0;
+  // Unique per activation (never reused within a context): a BufferView
+  // whose owner_serial equals it is owned by this activation (consume).
+  uint64_t serial = 0;
+  uint32_t depth = 0;
   int32_t& I(uint16_t index) { return i32[index & i32_mask]; }
   RefValue& R(uint16_t index) { return refs[index & ref_mask]; }
 };
@@ -80,11 +93,26 @@ class HalModule {
   // Uploads `size` bytes into a new device-local buffer (allocate_initialized).
   StatusOr<Ref<hal::Buffer>> AllocateInitialized(const uint8_t* data, size_t size);
 
+  // A recording command buffer from the pool, or a new one (2 host
+  // allocations, plus pool growth). Released by dropping the reference.
+  StatusOr<Ref<CommandBufferState>> AcquireCommandBuffer();
+  // Ends, submits, waits, then resets `cb` (it retains nothing afterwards)
+  // and marks it submitted.
+  Status ExecuteAndWait(CommandBufferState* cb);
+  // Required alignment of a binding's absolute offset (bytes; >= 1).
+  uint64_t binding_alignment() const;
+  size_t command_buffer_pool_size() const { return cb_pool_.size(); }
+  // Drops pooled command buffers (and what they retain); context teardown.
+  void ClearPools() { cb_pool_.clear(); }
+
+  static constexpr size_t kMaxPooledCommandBuffers = 16;
+
  private:
   Status RequireDevice() const;
   Status Submit(hal::CommandBuffer* cb);
 
   Ref<hal::Device> device_;
+  std::vector<Ref<CommandBufferState>> cb_pool_;
   Ref<hal::Semaphore> timeline_;
   uint64_t timeline_value_ = 0;
   std::vector<hal::BufferBinding> bindings_;  // scratch, reused across calls

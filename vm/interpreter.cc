@@ -133,9 +133,18 @@ Status Context::Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret)
         call.args = ReadList(code, &pc);
         call.results = ReadList(code, &pc);
         const ResolvedImport& imp = state.imports[k];
-        Status s = imp.kind == ResolvedImport::Kind::kNative
-                       ? hal_.Call(imp.native, call, state.executables)
-                       : UnimplementedError("imports between bytecode modules");
+        Status s;
+        switch (imp.kind) {
+          case ResolvedImport::Kind::kNative:
+            s = hal_.Call(imp.native, call, state.executables);
+            break;
+          case ResolvedImport::Kind::kContext:
+            s = CallContextImport(imp.native, call, m, function);
+            break;
+          case ResolvedImport::Kind::kBytecode:
+            s = CallBytecodeImport(imp.bytecode, call, depth);
+            break;
+        }
         if (!s.ok()) {
           DecodedInstruction inst;
           (void)DecodeInstruction(info.code, inst_offset, &inst);
@@ -163,8 +172,9 @@ Status Context::Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret)
         RegList callee_ret;
         Status s = Run(m, k, depth + 1, &callee_ret);
         if (s.ok()) {
+          // Copies (not moves): RET may name one register twice.
           for (size_t i = 0; i < results.size(); ++i) {
-            RefValue v = std::move(callee_frame->R(callee_ret[i].index));
+            RefValue v = callee_frame->R(callee_ret[i].index);
             frame->R(results[i].index) = std::move(v);
           }
         }

@@ -122,18 +122,79 @@ Status DecodeInstruction(ByteSpan code, uint32_t offset, DecodedInstruction* out
 // Import signatures
 // ---------------------------------------------------------------------------
 
-StatusOr<ImportSignature> ImportSignature::Parse(std::string_view s) {
+std::string TensorType::ToString() const {
+  std::string s;
+  for (int64_t d : dims) s += std::to_string(d) + "x";
+  return s + DTypeName(dtype);
+}
+
+std::string TensorType::TensorString() const { return "tensor<" + ToString() + ">"; }
+
+namespace {
+
+// "1x16xf32" -> TensorType.
+bool ParseTensorType(std::string_view text, TensorType* out) {
+  out->dims.clear();
+  size_t start = 0;
+  for (;;) {
+    size_t x = text.find('x', start);
+    if (x == std::string_view::npos) break;
+    std::string_view dim = text.substr(start, x - start);
+    if (dim.empty() || dim.size() > 12) return false;
+    int64_t v = 0;
+    for (char c : dim) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    out->dims.push_back(v);
+    start = x + 1;
+  }
+  out->dtype = ParseDType(text.substr(start));
+  return out->dtype != DType::kInvalid && out->dims.size() <= 8;
+}
+
+Status ParseTypeList(std::string_view full, std::string_view list, std::vector<TensorType>* out) {
+  if (list.empty()) return OkStatus();
+  size_t start = 0;
+  for (;;) {
+    size_t comma = list.find(',', start);
+    std::string_view item = list.substr(start, comma == std::string_view::npos ? std::string_view::npos
+                                                                               : comma - start);
+    TensorType t;
+    if (!ParseTensorType(item, &t)) {
+      return InvalidArgumentError("signature '%.*s': bad tensor type '%.*s' (expected e.g. 1x16xf32)",
+                                  static_cast<int>(full.size()), full.data(),
+                                  static_cast<int>(item.size()), item.data());
+    }
+    out->push_back(std::move(t));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ImportSignature> ImportSignature::Parse(std::string_view full) {
   ImportSignature sig;
+  std::string_view s = full;
+  std::string_view types;
+  size_t colon = full.find(':');
+  if (colon != std::string_view::npos) {
+    s = full.substr(0, colon);
+    types = full.substr(colon + 1);
+    sig.typed = true;
+  }
   size_t underscore = s.find('_');
   if (underscore == std::string_view::npos) {
     return InvalidArgumentError("signature '%.*s': missing '_' between arguments and results",
-                                static_cast<int>(s.size()), s.data());
+                                static_cast<int>(full.size()), full.data());
   }
   std::string_view args = s.substr(0, underscore);
   std::string_view results = s.substr(underscore + 1);
   auto bad = [&](char c) {
     return InvalidArgumentError("signature '%.*s': unexpected character '%c'",
-                                static_cast<int>(s.size()), s.data(), c);
+                                static_cast<int>(full.size()), full.data(), c);
   };
   bool in_group = false;
   for (char c : args) {
@@ -147,11 +208,33 @@ StatusOr<ImportSignature> ImportSignature::Parse(std::string_view s) {
   }
   if (in_group && sig.repeated.empty()) {
     return InvalidArgumentError("signature '%.*s': empty repeated group",
-                                static_cast<int>(s.size()), s.data());
+                                static_cast<int>(full.size()), full.data());
   }
   for (char c : results) {
     if (c != 'i' && c != 'r') return bad(c);
     sig.results.push_back(c);
+  }
+  if (sig.typed) {
+    if (!sig.repeated.empty() || sig.fixed_args.find('i') != std::string::npos ||
+        sig.results.find('i') != std::string::npos) {
+      return InvalidArgumentError(
+          "signature '%.*s': a typed signature takes and returns only ref registers (tensors)",
+          static_cast<int>(full.size()), full.data());
+    }
+    size_t arrow = types.find("->");
+    if (arrow == std::string_view::npos) {
+      return InvalidArgumentError("signature '%.*s': missing '->' in the type section",
+                                  static_cast<int>(full.size()), full.data());
+    }
+    KILN_RETURN_IF_ERROR(ParseTypeList(full, types.substr(0, arrow), &sig.arg_types));
+    KILN_RETURN_IF_ERROR(ParseTypeList(full, types.substr(arrow + 2), &sig.result_types));
+    if (sig.arg_types.size() != sig.fixed_args.size() ||
+        sig.result_types.size() != sig.results.size()) {
+      return InvalidArgumentError(
+          "signature '%.*s': %zu argument and %zu result types for %zu arguments and %zu results",
+          static_cast<int>(full.size()), full.data(), sig.arg_types.size(),
+          sig.result_types.size(), sig.fixed_args.size(), sig.results.size());
+    }
   }
   return sig;
 }
@@ -159,7 +242,16 @@ StatusOr<ImportSignature> ImportSignature::Parse(std::string_view s) {
 std::string ImportSignature::ToString() const {
   std::string s = fixed_args;
   if (!repeated.empty()) s += "*" + repeated;
-  return s + "_" + results;
+  s += "_" + results;
+  if (typed) {
+    s += ":";
+    for (size_t i = 0; i < arg_types.size(); ++i) s += (i ? "," : "") + arg_types[i].ToString();
+    s += "->";
+    for (size_t i = 0; i < result_types.size(); ++i) {
+      s += (i ? "," : "") + result_types[i].ToString();
+    }
+  }
+  return s;
 }
 
 bool ImportSignature::AcceptsArgCount(size_t n) const {

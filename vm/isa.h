@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/dtype.h"
 #include "base/status.h"
 
 namespace kiln::vm {
@@ -145,15 +146,41 @@ Status DecodeInstruction(ByteSpan code, uint32_t offset, DecodedInstruction* out
 // Import signatures ("rriiii*rii_": fixed args, repeated group, results)
 // ---------------------------------------------------------------------------
 
+// Static tensor type of a typed import signature: "1x16x96xf32", "f32".
+struct TensorType {
+  DType dtype = DType::kInvalid;
+  std::vector<int64_t> dims;
+  // "1x16x96xf32" (the signature spelling; rank 0 is just the dtype).
+  std::string ToString() const;
+  // "tensor<1x16x96xf32>" (the spelling of vm::TensorTypeString).
+  std::string TensorString() const;
+  bool operator==(const TensorType& o) const { return dtype == o.dtype && dims == o.dims; }
+};
+
+// Calling convention of an import.
+//
+// Imports of another bytecode module's export ("mel.main": vm/context.h)
+// use only `r` and may carry the tensor types after a ':', checked against
+// the export's TensorSigs when the module joins a context:
+//   "rr_r:1x16x96xf32,4xi32->1x8xf32"
+// (argument types, "->", result types; comma separated; an empty list is
+// allowed on either side, e.g. "_r:->4xf32"). Untyped bytecode imports are
+// checked by count only.
 struct ImportSignature {
   std::string fixed_args;  // "rriiii"
   std::string repeated;    // "rii" ("" when the signature has no '*')
   std::string results;     // ""
+  bool typed = false;      // a ':' type section was present
+  std::vector<TensorType> arg_types;     // typed only: one per argument
+  std::vector<TensorType> result_types;  // typed only: one per result
 
-  // Parses a signature string. Grammar: [ir]* ('*' [ir]+)? '_' [ir]*.
-  // Errors: kInvalidArgument with the offending character.
+  // Parses a signature string. Grammar:
+  //   [ir]* ('*' [ir]+)? '_' [ir]* (':' TYPES? '->' TYPES?)?
+  //   TYPES := TYPE (',' TYPE)*     TYPE := (DIM 'x')* DTYPE   (DTYPE as DTypeName)
+  // A typed signature has no repeated group, only `r` registers, and one
+  // type per register. Errors: kInvalidArgument naming the offending part.
   static StatusOr<ImportSignature> Parse(std::string_view signature);
-  // Back to the canonical string.
+  // Back to the canonical string (types included when typed).
   std::string ToString() const;
 
   // Whether `n` arguments fit: n == fixed, or fixed + k * repeated (k >= 0).

@@ -33,7 +33,9 @@ constexpr uint32_t kModuleVersion = 1;
 // Feature bits this loader knows about (schema enum Features) and the subset
 // it supports.
 constexpr uint32_t kKnownFeatures = 0x3;
-constexpr uint32_t kSupportedFeatures = 0x0;
+// multi_module (0x2) is supported: imports of other modules' exports
+// resolve at registration (vm/context.h); modules need not set the bit.
+constexpr uint32_t kSupportedFeatures = 0x2;
 
 // Per-function facts cached at load (pointers into the module bytes).
 struct FunctionInfo {

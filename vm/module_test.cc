@@ -313,10 +313,16 @@ TEST(ModuleTest, HeaderChecks) {
   }
   {
     ModuleBuilder b("m");
-    b.SetFeatures(0x2);
+    b.SetFeatures(0x1);
     auto bytes = b.Finish();
     EXPECT_EQ(Module::LoadFromMemory(bytes.data(), bytes.size()).status().ToString(),
-              "UNIMPLEMENTED: module 'm': module uses unsupported features 0x2 (multi_module)");
+              "UNIMPLEMENTED: module 'm': module uses unsupported features 0x1 (async_exports)");
+  }
+  {
+    ModuleBuilder b("m");
+    b.SetFeatures(0x2);  // multi_module: supported
+    auto bytes = b.Finish();
+    EXPECT_TRUE(Module::LoadFromMemory(bytes.data(), bytes.size()).ok());
   }
   {
     ModuleBuilder b("m");

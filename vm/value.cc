@@ -1,5 +1,24 @@
 #include "vm/value.h"
 
+#include <cstdlib>
+#include <new>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define KILN_ASAN 1
+#endif
+#if KILN_ASAN
+#include <sanitizer/asan_interface.h>
+#define KILN_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define KILN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define KILN_POISON(p, n) ((void)(p), (void)(n))
+#define KILN_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 namespace kiln::vm {
 
@@ -9,6 +28,38 @@ thread_local uint64_t g_host_allocations = 0;
 
 uint64_t HostAllocationCount() { return g_host_allocations; }
 void CountHostAllocation(uint64_t n) { g_host_allocations += n; }
+
+void* BlockPool::Allocate(size_t size) {
+  if (size <= block_size_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_count_) {
+      void* block = free_[--free_count_];
+      KILN_UNPOISON(block, block_size_);
+      return block;
+    }
+  }
+  CountHostAllocation();
+  void* p = std::malloc(size > block_size_ ? size : block_size_);
+  if (!p) std::abort();  // like operator new without exceptions
+  return p;
+}
+
+void BlockPool::Free(void* block) {
+  if (!block) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_) {
+      CountHostAllocation();  // once per pool
+      free_ = static_cast<void**>(std::calloc(kMaxFreeBlocks, sizeof(void*)));
+    }
+    if (free_ && free_count_ < kMaxFreeBlocks) {
+      free_[free_count_++] = block;
+      KILN_POISON(block, block_size_);
+      return;
+    }
+  }
+  std::free(block);
+}
 
 const char* RefTypeName(RefType type) {
   switch (type) {
@@ -55,7 +106,6 @@ StatusOr<Ref<BufferView>> BufferView::Create(Ref<hal::Buffer> buffer, uint64_t b
         TensorTypeString(dtype, dims, rank).c_str(), static_cast<unsigned long long>(byte_offset),
         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(buffer->size()));
   }
-  CountHostAllocation();
   Ref<BufferView> view = Ref<BufferView>::Adopt(new BufferView());
   view->buffer_ = std::move(buffer);
   view->byte_offset_ = byte_offset;
@@ -64,6 +114,51 @@ StatusOr<Ref<BufferView>> BufferView::Create(Ref<hal::Buffer> buffer, uint64_t b
   for (size_t i = 0; i < rank; ++i) view->dims_[i] = dims[i];
   view->element_count_ = count;
   return view;
+}
+
+StatusOr<Ref<BufferView>> BufferView::CreateSubview(const BufferView& parent,
+                                                    uint64_t byte_offset, DType dtype,
+                                                    const int64_t* dims, size_t rank) {
+  // The window check comes first so that the error names the parent.
+  uint64_t bytes = DTypeSize(dtype);
+  bool known = bytes != 0 && rank <= kMaxRank;
+  for (size_t i = 0; known && i < rank; ++i) {
+    if (dims[i] < 0 || (dims[i] != 0 && bytes > (uint64_t{1} << 48) / static_cast<uint64_t>(dims[i]))) {
+      known = false;
+    } else {
+      bytes *= static_cast<uint64_t>(dims[i]);
+    }
+  }
+  if (known && (byte_offset > parent.byte_length() || bytes > parent.byte_length() - byte_offset)) {
+    return OutOfRangeError(
+        "subview %s at byte offset %llu (%llu bytes) exceeds its parent %s (%llu bytes)",
+        TensorTypeString(dtype, dims, rank).c_str(), static_cast<unsigned long long>(byte_offset),
+        static_cast<unsigned long long>(bytes), parent.TypeString().c_str(),
+        static_cast<unsigned long long>(parent.byte_length()));
+  }
+  // Invalid dtype/rank/dims: BufferView::Create reports them.
+  return Create(Ref<hal::Buffer>::Retain(parent.buffer()), parent.byte_offset() + byte_offset,
+                dtype, dims, rank);
+}
+
+bool BufferView::Overlaps(const BufferView& other) const {
+  if (root() != other.root()) return false;
+  uint64_t a = root_offset(), b = other.root_offset();
+  uint64_t ae = a + byte_length(), be = b + other.byte_length();
+  return a < be && b < ae && a < ae && b < be;
+}
+
+bool BufferView::SameType(DType dtype, const int64_t* dims, size_t rank) const {
+  if (dtype_ != dtype || rank_ != rank) return false;
+  for (size_t i = 0; i < rank; ++i) {
+    if (dims_[i] != dims[i]) return false;
+  }
+  return true;
+}
+
+bool BufferView::SameStorageAndType(const BufferView& other) const {
+  return root() == other.root() && root_offset() == other.root_offset() &&
+         SameType(other.dtype_, other.dims_, other.rank_);
 }
 
 }  // namespace kiln::vm

@@ -13,7 +13,9 @@
 #ifndef KILN_VM_VALUE_H_
 #define KILN_VM_VALUE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "base/dtype.h"
@@ -31,6 +33,42 @@ namespace kiln::vm {
 // the difference over the call to hal::Stats::host_allocations_invoke.
 uint64_t HostAllocationCount();
 void CountHostAllocation(uint64_t n = 1);
+
+// A process-wide free list of fixed-size blocks behind the class-specific
+// operator new/delete of objects made on every invoke (BufferView, the C
+// API's tensor handles): a block freed by `delete` is kept (up to
+// kMaxFreeBlocks) and handed to the next `new` of the same class, so the
+// steady state makes no host allocation. Only a miss (heap allocation) calls
+// CountHostAllocation. Thread-safe (a mutex): handles may be released on any
+// thread. Under AddressSanitizer free blocks are poisoned, so a use after
+// release is still reported.
+class BlockPool {
+ public:
+  static constexpr size_t kMaxFreeBlocks = 4096;
+  explicit BlockPool(size_t block_size) : block_size_(block_size) {}
+  void* Allocate(size_t size);  // size <= block_size; never null (aborts like new on OOM)
+  void Free(void* block);
+  size_t free_blocks() const { return free_count_; }
+
+ private:
+  const size_t block_size_;
+  // Free blocks, kept outside the blocks themselves so a free block can be
+  // poisoned whole (and LeakSanitizer still sees it as reachable).
+  void** free_ = nullptr;  // kMaxFreeBlocks slots, allocated on first Free
+  size_t free_count_ = 0;
+  std::mutex mutex_;
+};
+
+// Declares pooled operator new/delete for CLASS (inside its definition).
+#define KILN_POOLED_NEW_DELETE(CLASS)                                     \
+ public:                                                                  \
+  static void* operator new(size_t size) { return Pool().Allocate(size); } \
+  static void operator delete(void* p) { Pool().Free(p); }               \
+  static ::kiln::vm::BlockPool& Pool() {                                  \
+    static ::kiln::vm::BlockPool* pool =                                  \
+        new ::kiln::vm::BlockPool(sizeof(CLASS));                         \
+    return *pool;                                                         \
+  }
 
 // --- ref values -----------------------------------------------------------
 
@@ -96,14 +134,47 @@ std::string TensorTypeString(DType dtype, const int64_t* dims, size_t rank);
 
 // A typed, shaped window of a buffer: `byte_offset` bytes into `buffer`,
 // dense row-major, DTypeSize(dtype) bytes per element.
+//
+// Ownership: a view retains its buffer, and a buffer (subspan) retains its
+// parent allocation, so any chain of views and subspans keeps the root
+// allocation alive exactly until the last of them is released; the root is
+// freed once (hal::Buffer is a RefObject). Views of views are flattened:
+// CreateSubview resolves to the root storage directly (c -> b -> a all hold
+// a's buffer at accumulated offsets).
+//
+// Exclusive ownership (consume): while a function runs, a view may be marked
+// as owned by one frame (owner_serial == that frame's serial; see
+// vm/context.h). Only then may hal.buffer_view.take_or_allocate hand its
+// storage to the callee. The mark never outlives the frame: serials are
+// never reused.
 class BufferView : public RefObject {
+  KILN_POOLED_NEW_DELETE(BufferView)
+
  public:
   // Errors: kInvalidArgument for a null buffer, invalid dtype, rank >
   // kMaxRank, negative dims or a size overflow; kOutOfRange when
   // [byte_offset, byte_offset + byte_length) exceeds buffer->size().
-  // Counts one host allocation.
+  // Host allocation: a pooled block (counted only when the pool is empty).
   static StatusOr<Ref<BufferView>> Create(Ref<hal::Buffer> buffer, uint64_t byte_offset,
                                           DType dtype, const int64_t* dims, size_t rank);
+  // A view of `parent`'s storage starting `byte_offset` bytes into the
+  // parent's window; the new view must lie inside that window (kOutOfRange).
+  // Retains the parent's buffer, not the parent view.
+  static StatusOr<Ref<BufferView>> CreateSubview(const BufferView& parent, uint64_t byte_offset,
+                                                 DType dtype, const int64_t* dims, size_t rank);
+
+  // Root allocation and the absolute byte range [begin, end) within it.
+  hal::Buffer* root() const { return buffer_->allocation(); }
+  uint64_t root_offset() const { return buffer_->allocation_offset() + byte_offset_; }
+  // True when both views are windows of one allocation with overlapping
+  // byte ranges (empty ranges never overlap).
+  bool Overlaps(const BufferView& other) const;
+  // Same root, same absolute offset, same dtype and dims.
+  bool SameStorageAndType(const BufferView& other) const;
+  bool SameType(DType dtype, const int64_t* dims, size_t rank) const;
+
+  uint64_t owner_serial() const { return owner_serial_; }
+  void set_owner_serial(uint64_t serial) { owner_serial_ = serial; }
 
   hal::Buffer* buffer() const { return buffer_.get(); }
   uint64_t byte_offset() const { return byte_offset_; }
@@ -122,6 +193,7 @@ class BufferView : public RefObject {
   size_t rank_ = 0;
   int64_t dims_[kMaxRank] = {};
   uint64_t element_count_ = 0;
+  uint64_t owner_serial_ = 0;  // 0: not owned by any frame
 };
 
 // Zero-copy bytes of one rodata segment. Retains the object that owns them
@@ -140,6 +212,9 @@ class RodataSpan : public RefObject {
 };
 
 // A hal command buffer plus the push constants staged for its next dispatch.
+// Pooled per context (vm/hal_module.h): hal.command_buffer.create hands out
+// a pooled state no one else holds; execute_and_wait resets the hal command
+// buffer once the work is done, so it stops retaining the buffers it used.
 class CommandBufferState : public RefObject {
  public:
   static constexpr uint32_t kMaxPushConstantWords = 32;  // 128 bytes
@@ -148,6 +223,7 @@ class CommandBufferState : public RefObject {
   uint32_t push_constants[kMaxPushConstantWords] = {};
   uint32_t push_constant_words = 0;
   bool submitted = false;  // after execute_and_wait: no further recording
+  bool reset = true;       // the hal command buffer is empty and recording
 };
 
 }  // namespace kiln::vm

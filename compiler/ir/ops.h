@@ -59,6 +59,13 @@
 //   tensor.expand      broadcast operand to the result shape.
 //   tensor.batch_norm  is never produced: the importer folds BatchNormalization
 //                      into tensor.mul/tensor.add with per-channel constants.
+//   tensor.extract     (%t: tensor with exactly one element, any shape) -> i1
+//                      (when %t is i1) or index (when %t has an integer dtype).
+//                      Reads the single element of %t to the host: the bridge
+//                      from a device-computed tensor to an scf condition or
+//                      bound (e.g. ONNX If → %c = tensor.extract %cond, then
+//                      scf.if %c). It waits for %t to be computed and reads it
+//                      back (a host-visible download of a few bytes).
 //
 // ---------------------------------------------------------------------------
 // Dispatch level (after fuse-dispatch-regions)
@@ -130,7 +137,11 @@
 //   scf.while    (%inits...) -> results; region 0 ("before"): ^bb(%args...):
 //                ... scf.condition(%cond: i1, %forwarded...); region 1
 //                ("after"): ^bb(%forwarded...): ... scf.yield(%next...)
-//   arith.constant () -> index|i1   attrs: value: i64
+//   arith.constant () -> index|i1   attrs: value: i64 (0 or 1 for i1)
+//   Regions of scf ops take no arguments except as listed (scf.for, scf.while)
+//   and may use any value defined above them (captured values); scf.yield /
+//   scf.condition operand types equal the op's result types, and iter_args /
+//   block arguments have the types of the corresponding inits.
 //   cf.br / cf.cond_br: see ir.h (successors with block arguments).
 #ifndef KILN_COMPILER_IR_OPS_H_
 #define KILN_COMPILER_IR_OPS_H_

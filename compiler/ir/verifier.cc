@@ -231,6 +231,13 @@ class Verifier {
       return true;
     }
     if (n == "cf.br" || n == "cf.cond_br") return VerifyBranch(op);
+    if (n == "scf.if") return VerifyScfIf(op);
+    if (n == "scf.for") return VerifyScfFor(op);
+    if (n == "scf.while") return VerifyScfWhile(op);
+    if (n == "scf.index_switch") return VerifyScfSwitch(op);
+    if (n == "scf.yield" || n == "scf.condition") return VerifyScfTerminator(op);
+    if (n == "arith.constant") return VerifyArithConstant(op);
+    if (n == "tensor.extract") return VerifyExtract(op);
     if (IsElementwiseOp(n)) return VerifyElementwise(op);
     if (n == "tensor.constant") return VerifyConstant(op);
     if (n == "tensor.conv2d") return VerifyConv(op);
@@ -334,6 +341,137 @@ class Verifier {
         return Fail(op, "operands " + TypeList(TypesOf(groups[s])) + " for successor #" +
                             std::to_string(s) + " do not match its arguments " +
                             TypeList(TypesOf(dest->arguments())));
+    }
+    return true;
+  }
+
+  // --- structured control flow (ops.h) ---------------------------------------------
+  static bool IsI1(const Value* v) { return v->type().kind == TypeKind::kI1; }
+  static bool IsIndex(const Value* v) { return v->type().kind == TypeKind::kIndex; }
+
+  // Region #r of `op` has one block whose arguments have types `args` and
+  // whose terminator is `term` with operand types `yields`.
+  bool CheckRegion(Operation* op, unsigned r, const std::vector<Type>& args, const char* term,
+                   const std::vector<Type>& yields) {
+    Region* region = op->region(r);
+    std::string which = "region #" + std::to_string(r);
+    if (region->num_blocks() != 1) return Fail(op, which + " must have exactly one block");
+    Block* b = region->block(0);
+    if (TypesOf(b->arguments()) != args)
+      return Fail(op, which + " arguments " + TypeList(TypesOf(b->arguments())) + " should be " +
+                          TypeList(args));
+    Operation* t = b->terminator();
+    if (!t || t->name() != term)
+      return Fail(op, which + " must end in '" + term + "'");
+    if (TypesOf(t->operands()) != yields)
+      return Fail(t, "operand types " + TypeList(TypesOf(t->operands())) + " do not match " +
+                         TypeList(yields));
+    return true;
+  }
+
+  bool VerifyScfIf(Operation* op) {
+    if (op->num_operands() != 1 || !IsI1(op->operand(0)))
+      return Fail(op, "expects one i1 operand (the condition)");
+    if (op->num_regions() != 2) return Fail(op, "expects 2 regions (then, else)");
+    std::vector<Type> rt = TypesOf(op->results());
+    if (!CheckRegion(op, 0, {}, "scf.yield", rt)) return false;
+    // An else region may be empty when the op has no results.
+    if (op->region(1)->empty() && rt.empty()) return true;
+    return CheckRegion(op, 1, {}, "scf.yield", rt);
+  }
+
+  bool VerifyScfFor(Operation* op) {
+    if (op->num_operands() < 3) return Fail(op, "expects operands (lb, ub, step, inits...)");
+    for (unsigned i = 0; i < 3; ++i)
+      if (!IsIndex(op->operand(i))) return Fail(op, "lb, ub and step must be index values");
+    if (op->num_regions() != 1) return Fail(op, "expects 1 region");
+    auto ops = op->operands();
+    std::vector<Type> inits = TypesOf(std::vector<Value*>(ops.begin() + 3, ops.end()));
+    if (TypesOf(op->results()) != inits)
+      return Fail(op, "result types " + TypeList(TypesOf(op->results())) +
+                          " do not match the init types " + TypeList(inits));
+    std::vector<Type> args = {Type::Index()};
+    args.insert(args.end(), inits.begin(), inits.end());
+    return CheckRegion(op, 0, args, "scf.yield", inits);
+  }
+
+  bool VerifyScfWhile(Operation* op) {
+    if (op->num_regions() != 2) return Fail(op, "expects 2 regions (before, after)");
+    std::vector<Type> inits = TypesOf(op->operands());
+    std::vector<Type> rt = TypesOf(op->results());
+    Region* before = op->region(0);
+    if (before->num_blocks() != 1) return Fail(op, "region #0 must have exactly one block");
+    Operation* c = before->block(0)->terminator();
+    if (!c || !c->is("scf.condition")) return Fail(op, "region #0 must end in 'scf.condition'");
+    std::vector<Type> cond_ops = TypesOf(c->operands());
+    if (cond_ops.empty() || cond_ops[0].kind != TypeKind::kI1)
+      return Fail(c, "expects an i1 condition as operand #0");
+    std::vector<Type> fwd(cond_ops.begin() + 1, cond_ops.end());
+    if (fwd != rt)
+      return Fail(c, "forwarded types " + TypeList(fwd) + " do not match the result types " +
+                         TypeList(rt));
+    std::vector<Type> want = {Type::I1()};
+    want.insert(want.end(), rt.begin(), rt.end());
+    if (!CheckRegion(op, 0, inits, "scf.condition", want)) return false;
+    return CheckRegion(op, 1, rt, "scf.yield", inits);
+  }
+
+  bool VerifyScfSwitch(Operation* op) {
+    if (op->num_operands() != 1 || !IsIndex(op->operand(0)))
+      return Fail(op, "expects one index operand");
+    std::vector<int64_t> cases = op->ints_attr("cases");
+    if (op->num_regions() != cases.size() + 1)
+      return Fail(op, "expects one region per case plus the default (" +
+                          std::to_string(cases.size() + 1) + "), got " +
+                          std::to_string(op->num_regions()));
+    std::set<int64_t> seen(cases.begin(), cases.end());
+    if (seen.size() != cases.size()) return Fail(op, "repeats a case value");
+    std::vector<Type> rt = TypesOf(op->results());
+    for (unsigned r = 0; r < op->num_regions(); ++r)
+      if (!CheckRegion(op, r, {}, "scf.yield", rt)) return false;
+    return true;
+  }
+
+  bool VerifyScfTerminator(Operation* op) {
+    Operation* p = op->parent_op();
+    if (op->is("scf.condition")) {
+      if (!p || !p->is("scf.while") || op->parent_block()->parent() != p->region(0))
+        return Fail(op, "expects to end the 'before' region of an 'scf.while'");
+      return true;
+    }
+    if (!p || (!p->is("scf.if") && !p->is("scf.for") && !p->is("scf.while") &&
+               !p->is("scf.index_switch")))
+      return Fail(op, "expects parent op 'scf.if', 'scf.for', 'scf.while' or 'scf.index_switch'");
+    if (p->is("scf.while") && op->parent_block()->parent() != p->region(1))
+      return Fail(op, "in an 'scf.while' ends the 'after' region only");
+    return true;
+  }
+
+  bool VerifyArithConstant(Operation* op) {
+    if (!ExpectCounts(op, 0, 1)) return false;
+    const Attribute* a = op->attr("value");
+    if (!a || !std::holds_alternative<int64_t>(a->value))
+      return Fail(op, "requires an integer 'value' attribute");
+    TypeKind k = op->result()->type().kind;
+    if (k != TypeKind::kIndex && k != TypeKind::kI1) return Fail(op, "result must be index or i1");
+    int64_t v = std::get<int64_t>(a->value);
+    if (k == TypeKind::kI1 && v != 0 && v != 1) return Fail(op, "i1 value must be 0 or 1");
+    return true;
+  }
+
+  bool VerifyExtract(Operation* op) {
+    if (!ExpectCounts(op, 1, 1)) return false;
+    const Type& t = op->operand(0)->type();
+    if (!t.is_tensor() || t.num_elements() != 1)
+      return Fail(op, "expects a tensor operand with exactly one element, got " + t.ToString());
+    TypeKind k = op->result()->type().kind;
+    if (t.dtype == DType::kBool) {
+      if (k != TypeKind::kI1) return Fail(op, "an i1 tensor extracts to i1");
+    } else if (t.dtype == DType::kI64 || t.dtype == DType::kI32 || t.dtype == DType::kI16 ||
+               t.dtype == DType::kI8 || t.dtype == DType::kU8) {
+      if (k != TypeKind::kIndex) return Fail(op, "an integer tensor extracts to index");
+    } else {
+      return Fail(op, std::string("cannot extract from element type ") + DTypeName(t.dtype));
     }
     return true;
   }

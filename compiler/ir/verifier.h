@@ -9,7 +9,15 @@
 // broadcasting, conv2d and matmul shapes, reshape element count, constant
 // type, func.return vs. the other returns of its function and result_names,
 // flow.dispatch region arguments / flow.return vs. operands / results,
-// branch operands vs. successor block arguments.
+// branch operands vs. successor block arguments; structured control flow
+// (ops.h): scf.if (one i1 operand, then/else regions), scf.for (index
+// lb/ub/step, ^bb(index, iter_args) typed as the inits, results = inits),
+// scf.while (before region typed as the inits ending in scf.condition(i1,
+// forwarded = results), after region typed as the results yielding the
+// inits), scf.index_switch (index operand, one region per case + default):
+// one block per region, scf.yield operand types = the op's result types,
+// scf.yield / scf.condition parents; arith.constant (index or i1 with an
+// integer value); tensor.extract (one-element tensor → i1 or index).
 //
 // Error message: `'<op name>' op loc("<loc>"): <what>` (the loc part only
 // when the op has one); the first error found is returned, as

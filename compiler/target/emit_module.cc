@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <climits>
 #include <set>
 
+#include "compiler/analysis/topology.h"
 #include "compiler/target/transient_planner.h"
 #include "schemas/module_integrity.h"
 #include "vm/isa.h"
@@ -117,10 +119,10 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
   return static_cast<uint16_t>(executables_.size() - 1);
 }
 
-// Emits one func.func as one bytecode function.
+// Emits one func.func (at the stream level) as one bytecode function.
 class FunctionEmitter {
  public:
-  FunctionEmitter(ModuleEmitter& m, ir::Operation* func) : m_(m), func_(func) {}
+  FunctionEmitter(ModuleEmitter& m, ir::Module& module, ir::Operation* func) : m_(m), module_(module), func_(func) {}
 
   Status Emit();
 
@@ -140,11 +142,31 @@ class FunctionEmitter {
     consts_[v] = r;
     return r;
   }
-  uint16_t OffsetReg(const Storage& s) { return s.dynamic_offset ? s.offset_reg : ConstReg(s.offset); }
+  uint16_t OffsetReg(const Storage& s) {
+    if (!s.dynamic_offset) return ConstReg(s.offset);
+    if (s.offset == 0) return s.offset_reg;
+    uint16_t r = NewI32();  // view offset + static subrange offset
+    enc.AddI32(r, s.offset_reg, ConstReg(s.offset));
+    return r;
+  }
+  Range RangeOf(const Storage& s) const {
+    if (s.dynamic_offset) return Range{s.buffer, 0, INT64_MAX};  // unknown: whole buffer
+    return Range{s.buffer, s.offset, s.offset + s.length};
+  }
   Status AssignStorage(ir::Block* body);
-  Status EmitDispatch(ir::Operation* dispatch, uint16_t cmd);
+  Status Record(ir::Operation* op, uint16_t cmd);
+  // Records a barrier first when `reads`/`writes` conflict with work recorded
+  // since the last barrier.
+  void Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes);
+  Status EmitDispatch(ir::Operation* op, uint16_t cmd);
+  void BindingArgs(const Storage& s, std::vector<vm::Reg>* args) {
+    args->push_back(Reg::Ref(s.buffer));
+    args->push_back(Reg::I32(OffsetReg(s)));
+    args->push_back(Reg::I32(ConstReg(s.length)));
+  }
 
   ModuleEmitter& m_;
+  ir::Module& module_;
   ir::Operation* func_;
   std::map<int64_t, uint16_t> consts_;
   std::map<ir::Value*, Storage> storage_;
@@ -154,61 +176,92 @@ class FunctionEmitter {
   bool pool_loaded_ = false;
 };
 
-// The value whose allocation `v` views (through reshapes).
+// Operand whose storage result `index` of `op` reuses (tied), or nullptr.
+ir::Value* TiedOperand(ir::Operation* op, unsigned index) {
+  if (op->is("stream.async.dispatch")) {
+    std::vector<int64_t> tied = op->ints_attr("tied_operands");
+    if (index < tied.size() && tied[index] >= 0 && tied[index] < op->num_operands())
+      return op->operand(static_cast<unsigned>(tied[index]));
+    return nullptr;
+  }
+  if (op->is("stream.async.update") || op->is("stream.async.copy") || op->is("stream.async.fill"))
+    return op->operand(0);
+  if (op->is("stream.async.slice")) return op->operand(0);  // a view (offset applied separately)
+  return nullptr;
+}
+
+// The value whose allocation `v` lives in (through tied results and slices).
 ir::Value* RootOf(ir::Value* v) {
-  while (v->defining_op() && v->defining_op()->is("tensor.reshape")) v = v->defining_op()->operand(0);
+  while (ir::Operation* def = v->defining_op()) {
+    ir::Value* tied = TiedOperand(def, v->index());
+    if (!tied) break;
+    v = tied;
+  }
   return v;
 }
 
 Status FunctionEmitter::AssignStorage(ir::Block* body) {
   // Arguments: views from the caller, in ref registers 0..N-1.
   ref_count = static_cast<uint16_t>(body->num_arguments());
+  std::vector<Storage> args(body->num_arguments());
   for (unsigned i = 0; i < body->num_arguments(); ++i) {
     ir::Value* arg = body->argument(i);
     if (!arg->type().is_tensor()) return UnimplementedError("emit: non-tensor function argument %u", i);
-    uint16_t view = static_cast<uint16_t>(i);
-    Storage s;
+    Storage& s = args[i];
     s.kind = Storage::kArgument;
     s.buffer = NewRef();
     s.dynamic_offset = true;
     s.offset_reg = NewI32();
     s.length = arg->type().byte_size();
-    enc.CallImport(HalImport::kBufferViewBuffer, {Reg::Ref(view)}, {Reg::Ref(s.buffer)});
-    enc.CallImport(HalImport::kBufferViewOffset, {Reg::Ref(view)}, {Reg::I32(s.offset_reg)});
-    storage_[arg] = s;
+    enc.CallImport(HalImport::kBufferViewBuffer, {Reg::Ref(static_cast<uint16_t>(i))}, {Reg::Ref(s.buffer)});
+    enc.CallImport(HalImport::kBufferViewOffset, {Reg::Ref(static_cast<uint16_t>(i))}, {Reg::I32(s.offset_reg)});
   }
 
-  // Escaping roots: dispatch results that are (views of) function results.
-  ir::Operation* ret = body->terminator();
+  // Escaping roots: allocations that back a function result.
   std::set<ir::Value*> escaping;
-  for (ir::Value* v : ret->operands()) escaping.insert(RootOf(v));
+  for (auto& owned : body->ops())
+    if (owned->is("stream.tensor.export")) escaping.insert(RootOf(owned->operand(0)));
 
-  // Lifetimes of transient dispatch results, in dispatch steps.
-  std::vector<ir::Operation*> dispatches;
+  // Lifetimes of fresh allocations, in op steps.
+  // Program order, so planning is deterministic (pointer order is not).
   std::map<ir::Value*, TransientRequest> requests;
-  std::map<ir::Operation*, int> step_of;
+  std::vector<ir::Value*> request_order;
+  std::vector<ir::Value*> externals;
+  int step = 0;
   for (auto& owned : body->ops()) {
     ir::Operation* op = owned.get();
-    if (op->is("flow.dispatch")) {
-      int step = static_cast<int>(dispatches.size());
-      step_of[op] = step;
-      dispatches.push_back(op);
-      for (ir::Value* operand : op->operands()) {
-        auto it = requests.find(RootOf(operand));
-        if (it != requests.end()) it->second.last_use = step;
-      }
-      for (ir::Value* r : op->results())
-        if (!escaping.count(r)) requests[r] = TransientRequest{r->type().byte_size(), step, step};
-    } else if (op->is("tensor.constant") || op->is("tensor.reshape") || op->is("func.return")) {
-      continue;
-    } else {
-      return UnimplementedError("emit: op '%s' (%s) was not formed into a dispatch",
-                                op->name().c_str(), op->loc().c_str());
+    for (ir::Value* operand : op->operands()) {
+      auto it = requests.find(RootOf(operand));
+      if (it != requests.end()) it->second.last_use = step;
     }
+    const std::string& n = op->name();
+    if (n == "stream.async.dispatch" || n == "stream.async.clone" || n == "stream.async.transfer" ||
+        n == "stream.async.alloca" || n == "stream.async.splat") {
+      for (ir::Value* r : op->results()) {
+        if (TiedOperand(op, r->index())) continue;
+        int64_t size = n == "stream.async.dispatch" ? op->ints_attr("sizes").at(r->index()) : op->int_attr("size");
+        if (escaping.count(r)) externals.push_back(r);
+        requests[r] = TransientRequest{size, step, step};
+        request_order.push_back(r);
+      }
+    } else if (n == "stream.tensor.import" || n == "stream.async.constant" || n == "stream.tensor.export" ||
+               n == "stream.async.update" || n == "stream.async.copy" || n == "stream.async.fill" ||
+               n == "stream.async.slice" || n == "func.return") {
+      // No new allocation.
+    } else {
+      return UnimplementedError("emit: op '%s' (%s) is not supported by the bytecode emitter yet",
+                                n.c_str(), op->loc().c_str());
+    }
+    ++step;
   }
+  for (ir::Value* v : externals) requests.erase(v);
+
   std::vector<ir::Value*> transient_values;
   std::vector<TransientRequest> reqs;
-  for (auto& [v, r] : requests) {
+  for (ir::Value* v : request_order) {
+    auto it = requests.find(v);
+    if (it == requests.end()) continue;  // external
+    const TransientRequest& r = it->second;
     transient_values.push_back(v);
     reqs.push_back(r);
     m_.report().unplanned_transient_bytes += AlignUp(r.size, kBindingAlignment);
@@ -228,23 +281,25 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
       storage_[transient_values[i]] = s;
     }
   }
-  // External (escaping) dispatch results: one host-visible buffer each.
-  for (ir::Operation* d : dispatches)
-    for (ir::Value* r : d->results()) {
-      if (!escaping.count(r)) continue;
-      Storage s;
-      s.kind = Storage::kExternal;
-      s.buffer = NewRef();
-      s.length = r->type().byte_size();
-      enc.CallImport(HalImport::kAllocatorAllocate,
-                     {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(s.buffer)});
-      storage_[r] = s;
-    }
-  // Constants and reshapes.
+  for (ir::Value* r : externals) {  // one host-visible buffer per escaping allocation
+    ir::Operation* op = r->defining_op();
+    Storage s;
+    s.kind = Storage::kExternal;
+    s.buffer = NewRef();
+    s.length = op->is("stream.async.dispatch") ? op->ints_attr("sizes").at(r->index()) : op->int_attr("size");
+    enc.CallImport(HalImport::kAllocatorAllocate,
+                   {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(s.buffer)});
+    storage_[r] = s;
+  }
+
+  // Everything else views an allocation: imports, constants, tied results, slices.
   for (auto& owned : body->ops()) {
     ir::Operation* op = owned.get();
-    if (op->is("tensor.constant")) {
-      if (op->result(0)->use_empty()) continue;
+    if (op->is("stream.tensor.import")) {
+      ir::Value* arg = op->operand(0);
+      if (!arg->is_block_argument()) return InvalidArgumentError("emit: stream.tensor.import of a non-argument");
+      storage_[op->result(0)] = args[arg->index()];
+    } else if (op->is("stream.async.constant")) {
       if (!pool_loaded_) {
         pool_reg_ = NewRef();
         enc.GlobalLoadRef(pool_reg_, 0);
@@ -254,46 +309,33 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
       s.kind = Storage::kConstant;
       s.buffer = pool_reg_;
       s.offset = m_.ConstantOffset(op);
-      s.length = op->result(0)->type().byte_size();
+      s.length = op->int_attr("size");
       storage_[op->result(0)] = s;
-    } else if (op->is("tensor.reshape")) {
-      auto it = storage_.find(op->operand(0));
-      if (it == storage_.end()) return InternalError("emit: reshape of an unplaced value (%s)", op->loc().c_str());
-      storage_[op->result(0)] = it->second;
+    } else {
+      for (ir::Value* r : op->results()) {
+        ir::Value* tied = TiedOperand(op, r->index());
+        if (!tied) continue;
+        auto it = storage_.find(tied);
+        if (it == storage_.end()) return InternalError("emit: tied operand of %s has no storage", op->loc().c_str());
+        Storage s = it->second;
+        if (op->is("stream.async.slice")) {
+          s.offset += op->int_attr("offset");
+          s.length = op->int_attr("length");
+        }
+        storage_[r] = s;
+      }
     }
   }
   return OkStatus();
 }
 
-Status FunctionEmitter::EmitDispatch(ir::Operation* dispatch, uint16_t cmd) {
-  codegen::CompiledDispatch compiled;
-  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(dispatch, &compiled));
-  std::vector<Range> reads, writes;
-  std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(0)),
-                           Reg::I32(ConstReg(compiled.workgroup_count[0])),
-                           Reg::I32(ConstReg(compiled.workgroup_count[1])),
-                           Reg::I32(ConstReg(compiled.workgroup_count[2]))};
-  auto bind = [&](ir::Value* v, bool write) -> Status {
-    auto it = storage_.find(v);
-    if (it == storage_.end()) return InternalError("emit: operand of %s has no storage", dispatch->loc().c_str());
-    const Storage& s = it->second;
-    args.push_back(Reg::Ref(s.buffer));
-    args.push_back(Reg::I32(OffsetReg(s)));
-    args.push_back(Reg::I32(ConstReg(s.length)));
-    if (s.kind == Storage::kTransient || s.kind == Storage::kExternal)
-      (write ? writes : reads).push_back(Range{s.buffer, s.offset, s.offset + s.length});
-    return OkStatus();
-  };
-  for (ir::Value* v : dispatch->operands()) KILN_RETURN_IF_ERROR(bind(v, false));
-  for (ir::Value* v : dispatch->results()) KILN_RETURN_IF_ERROR(bind(v, true));
-
-  // Hazards against work recorded since the last barrier.
+void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes) {
   bool hazard = false;
   std::vector<Range> barrier_ranges;
-  for (const Range& w : pending_writes_)
+  for (const Range& w : pending_writes_) {
     for (const Range& r : reads) hazard |= w.Overlaps(r);
-  for (const Range& w : pending_writes_)
     for (const Range& x : writes) hazard |= w.Overlaps(x);
+  }
   for (const Range& r : pending_reads_)
     for (const Range& x : writes)
       if (r.Overlaps(x)) { hazard = true; barrier_ranges.push_back(r); }
@@ -303,14 +345,43 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* dispatch, uint16_t cmd) {
     for (const Range& r : barrier_ranges) {
       bargs.push_back(Reg::Ref(r.buffer));
       bargs.push_back(Reg::I32(ConstReg(r.begin)));
-      bargs.push_back(Reg::I32(ConstReg(r.end - r.begin)));
+      bargs.push_back(Reg::I32(ConstReg(r.end == INT64_MAX ? 0 : r.end - r.begin)));  // 0: to the end
     }
     enc.CallImport(HalImport::kCommandBufferBarrier, bargs, {});
     pending_reads_.clear();
     pending_writes_.clear();
   }
-  pending_reads_.insert(pending_reads_.end(), reads.begin(), reads.end());
+  for (const Range& r : reads) if (r.buffer != pool_reg_ || !pool_loaded_) pending_reads_.push_back(r);
   pending_writes_.insert(pending_writes_.end(), writes.begin(), writes.end());
+}
+
+Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
+  const ir::Attribute* entry_attr = op->attr("entry");
+  const ir::SymbolRef* entry = entry_attr ? std::get_if<ir::SymbolRef>(&entry_attr->value) : nullptr;
+  ir::Operation* body = nullptr;
+  for (auto& top : module_.body()->ops())
+    if (entry && top->is("flow.executable") && top->str_attr("sym_name") == entry->name)
+      body = top->region(0)->block(0)->empty() ? nullptr : top->region(0)->block(0)->ops().front().get();
+  if (!body) return InvalidArgumentError("emit: dispatch %s names no flow.executable", op->loc().c_str());
+
+  codegen::CompiledDispatch compiled;
+  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, &compiled));
+  std::vector<Range> reads, writes;
+  std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(0)),
+                           Reg::I32(ConstReg(compiled.workgroup_count[0])),
+                           Reg::I32(ConstReg(compiled.workgroup_count[1])),
+                           Reg::I32(ConstReg(compiled.workgroup_count[2]))};
+  for (ir::Value* v : op->operands()) {
+    const Storage& s = storage_.at(v);
+    BindingArgs(s, &args);
+    reads.push_back(RangeOf(s));
+  }
+  for (ir::Value* v : op->results()) {
+    const Storage& s = storage_.at(v);
+    BindingArgs(s, &args);
+    writes.push_back(RangeOf(s));
+  }
+  Sync(cmd, reads, writes);
 
   auto it = executable_regs_.find(exe);
   uint16_t exe_reg;
@@ -328,8 +399,49 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* dispatch, uint16_t cmd) {
     enc.CallImport(HalImport::kCommandBufferPushConstants, pargs, {});
   }
   debug_offsets.push_back(enc.offset());
-  debug_locations.push_back(compiled.debug_name + " @ " + dispatch->loc());
+  debug_locations.push_back(compiled.debug_name + " @ " + op->loc());
   enc.CallImport(HalImport::kCommandBufferDispatch, args, {});
+  return OkStatus();
+}
+
+Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
+  auto copy = [&](const Storage& src, const Storage& dst, int64_t length) {
+    Sync(cmd, {RangeOf(src)}, {RangeOf(dst)});
+    enc.CallImport(HalImport::kCommandBufferCopy,
+                   {Reg::Ref(cmd), Reg::Ref(src.buffer), Reg::I32(OffsetReg(src)), Reg::Ref(dst.buffer),
+                    Reg::I32(OffsetReg(dst)), Reg::I32(ConstReg(length))},
+                   {});
+  };
+  auto fill = [&](const Storage& dst, int64_t offset, int64_t length, int64_t pattern) {
+    Storage t = dst;
+    t.offset += offset;
+    t.length = length;
+    Sync(cmd, {}, {RangeOf(t)});
+    enc.CallImport(HalImport::kCommandBufferFill,
+                   {Reg::Ref(cmd), Reg::Ref(t.buffer), Reg::I32(OffsetReg(t)), Reg::I32(ConstReg(length)),
+                    Reg::I32(ConstReg(static_cast<int32_t>(pattern)))},
+                   {});
+  };
+  const std::string& n = op->name();
+  if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
+  if (n == "stream.async.clone" || n == "stream.async.transfer") {
+    copy(storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
+  } else if (n == "stream.async.update") {
+    Storage dst = storage_.at(op->result(0));
+    dst.offset += op->int_attr("offset");
+    dst.length = op->int_attr("length");
+    copy(storage_.at(op->operand(1)), dst, op->int_attr("length"));
+  } else if (n == "stream.async.copy") {
+    Storage src = storage_.at(op->operand(1)), dst = storage_.at(op->result(0));
+    src.offset += op->int_attr("src_offset");
+    dst.offset += op->int_attr("dst_offset");
+    src.length = dst.length = op->int_attr("length");
+    copy(src, dst, op->int_attr("length"));
+  } else if (n == "stream.async.splat") {
+    fill(storage_.at(op->result(0)), 0, op->int_attr("size"), op->int_attr("pattern"));
+  } else if (n == "stream.async.fill") {
+    fill(storage_.at(op->result(0)), op->int_attr("offset"), op->int_attr("length"), op->int_attr("pattern"));
+  }
   return OkStatus();
 }
 
@@ -341,13 +453,16 @@ Status FunctionEmitter::Emit() {
 
   uint16_t cmd = NewRef();
   enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
-  for (auto& owned : body->ops())
-    if (owned->is("flow.dispatch")) KILN_RETURN_IF_ERROR(EmitDispatch(owned.get(), cmd));
+  for (auto& owned : body->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
 
-  // Results that are constants need their own copy (the pool is immutable).
-  std::vector<std::pair<ir::Value*, Storage>> results;
+  // Results backed by the constant pool get their own copy (the pool is
+  // immutable and shared by every invocation).
+  std::vector<std::pair<ir::Type, Storage>> results;
   for (ir::Value* v : ret->operands()) {
-    Storage s = storage_.at(RootOf(v));
+    ir::Operation* exp = v->defining_op();
+    if (!exp || !exp->is("stream.tensor.export"))
+      return InvalidArgumentError("emit: function result is not a stream.tensor.export");
+    Storage s = storage_.at(exp->operand(0));
     if (s.kind == Storage::kConstant) {
       Storage copy;
       copy.kind = Storage::kExternal;
@@ -355,18 +470,18 @@ Status FunctionEmitter::Emit() {
       copy.length = s.length;
       enc.CallImport(HalImport::kAllocatorAllocate,
                      {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
+      Sync(cmd, {RangeOf(s)}, {RangeOf(copy)});
       enc.CallImport(HalImport::kCommandBufferCopy,
                      {Reg::Ref(cmd), Reg::Ref(s.buffer), Reg::I32(ConstReg(s.offset)), Reg::Ref(copy.buffer),
                       Reg::I32(ConstReg(0)), Reg::I32(ConstReg(s.length))},
                      {});
       s = copy;
     }
-    results.push_back({v, s});
+    results.push_back({v->type(), s});
   }
   enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
   std::vector<Reg> ret_regs;
-  for (auto& [v, s] : results) {
-    const ir::Type& t = v->type();
+  for (auto& [t, s] : results) {
     std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
                               Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
     for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
@@ -404,7 +519,7 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   std::vector<flatbuffers::Offset<fb::Function>> functions;
 
   for (ir::Operation* func : module.functions()) {
-    FunctionEmitter fe(*this, func);
+    FunctionEmitter fe(*this, module, func);
     KILN_RETURN_IF_ERROR(fe.Emit().Annotate("function @" + func->str_attr("sym_name")));
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> code, fe.enc.Finish());
     ir::Block* body = func->region(0)->block(0);
@@ -496,9 +611,11 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   std::vector<flatbuffers::Offset<fb::Global>> globals;
   if (!pool_.empty()) globals.push_back(fb::CreateGlobalDirect(fbb, "constant_pool", true));
 
+  flatbuffers::Offset<fb::Topology> topology = 0;
+  if (auto t = analysis::GetModuleTopology(module); t.ok()) topology = analysis::SerializeTopology(fbb, t.value());
   // integrity starts non-default so FlatBuffers stores it; sealed below.
   auto root = fb::CreateModuleDirect(fbb, options_.module_name.c_str(), 1, static_cast<fb::Features>(0), &imports,
-                                     &functions, &rodata, &exes, &globals, initializer, /*integrity=*/1);
+                                     &functions, &rodata, &exes, &globals, initializer, /*integrity=*/1, topology);
   fbb.FinishSizePrefixed(root, fb::ModuleIdentifier());
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (!fb::SealModule(&out)) return InternalError("emit: integrity field missing");

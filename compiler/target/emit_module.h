@@ -1,8 +1,11 @@
 // Bytecode emission and FlatBuffer serialization: the last step of
-// kiln-compile. Input: a module at the dispatch level (func.func bodies made
-// of tensor.constant, tensor.reshape, flow.dispatch and func.return; see
-// compiler/ir/ops.h). Output: the bytes of a size-prefixed `model.kiln`
-// (schemas/kiln_module.fbs).
+// kiln-compile. Input: a module at the stream level (compiler/ir/ops.h):
+// flow.executable ops holding dispatch bodies, and func.func bodies made of
+// stream.tensor.import/export, stream.async.{constant, dispatch, clone,
+// transfer, splat, fill, copy, update, slice, alloca} and func.return.
+// Control flow (scf.*, cf.*), globals and calls are not emitted yet (an
+// kUnimplemented error names the op). Output: the bytes of a size-prefixed
+// `model.kiln` (schemas/kiln_module.fbs), sealed with its integrity hash.
 //
 // What it decides, ahead of time:
 //  - constant pool: every used tensor.constant is packed into one 256-byte
@@ -11,8 +14,9 @@
 //  - memory planning of transients: dispatch results that do not escape share
 //    one arena buffer (transient_planner.h) allocated per invocation; results
 //    that escape get their own host-visible buffers (external lifetime);
-//  - reshapes are views (no bytes move); a result that aliases an argument is
-//    returned as a view of the caller's buffer;
+//  - tied results and slices are views of their operand's allocation; a
+//    result that aliases an argument is returned as a view of the caller's
+//    buffer;
 //  - barriers: a buffer barrier covering exactly the byte ranges of the
 //    hazard (read-after-write, write-after-write, write-after-read on reused
 //    arena bytes) is recorded only where one is needed;

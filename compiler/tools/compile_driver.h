@@ -19,9 +19,16 @@ namespace kiln::driver {
 
 struct CompileOptions {
   onnx_import::ImportOptions import;
+  // Graph inputs whose ownership passes to the callee (ABI `consume`): the
+  // module may update them in place (kiln-compile --consume=NAME).
+  std::vector<std::string> consume_args;
   transforms::PipelineOptions pipeline;
   target::EmitOptions emit;
 };
+
+// Marks the arguments named in `names` (func arg_names) of every exported
+// function as `consume`. Errors: kInvalidArgument for an unknown name.
+Status MarkConsumedArguments(ir::Module& module, const std::vector<std::string>& names);
 
 // Runs the default pass pipeline and emission on an imported module.
 StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOptions& options,

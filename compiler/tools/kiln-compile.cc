@@ -1,8 +1,18 @@
 // kiln-compile: ONNX (or .kir text) -> Kiln module.
 //
 //   kiln-compile MODEL.onnx -o OUT.kiln [--input-shape=NAME=1x3x48x192 ...]
-//                [--emit=kiln|kir-tensor|kir-dispatch] [--print-ir-after-all]
-//                [--dump-glsl=FILE] [--report]
+//                [--constant-input=NAME=V ...] [--consume=NAME ...]
+//                [--topology=unified|discrete|FILE]
+//                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies]
+//                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
+//
+// --topology gives the device topology (compiler/analysis/topology.h) that
+// elide-transfers uses; it is recorded in the module and checked against the
+// device at run time. --explain-copies prints every copy left in the final
+// program with the reason the analysis kept it.
+//
+// --consume=NAME marks graph input NAME as ABI `consume`: the caller hands
+// the buffer over and the module may update it in place.
 //
 // Errors go to stderr as `error: ...` with exit code 1: unsupported ONNX ops
 // are named with their node, bad shapes name the input.
@@ -14,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/topology.h"
 #include "compiler/tools/compile_driver.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
@@ -45,7 +56,10 @@ bool ParseDims(const std::string& s, std::vector<int64_t>* dims) {
 void Usage() {
   std::fprintf(stderr,
                "usage: kiln-compile MODEL.onnx|MODEL.kir -o OUT.kiln [--input-shape=NAME=DIMS ...]\n"
-               "                    [--emit=kiln|kir-tensor|kir-dispatch] [--print-ir-after-all]\n"
+               "                    [--constant-input=NAME=V ...] [--consume=NAME ...]\n"
+               "                    [--topology=unified|discrete|FILE]\n"
+               "                    [--emit=kiln|kir-tensor|kir-stream] [--explain-copies]\n"
+               "                    [--print-ir-after-all]\n"
                "                    [--dump-glsl=FILE] [--report]\n");
 }
 
@@ -55,6 +69,9 @@ int main(int argc, char** argv) {
   std::string input, output, emit = "kiln", dump_glsl;
   bool print_after_all = false, report = false;
   kiln::onnx_import::ImportOptions import_options;
+  std::vector<std::string> consume_args;
+  std::string topology_flag;
+  bool explain_copies = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-o" && i + 1 < argc) {
@@ -68,6 +85,15 @@ int main(int argc, char** argv) {
       if (eq == std::string::npos || !ParseDims(spec.substr(eq + 1), &dims))
         return Fail("bad --input-shape '" + spec + "' (want NAME=DIMS, e.g. x=1x3x48x192)");
       import_options.input_shapes[spec.substr(0, eq)] = dims;
+    } else if (a.rfind("--constant-input=", 0) == 0) {
+      kiln::Status c = kiln::onnx_import::ParseConstantInputFlag(a.substr(17), &import_options);
+      if (!c.ok()) return Fail("--constant-input: " + c.message());
+    } else if (a.rfind("--topology=", 0) == 0) {
+      topology_flag = a.substr(11);
+    } else if (a == "--explain-copies") {
+      explain_copies = true;
+    } else if (a.rfind("--consume=", 0) == 0) {
+      consume_args.push_back(a.substr(10));
     } else if (a.rfind("--emit=", 0) == 0) {
       emit = a.substr(7);
     } else if (a.rfind("--dump-glsl=", 0) == 0) {
@@ -110,6 +136,13 @@ int main(int argc, char** argv) {
   }
   kiln::Status verified = kiln::ir::Verify(*module);
   if (!verified.ok()) return Fail("invalid input IR: " + verified.message());
+  kiln::Status consumed = kiln::driver::MarkConsumedArguments(*module, consume_args);
+  if (!consumed.ok()) return Fail(consumed.message());
+  if (!topology_flag.empty()) {
+    auto topology = kiln::analysis::ParseTopologyFlag(topology_flag);
+    if (!topology.ok()) return Fail("--topology: " + topology.status().message());
+    kiln::analysis::SetModuleTopology(*module, topology.value());
+  }
   if (emit == "kir-tensor") {
     std::cout << kiln::ir::PrintModule(*module);
     return 0;
@@ -122,7 +155,24 @@ int main(int argc, char** argv) {
   kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::DefaultPipeline(), pipeline_options, ctx);
   for (const std::string& ir : after_each) std::cerr << ir << "\n";
   if (!piped.ok()) return Fail(piped.message());
-  if (emit == "kir-dispatch") {
+  if (explain_copies) {
+    // Copies that survive elision, with the analysis' reason; the final
+    // program's clones are counted so a copy without a remark still shows.
+    int clones = 0;
+    for (kiln::ir::Operation* f : module->functions())
+      f->Walk([&](kiln::ir::Operation* op) { clones += op->is("stream.async.clone") || op->is("stream.async.transfer"); });
+    std::printf("copies in the final program: %d\n", clones);
+    // Re-run copy elision on the final program (a no-op: it is idempotent)
+    // so each remark names a copy that is really still there.
+    kiln::ir::PassContext final_ctx;
+    kiln::Status explained = kiln::ir::CreatePass("elide-async-copies")->Run(*module, final_ctx);
+    if (!explained.ok()) return Fail(explained.message());
+    for (const std::string& r : final_ctx.remarks)
+      if (r.find("kept copy") != std::string::npos) std::printf("%s\n", r.c_str());
+    for (const std::string& r : ctx.remarks)
+      if (r.find("transfer kept") != std::string::npos) std::printf("%s\n", r.c_str());
+  }
+  if (emit == "kir-stream") {
     std::cout << kiln::ir::PrintModule(*module);
     return 0;
   }

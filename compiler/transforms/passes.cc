@@ -7,6 +7,12 @@ void RegisterAllPasses() {
   if (registered) return;
   registered = true;
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
+  ir::RegisterPass("materialize-copy-on-write", CreateMaterializeCopyOnWritePass);
+  ir::RegisterPass("elide-async-copies", CreateElideAsyncCopiesPass);
+  ir::RegisterPass("elide-transfers", CreateElideTransfersPass);
+  ir::RegisterPass("schedule-execution", CreateScheduleExecutionPass);
+  ir::RegisterPass("elide-timepoints", CreateElideTimepointsPass);
+  ir::RegisterPass("convert-to-stream", CreateConvertToStreamPass);
 }
 
 }  // namespace kiln::transforms

@@ -14,6 +14,31 @@ void RegisterAllPasses();
 // --fuse-dispatch-regions: groups tensor-level ops into flow.dispatch ops.
 std::unique_ptr<ir::Pass> CreateFuseDispatchRegionsPass();
 
+// --convert-to-stream: tensors/flow.dispatch -> stream resources and
+// stream.async.dispatch (dispatch bodies outlined into flow.executable ops).
+std::unique_ptr<ir::Pass> CreateConvertToStreamPass();
+
+// --elide-transfers: stream.async.transfer between devices that share memory
+// (module-level kiln.topology op) -> its source (or a clone if written in place).
+std::unique_ptr<ir::Pass> CreateElideTransfersPass();
+
+// --schedule-execution: straight-line runs of async work -> stream.async.execute
+// regions with a timepoint; outside uses go through stream.timepoint.await.
+std::unique_ptr<ir::Pass> CreateScheduleExecutionPass();
+
+// --elide-timepoints: drops awaits/joins/execute awaits already covered by an
+// earlier wait (same block, enclosing regions, all branches of an scf op).
+std::unique_ptr<ir::Pass> CreateElideTimepointsPass();
+
+// --materialize-copy-on-write: clones each resource before its tied (in-place)
+// use, so in-place writes never clobber a value observed elsewhere.
+std::unique_ptr<ir::Pass> CreateMaterializeCopyOnWritePass();
+
+// --elide-async-copies: removes each stream.async.clone whose source is owned
+// and dead after it (across branches, scf regions and loop trips); remarks
+// say why each remaining copy is kept.
+std::unique_ptr<ir::Pass> CreateElideAsyncCopiesPass();
+
 }  // namespace kiln::transforms
 
 #endif  // KILN_COMPILER_TRANSFORMS_PASSES_H_

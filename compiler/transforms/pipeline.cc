@@ -9,6 +9,13 @@ namespace kiln::transforms {
 const std::vector<std::string>& DefaultPipeline() {
   static const std::vector<std::string> kPipeline = {
       "fuse-dispatch-regions",
+      "convert-to-stream",
+      // Introduce copies for correctness, then elide the ones not needed;
+      // transfer elision may turn transfers into clones, so elide again.
+      "materialize-copy-on-write",
+      "elide-async-copies",
+      "elide-transfers",
+      "elide-async-copies",
   };
   return kPipeline;
 }

@@ -32,10 +32,18 @@
  *  - Units: sizes are bytes; dims are element counts; tensors are dense,
  *    row-major (C order).
  *
+ * Ownership (see kiln_invoke_ex): an argument is borrowed by default; it can
+ * be consumed (the caller hands its reference to the call, so a streaming
+ * model's state can be updated in place and round-trip with no allocation),
+ * and the caller can supply preallocated output storage for any result
+ * (possibly a slice of a larger buffer, made with kiln_tensor_create_view).
+ * Tensors are reference-counted views of device buffers: views of one buffer
+ * (results that alias, slices) keep it alive, and it is freed exactly once,
+ * when the last of them is released.
+ *
  * Compatibility: functions are only ever added. Planned additions (not yet
- * present): per-argument ownership flags (consume, output storage) and
- * asynchronous invocation with wait/signal fences, as new functions taking an
- * options struct; kiln_invoke keeps its current meaning.
+ * present): asynchronous invocation with wait/signal fences, as a new
+ * function taking an options struct; kiln_invoke keeps its current meaning.
  */
 #ifndef KILN_KILN_H_
 #define KILN_KILN_H_
@@ -201,16 +209,28 @@ const char* kiln_module_name(kiln_module_t module);
 /* Links `modules[0..module_count)` in order on `device`: resolves imports,
  * creates the GPU pipelines of every executable, runs each module's
  * initializer (uploads constants). Retains the device and the modules.
- * Errors: NOT_FOUND/INVALID_ARGUMENT for unresolvable imports, driver errors
- * from pipeline creation, the initializer's error. Cost: pipeline creation
- * (milliseconds per executable) plus constant uploads. */
+ * Multi-module programs: an import named "module.function" resolves to that
+ * export of a module earlier in `modules` (names must be unique); calls pass
+ * tensors between modules on the device, with no copy and no host round
+ * trip. Its signature is checked here: arity, and dtypes and shapes when the
+ * import is typed.
+ * Errors: NOT_FOUND for unresolvable imports (unknown hal function, no such
+ * module or export), INVALID_ARGUMENT for a hal signature mismatch or a
+ * repeated module name, FAILED_PRECONDITION for an import whose signature
+ * does not match the export ("module 'driver': import 0 'mel.main' expects
+ * (tensor<4xf32>) -> (tensor<8xf32>), module 'mel' exports main(x:
+ * tensor<4xf32>) -> (m: tensor<4xf32>)"), driver errors from pipeline
+ * creation, the initializer's error. Cost: pipeline creation (milliseconds
+ * per executable) plus constant uploads. */
 kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
                                   size_t module_count, kiln_context_t* out_context);
 void kiln_context_retain(kiln_context_t context);
 void kiln_context_release(kiln_context_t context);
 
-/* Finds the exported function `name` (modules searched in order).
- * Errors: NOT_FOUND (message lists the exported functions). */
+/* Finds the exported function `name`: "function" searches the modules in
+ * registration order (the first match wins); "module.function" names the
+ * module (kiln_module_name), e.g. "driver.main" when several modules export
+ * "main". Errors: NOT_FOUND (message lists the exported functions). */
 kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* name,
                                            kiln_function_t* out_function);
 
@@ -249,6 +269,24 @@ kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_
 void kiln_tensor_retain(kiln_tensor_t tensor);
 void kiln_tensor_release(kiln_tensor_t tensor);
 
+/* Creates a tensor viewing part of `parent`'s storage: `byte_offset` bytes
+ * after the parent's first byte, with `dtype` and shape dims[0..rank). No
+ * device memory is allocated and nothing is copied: writes through either
+ * tensor are seen by the other. Views of views resolve to the root storage
+ * (c = view of b = view of a holds a's buffer directly). The view keeps the
+ * storage alive, not the parent handle: `parent` may be released first.
+ * Typical use: one row of a batch buffer as output storage
+ * (kiln_invoke_ex), e.g. byte_offset = row * row_bytes. Dispatches that
+ * bind a view need its absolute offset aligned to the device's storage
+ * buffer offset alignment (at most 256 bytes); an unaligned output storage
+ * still works through a copy.
+ * Errors: INVALID_ARGUMENT (NULL handles, bad dtype, rank > KILN_MAX_RANK,
+ * negative dim), OUT_OF_RANGE (the view does not lie inside the parent's
+ * bytes). Cost: one small host allocation (pooled). */
+kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,
+                                      kiln_dtype_t dtype, size_t rank, const int64_t* dims,
+                                      kiln_tensor_t* out_tensor);
+
 /* Copies the tensor's contents to `dst`; `dst_bytes` must equal
  * kiln_tensor_byte_size() (INVALID_ARGUMENT otherwise). Blocks until the
  * data is on the host (a staging copy when the memory is not host visible). */
@@ -276,6 +314,73 @@ size_t kiln_tensor_byte_size(kiln_tensor_t tensor);     /* 0 for NULL */
 kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
                           const kiln_tensor_t* args, size_t arg_count,
                           kiln_tensor_t* out_results, size_t result_count);
+
+/* Per-entry flags of kiln_invoke_ex (bit mask). */
+typedef enum kiln_arg_flag_bits_e {
+  KILN_ARG_BORROW = 0,                /* default: the caller keeps the tensor */
+  KILN_ARG_CONSUME = 1u << 0,         /* the call takes the caller's reference */
+  KILN_ARG_OUTPUT_STORAGE = 1u << 1,  /* storage for result `result_index` */
+} kiln_arg_flag_bits_t;
+typedef uint32_t kiln_arg_flags_t;
+
+/* One entry of kiln_invoke_ex. */
+typedef struct kiln_invoke_arg_t {
+  kiln_tensor_t tensor;
+  kiln_arg_flags_t flags;  /* kiln_arg_flag_bits_t; CONSUME and OUTPUT_STORAGE exclude
+                            * each other */
+  int32_t result_index;    /* OUTPUT_STORAGE: the result it backs; ignored otherwise */
+} kiln_invoke_arg_t;
+
+/* Runs `function` synchronously with per-argument ownership.
+ *
+ * `args[0..arg_count)` holds the function's arguments in order (every entry
+ * without KILN_ARG_OUTPUT_STORAGE; there must be kiln_function_arg_count of
+ * them, each matching its signature's dtype and shape exactly) and, anywhere
+ * in the array, at most one KILN_ARG_OUTPUT_STORAGE entry per result.
+ *
+ * KILN_ARG_BORROW: as kiln_invoke; the tensor is unchanged by the call.
+ *
+ * KILN_ARG_CONSUME: the caller hands one reference of `tensor` to the call,
+ * which releases it in every case (success or any error): do not use or
+ * release that reference afterwards (kiln_tensor_retain first to keep
+ * one). If that was the only reference to the tensor, its storage and the
+ * buffer under it (no other tensor viewing it, no result still holding it),
+ * the callee owns the storage and may update it in place or return it as a
+ * result: a state tensor fed back from the previous call's result is then
+ * reused with no allocation and no copy. Otherwise the callee treats it as
+ * borrowed and, where it needs storage of its own, allocates or makes a
+ * counted copy (stats `copies`), so every other holder keeps seeing the old
+ * values.
+ *
+ * KILN_ARG_OUTPUT_STORAGE: `tensor` (borrowed) receives result
+ * `result_index`; it may be a view into a larger buffer
+ * (kiln_tensor_create_view). Its dtype must equal the result's and it must
+ * have at least the result's byte size (its shape may differ). On success
+ * out_results[result_index] is a new reference to `tensor` itself when the
+ * shapes are equal (else a new tensor viewing its first bytes, typed as the
+ * result), holding the result's values. Programs that write the storage
+ * directly (hal.buffer_view.output_storage) cost nothing extra; otherwise
+ * the result is copied into it (one counted copy).
+ *
+ * On success `out_results[0..result_count)` receive new references owned by
+ * the caller (kiln_tensor_release each); results may alias each other or an
+ * argument (the same buffer twice, two slices of one buffer): each handle is
+ * released separately and the storage is freed once, after the last. On
+ * failure the results are left unchanged.
+ *
+ * Errors: INVALID_ARGUMENT (NULL handles, wrong arity or types, both flags
+ * set, result_index out of range or given twice, storage dtype or size
+ * "output storage for result 0 'y': tensor<2xf32> (8 bytes) is smaller than
+ * tensor<4xf32> (16 bytes)"), FAILED_PRECONDITION (an argument overlapping
+ * an output storage: "argument 1 'x' overlaps the output storage of result 0
+ * 'y' (bytes [0, 16) and [8, 24) of one allocation)", or two overlapping
+ * storages), and errors raised while running (as kiln_invoke).
+ * Cost: as kiln_invoke; once warm, a program using allocate_cached /
+ * take_or_allocate with results released and state consumed makes no host
+ * and no device allocation per call. */
+kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
+                             const kiln_invoke_arg_t* args, size_t arg_count,
+                             kiln_tensor_t* out_results, size_t result_count);
 
 #ifdef __cplusplus
 }  /* extern "C" */

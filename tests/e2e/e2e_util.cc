@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/ir/parser.h"
 #include "compiler/tools/compile_driver.h"
 #include "hal/driver.h"
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
@@ -133,6 +134,11 @@ std::string TakeError(kiln_status_t s, const std::string& what) {
 }
 }  // namespace
 
+namespace {
+std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
+                           std::vector<HostTensor>* outputs);
+}  // namespace
+
 std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::string>& input_shapes,
                           const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs) {
   driver::CompileOptions options;
@@ -142,6 +148,22 @@ std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::s
   }
   auto bytes = driver::CompileOnnxFile(onnx_path, options);
   if (!bytes.ok()) return "compile: " + bytes.status().message();
+  return RunModuleBytes(bytes.value(), inputs, outputs);
+}
+
+std::string CompileTextAndRun(const std::string& kir, const std::vector<HostTensor>& inputs,
+                              std::vector<HostTensor>* outputs) {
+  auto parsed = ir::ParseModule(kir, "<test>");
+  if (!parsed.ok()) return "parse: " + parsed.status().message();
+  driver::CompileOptions options;
+  auto bytes = driver::CompileModule(*parsed.value(), options);
+  if (!bytes.ok()) return "compile: " + bytes.status().message();
+  return RunModuleBytes(bytes.value(), inputs, outputs);
+}
+
+namespace {
+std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
+                           std::vector<HostTensor>* outputs) {
   kiln_device_t device = SharedDevice();
   if (!device) return "no Vulkan device";
 
@@ -151,7 +173,7 @@ std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::s
   kiln_function_t fn = nullptr;
   std::vector<kiln_tensor_t> args, results;
   do {
-    kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), bytes.value().data(), bytes.value().size(),
+    kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), module_bytes.data(), module_bytes.size(),
                                                    &module);
     if (s) { error = TakeError(s, "load"); break; }
     s = kiln_context_create(device, &module, 1, &context);
@@ -185,6 +207,7 @@ std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::s
   if (module) kiln_module_release(module);
   return error;
 }
+}  // namespace
 
 std::string Compare(const HostTensor& actual, const HostTensor& expected, double atol, double rtol) {
   std::ostringstream os;

@@ -39,6 +39,11 @@ kiln_instance_t SharedInstance();
 std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::string>& input_shapes,
                           const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
 
+// Parses `kir` (textual IR at the tensor, dispatch or stream level), runs the
+// default pipeline and emission, and runs main on `inputs`.
+std::string CompileTextAndRun(const std::string& kir, const std::vector<HostTensor>& inputs,
+                              std::vector<HostTensor>* outputs);
+
 // Compares element-wise: |a - e| <= atol + rtol * |e|, dtype and shape equal,
 // NaN matches NaN. Returns "" when equal, else a description of the first
 // mismatch and the max error.

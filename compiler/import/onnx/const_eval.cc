@@ -829,4 +829,225 @@ bool EvaluateOp(const std::string& name, const std::vector<const DenseElements*>
   return false;
 }
 
+
+// ---------------------------------------------------------------------------
+// Host scalars, structured control flow, whole functions
+// ---------------------------------------------------------------------------
+bool EvaluateExtract(const DenseElements& d, int64_t* out) {
+  if (!d.data || NumElements(d.type.shape) != 1) return false;
+  *out = ReadElementAsInt(d, 0);
+  return true;
+}
+
+namespace {
+
+DenseElements HostScalar(const Type& t, int64_t v) {
+  Type tt = Type::Tensor(t.kind == ir::TypeKind::kI1 ? DType::kBool : DType::kI64, {});
+  return MakeDenseFromInts(tt, {v});
+}
+
+// The host type a value of type `t` is represented with.
+Type HostType(const Type& t) {
+  if (t.kind == ir::TypeKind::kI1) return Type::Tensor(DType::kBool, {});
+  if (t.kind == ir::TypeKind::kIndex) return Type::Tensor(DType::kI64, {});
+  return t;
+}
+
+// Evaluates ops on DenseElements. `env` holds the values computed so far;
+// values defined by tensor.constant / arith.constant are read from the IR.
+class Evaluator {
+ public:
+  Evaluator(int64_t max_trips, int64_t max_elements)
+      : trips_left_(max_trips), elements_left_(max_elements) {}
+
+  Status error() const { return error_; }
+  void Bind(ir::Value* v, DenseElements d) { env_[v] = std::move(d); }
+
+  const DenseElements* Get(ir::Value* v) {
+    auto it = env_.find(v);
+    if (it != env_.end()) return &it->second;
+    ir::Operation* d = v->defining_op();
+    if (d && d->is("tensor.constant")) return d->dense_attr("value");
+    if (d && d->is("arith.constant")) {
+      env_[v] = HostScalar(v->type(), d->int_attr("value", 0));
+      return &env_[v];
+    }
+    return nullptr;
+  }
+
+  // Runs block 0 of `region` with `args`; `yielded` gets the terminator's
+  // operands.
+  bool RunRegion(ir::Region* region, const std::vector<DenseElements>& args,
+                 std::vector<DenseElements>* yielded) {
+    if (region->num_blocks() != 1) return Fail(region->parent_op(), "expects regions with one block");
+    ir::Block* b = region->block(0);
+    if (b->num_arguments() != args.size()) return Fail(region->parent_op(), "block argument count");
+    for (unsigned i = 0; i < args.size(); ++i) env_[b->argument(i)] = args[i];
+    for (auto& o : b->ops()) {
+      ir::Operation* op = o.get();
+      if (op == b->terminator() && (op->is("scf.yield") || op->is("scf.condition") ||
+                                    op->is("func.return"))) {
+        yielded->clear();
+        for (ir::Value* v : op->operands()) {
+          const DenseElements* d = Get(v);
+          if (!d) return Fail(op, "operand is not available");
+          yielded->push_back(*d);
+        }
+        return true;
+      }
+      if (!Run(op)) return false;
+    }
+    return Fail(region->parent_op(), "block without a terminator");
+  }
+
+  bool Run(ir::Operation* op) {
+    const std::string& n = op->name();
+    if (n == "tensor.constant" || n == "arith.constant") return true;  // read lazily
+    std::vector<const DenseElements*> ins;
+    for (ir::Value* v : op->operands()) {
+      const DenseElements* d = Get(v);
+      if (!d) return Fail(op, "operand is not a constant");
+      ins.push_back(d);
+    }
+    if (n == "tensor.extract") {
+      int64_t v;
+      if (ins.size() != 1 || op->num_results() != 1 || !EvaluateExtract(*ins[0], &v))
+        return Fail(op, "expects one single-element operand");
+      env_[op->result()] = HostScalar(op->result()->type(), v);
+      return true;
+    }
+    if (n == "scf.if") {
+      if (ins.size() != 1 || op->num_regions() != 2) return Fail(op, "malformed");
+      ir::Region* r = op->region(ReadElementAsInt(*ins[0], 0) != 0 ? 0 : 1);
+      std::vector<DenseElements> y;
+      if (r->empty()) return op->num_results() == 0 || Fail(op, "empty region with results");
+      if (!RunRegion(r, {}, &y)) return false;
+      return BindResults(op, y);
+    }
+    if (n == "scf.index_switch") {
+      if (ins.size() != 1) return Fail(op, "malformed");
+      int64_t idx = ReadElementAsInt(*ins[0], 0);
+      std::vector<int64_t> cases = op->ints_attr("cases");
+      if (op->num_regions() != cases.size() + 1) return Fail(op, "region count");
+      unsigned which = static_cast<unsigned>(cases.size());
+      for (unsigned i = 0; i < cases.size(); ++i)
+        if (cases[i] == idx) which = i;
+      std::vector<DenseElements> y;
+      if (!RunRegion(op->region(which), {}, &y)) return false;
+      return BindResults(op, y);
+    }
+    if (n == "scf.for") {
+      if (ins.size() < 3 || op->num_regions() != 1) return Fail(op, "malformed");
+      int64_t lb = ReadElementAsInt(*ins[0], 0), ub = ReadElementAsInt(*ins[1], 0),
+              step = ReadElementAsInt(*ins[2], 0);
+      if (step <= 0) return Fail(op, "step must be positive");
+      std::vector<DenseElements> iter;
+      for (size_t i = 3; i < ins.size(); ++i) iter.push_back(*ins[i]);
+      for (int64_t iv = lb; iv < ub; iv += step) {
+        if (--trips_left_ < 0) return Exhausted(op);
+        std::vector<DenseElements> args = {HostScalar(Type::Index(), iv)};
+        args.insert(args.end(), iter.begin(), iter.end());
+        if (!RunRegion(op->region(0), args, &iter)) return false;
+      }
+      return BindResults(op, iter);
+    }
+    if (n == "scf.while") {
+      if (op->num_regions() != 2) return Fail(op, "malformed");
+      std::vector<DenseElements> args;
+      for (auto* d : ins) args.push_back(*d);
+      while (true) {
+        if (--trips_left_ < 0) return Exhausted(op);
+        std::vector<DenseElements> c;
+        if (!RunRegion(op->region(0), args, &c)) return false;
+        if (c.empty()) return Fail(op, "scf.condition without a condition");
+        bool go = ReadElementAsInt(c[0], 0) != 0;
+        std::vector<DenseElements> fwd(c.begin() + 1, c.end());
+        if (!go) return BindResults(op, fwd);
+        if (!RunRegion(op->region(1), fwd, &args)) return false;
+      }
+    }
+    if (op->num_regions() != 0 || op->num_results() != 1)
+      return Unsupported(op);
+    const Type& rt = op->result()->type();
+    if (rt.is_tensor()) elements_left_ -= std::max<int64_t>(1, NumElements(rt.shape));
+    if (elements_left_ < 0) return Exhausted(op);
+    DenseElements out;
+    if (!EvaluateOp(n, ins, rt, op->attrs(), &out)) return Unsupported(op);
+    env_[op->result()] = std::move(out);
+    return true;
+  }
+
+ private:
+  bool BindResults(ir::Operation* op, const std::vector<DenseElements>& vals) {
+    if (vals.size() != op->num_results()) return Fail(op, "yields the wrong number of values");
+    for (unsigned i = 0; i < vals.size(); ++i) {
+      if (vals[i].type != HostType(op->result(i)->type()))
+        return Fail(op, "yields " + vals[i].type.ToString() + " for result type " +
+                            op->result(i)->type().ToString());
+      env_[op->result(i)] = vals[i];
+    }
+    return true;
+  }
+  std::string Where(const ir::Operation* op) const {
+    std::string s = "'" + op->name() + "'";
+    if (!op->loc().empty()) s += " at '" + op->loc() + "'";
+    return s;
+  }
+  bool Fail(const ir::Operation* op, const std::string& msg) {
+    if (error_.ok())
+      error_ = Status(StatusCode::kInvalidArgument, (op ? Where(op) + ": " : std::string()) + msg);
+    return false;
+  }
+  bool Unsupported(const ir::Operation* op) {
+    if (error_.ok()) error_ = Status(StatusCode::kUnimplemented, "cannot evaluate " + Where(op));
+    return false;
+  }
+  bool Exhausted(const ir::Operation* op) {
+    if (error_.ok())
+      error_ = Status(StatusCode::kResourceExhausted,
+                      Where(op) + ": too many loop trips or elements evaluated");
+    return false;
+  }
+
+  std::map<const ir::Value*, DenseElements> env_;
+  int64_t trips_left_;
+  int64_t elements_left_;
+  Status error_;
+};
+
+}  // namespace
+
+bool EvaluateRegionOp(ir::Operation* op, std::vector<DenseElements>* results, int64_t max_trips) {
+  // Folding must stay cheap: at most 2^26 result elements computed in all.
+  Evaluator ev(max_trips, int64_t{1} << 26);
+  if (!ev.Run(op)) return false;
+  results->clear();
+  for (ir::Value* r : op->results()) {
+    const DenseElements* d = ev.Get(r);
+    if (!d || !r->type().is_tensor()) return false;
+    results->push_back(*d);
+  }
+  return true;
+}
+
+StatusOr<std::vector<DenseElements>> InterpretFunction(ir::Operation* func,
+                                                       const std::vector<DenseElements>& args,
+                                                       int64_t max_trips) {
+  if (!func || func->num_regions() != 1 || func->region(0)->num_blocks() != 1)
+    return InvalidArgumentError("InterpretFunction expects a func.func with one block");
+  ir::Block* entry = func->region(0)->block(0);
+  if (entry->num_arguments() != args.size())
+    return InvalidArgumentError("function takes %u arguments, %zu given", entry->num_arguments(),
+                                args.size());
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (args[i].type != HostType(entry->argument(i)->type()))
+      return InvalidArgumentError("argument %u: %s given, %s expected", i,
+                                  args[i].type.ToString().c_str(),
+                                  entry->argument(i)->type().ToString().c_str());
+  Evaluator ev(max_trips, std::numeric_limits<int64_t>::max());
+  std::vector<DenseElements> results;
+  if (!ev.RunRegion(func->region(0), args, &results)) return ev.error();
+  return results;
+}
+
 }  // namespace kiln::onnx_import

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::onnx_import {
@@ -40,6 +41,38 @@ ir::DenseElements MakeDenseFromDoubles(const ir::Type& type, const std::vector<d
 ir::DenseElements MakeDenseFromInts(const ir::Type& type, const std::vector<int64_t>& values);
 
 bool IsFloatDType(DType t);
+
+// --- Host scalars, structured control flow, whole functions -------------------------
+// The evaluator below represents every SSA value as DenseElements: tensors as
+// themselves, `index` values as tensor<i64> scalars and `i1` values as
+// tensor<i1> scalars.
+
+// tensor.extract of a constant: its single element as int64 (bool: 0/1).
+// False when `d` does not hold exactly one element.
+bool EvaluateExtract(const ir::DenseElements& d, int64_t* out);
+
+// Evaluates a region op (scf.if, scf.for, scf.while, scf.index_switch) on the
+// host when its operands and every value its regions read from outside are
+// constants (tensor.constant / arith.constant results): scf.if with a
+// constant condition runs only the taken region. Nested ops: the tensor level
+// (EvaluateOp), arith.constant, tensor.extract and nested scf ops. At most
+// `max_trips` loop trips and 2^26 computed result elements in all. On
+// success `results` gets one value per op result; false, without error, when
+// anything is not evaluable or a bound is hit. Cost: the evaluated ops times
+// the trips (bounded as above).
+bool EvaluateRegionOp(ir::Operation* op, std::vector<ir::DenseElements>* results,
+                      int64_t max_trips);
+
+// Reference interpreter for a func.func of the tensor level plus scf.* and
+// arith.constant (e.g. to check imported control flow numerically without a
+// device): binds `args` to the entry block arguments (types must match
+// exactly) and returns the func.return operands.
+// Errors: kInvalidArgument (argument count or types), kUnimplemented naming
+// the op that cannot be evaluated, kResourceExhausted beyond `max_trips` loop
+// trips. Cost: every op evaluated with the naive host kernels.
+StatusOr<std::vector<ir::DenseElements>> InterpretFunction(
+    ir::Operation* func, const std::vector<ir::DenseElements>& args,
+    int64_t max_trips = int64_t{1} << 20);
 
 }  // namespace kiln::onnx_import
 

@@ -5,7 +5,9 @@
 // emits ops through Emit(), which folds any op whose operands are all
 // constants (const_eval.h). Initializers become tensor.constant lazily, at
 // first use. At the end, unused ops (dead constants, folded intermediates) are
-// erased.
+// erased, inside regions too. The Importer class is declared in
+// onnx_importer_internal.h; If/Loop/Scan (and subgraph scopes) live in
+// onnx_control_flow.cc, LSTM in onnx_lstm.cc.
 #include "compiler/import/onnx/onnx_importer.h"
 
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
@@ -20,28 +22,13 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/import/onnx/const_eval.h"
+#include "compiler/import/onnx/onnx_importer_internal.h"
 
 namespace kiln::onnx_import {
-namespace {
+namespace detail {
 
-using ir::Attribute;
-using ir::DenseElements;
-using ir::Type;
-using ir::Value;
-using Attrs = std::map<std::string, Attribute>;
-using Shape = std::vector<int64_t>;
 
-// Ops whose results have more elements than this are not folded (the op is
-// kept and runs on the device). Reshapes of constants are always folded (free).
-constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
-// Constants the importer creates from scratch (ConstantOfShape, Range) are
-// capped so that a hostile model cannot make the compiler allocate unbounded memory.
-constexpr int64_t kMaxCreatedElements = int64_t{1} << 28;
-// Dims are capped so that element counts cannot overflow int64.
-constexpr int64_t kMaxDim = int64_t{1} << 31;
-
-int64_t Product(const Shape& s, size_t begin = 0, size_t end = SIZE_MAX) {
+int64_t Product(const Shape& s, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < std::min(end, s.size()); ++i) p *= s[i];
   return p;
@@ -193,161 +180,6 @@ bool BroadcastShapes(const Shape& a, const Shape& b, Shape* out) {
 int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-class Importer {
- public:
-  explicit Importer(const ImportOptions& options) : opts_(options) {}
-
-  StatusOr<std::unique_ptr<ir::Module>> Import(const onnx::ModelProto& model);
-
-  using Handler = Status (Importer::*)(const onnx::NodeProto&, const std::vector<Value*>&,
-                                       std::vector<Value*>&);
-  // ONNX op type → handler (default domain).
-  static const std::map<std::string, Handler>& Handlers();
-
- private:
-
-  // --- errors ----------------------------------------------------------------
-  Status Err(StatusCode code, const std::string& msg) const {
-    return Status(code, "node '" + loc_ + "' (" + op_type_ + "): " + msg);
-  }
-  Status Invalid(const std::string& msg) const { return Err(StatusCode::kInvalidArgument, msg); }
-  Status Unimpl(const std::string& msg) const { return Err(StatusCode::kUnimplemented, msg); }
-
-  // --- attributes --------------------------------------------------------------
-  const onnx::AttributeProto* FindAttr(const char* name) const {
-    for (const auto& a : node_->attribute())
-      if (a.name() == name) return &a;
-    return nullptr;
-  }
-  bool HasAttr(const char* name) const { return FindAttr(name) != nullptr; }
-  int64_t AttrInt(const char* name, int64_t def) const {
-    auto* a = FindAttr(name);
-    return a ? a->i() : def;
-  }
-  double AttrFloat(const char* name, double def) const {
-    auto* a = FindAttr(name);
-    return a ? static_cast<double>(a->f()) : def;
-  }
-  std::string AttrStr(const char* name, const std::string& def) const {
-    auto* a = FindAttr(name);
-    return a ? a->s() : def;
-  }
-  Shape AttrInts(const char* name, Shape def = {}) const {
-    auto* a = FindAttr(name);
-    return a ? Shape(a->ints().begin(), a->ints().end()) : def;
-  }
-
-  // --- values ------------------------------------------------------------------
-  StatusOr<Value*> Lookup(const std::string& name);
-  // Reads a constant integer tensor (an operand that must be known at import).
-  StatusOr<Shape> ConstInts(Value* v, const char* what) const {
-    const DenseElements* d = GetConst(v);
-    if (!d)
-      return Unimpl(std::string("input '") + what +
-                    "' must be a constant (computable at import); dynamic values are not supported");
-    Shape r(Product(d->type.shape));
-    for (size_t i = 0; i < r.size(); ++i) r[i] = ReadElementAsInt(*d, static_cast<int64_t>(i));
-    return r;
-  }
-  StatusOr<double> ConstScalarValue(Value* v, const char* what) const {
-    const DenseElements* d = GetConst(v);
-    if (!d)
-      return Unimpl(std::string("input '") + what + "' must be a constant (computable at import)");
-    if (Product(d->type.shape) != 1) return Invalid(std::string("input '") + what + "' must be a scalar");
-    return ReadElementAsDouble(*d, 0);
-  }
-
-  // --- emission ----------------------------------------------------------------
-  // Creates `name` (or folds it into a constant when every operand is constant).
-  Value* Emit(const std::string& name, const std::vector<Value*>& operands, const Type& type,
-              Attrs attrs = {});
-  Value* Constant(DenseElements d, const std::string& loc);
-  Value* Constant(DenseElements d) { return Constant(std::move(d), loc_); }
-  Value* ScalarConst(DType dt, double v) {
-    return Constant(MakeDenseFromDoubles(Type::Tensor(dt, {}), {v}));
-  }
-  // Reshapes `v`, looking through reshape chains and reusing an identical
-  // earlier reshape (the bypassed intermediates die and are erased).
-  Value* Reshape(Value* v, const Shape& shape) {
-    while (v->defining_op() && v->defining_op()->is("tensor.reshape")) v = v->defining_op()->operand(0);
-    if (v->type().shape == shape) return v;
-    auto key = std::make_pair(v, shape);
-    auto it = reshapes_.find(key);
-    if (it != reshapes_.end()) return it->second;
-    Value* r = Emit("tensor.reshape", {v}, Type::Tensor(v->type().dtype, shape));
-    reshapes_[key] = r;
-    return r;
-  }
-  Value* Transpose(Value* v, const Shape& perm) {
-    Shape s;
-    for (int64_t p : perm) s.push_back(v->type().shape[p]);
-    return Emit("tensor.transpose", {v}, Type::Tensor(v->type().dtype, s), {{"perm", perm}});
-  }
-  Value* Cast(Value* v, DType dt) {
-    if (v->type().dtype == dt) return v;
-    return Emit("tensor.cast", {v}, Type::Tensor(dt, v->type().shape));
-  }
-  StatusOr<Value*> Binary(const std::string& op, Value* a, Value* b);
-  StatusOr<int64_t> NormAxis(int64_t axis, int64_t rank) const {
-    if (axis < -rank || axis >= rank)
-      return Invalid("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
-    return axis < 0 ? axis + rank : axis;
-  }
-
-  // --- node handlers -------------------------------------------------------------
-  Status ImportNode(const onnx::NodeProto& node, int index);
-#define KILN_HANDLER(Name) \
-  Status Name(const onnx::NodeProto& n, const std::vector<Value*>& in, std::vector<Value*>& out)
-  KILN_HANDLER(ConstantOp);
-  KILN_HANDLER(Identity);
-  KILN_HANDLER(Unary);
-  KILN_HANDLER(BinaryOp);
-  KILN_HANDLER(Variadic);
-  KILN_HANDLER(Where);
-  KILN_HANDLER(Clip);
-  KILN_HANDLER(PRelu);
-  KILN_HANDLER(Conv);
-  KILN_HANDLER(Pool);
-  KILN_HANDLER(GlobalPool);
-  KILN_HANDLER(BatchNorm);
-  KILN_HANDLER(Reduce);
-  KILN_HANDLER(Softmax);
-  KILN_HANDLER(MatMul);
-  KILN_HANDLER(Gemm);
-  KILN_HANDLER(Flatten);
-  KILN_HANDLER(ReshapeOp);
-  KILN_HANDLER(Unsqueeze);
-  KILN_HANDLER(Squeeze);
-  KILN_HANDLER(TransposeOp);
-  KILN_HANDLER(Concat);
-  KILN_HANDLER(Split);
-  KILN_HANDLER(Slice);
-  KILN_HANDLER(CastOp);
-  KILN_HANDLER(ShapeOp);
-  KILN_HANDLER(Size);
-  KILN_HANDLER(Gather);
-  KILN_HANDLER(Pad);
-  KILN_HANDLER(Expand);
-  KILN_HANDLER(Tile);
-  KILN_HANDLER(ConstantOfShape);
-  KILN_HANDLER(Range);
-  KILN_HANDLER(LayerNorm);
-#undef KILN_HANDLER
-
-  Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
-                       Shape* dilations, Shape* pads, Shape* out_spatial);
-
-  const ImportOptions& opts_;
-  int64_t opset_ = 1;
-  ir::Block* block_ = nullptr;
-  std::map<std::string, Value*> values_;
-  std::map<std::string, const onnx::TensorProto*> initializers_;
-  std::map<std::pair<Value*, Shape>, Value*> reshapes_;
-  // Current node.
-  const onnx::NodeProto* node_ = nullptr;
-  std::string loc_;
-  std::string op_type_;
-};
 
 // ---------------------------------------------------------------------------
 // Emission helpers
@@ -427,6 +259,26 @@ StatusOr<Value*> Importer::Binary(const std::string& op, Value* a, Value* b) {
 // ---------------------------------------------------------------------------
 // Graph
 // ---------------------------------------------------------------------------
+// Dead code elimination (all tensor-level and scf ops are pure). Uses only
+// come from later ops or from ops nested in later ops, so one backward sweep
+// suffices when the regions of an op are swept before the op itself.
+void EraseDeadOps(ir::Block* block) {
+  std::vector<ir::Operation*> all;
+  for (auto& op : block->ops()) all.push_back(op.get());
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    ir::Operation* op = *it;
+    if (op->num_results() == 0) continue;  // terminators
+    bool used = false;
+    for (unsigned r = 0; r < op->num_results(); ++r) used |= !op->result(r)->use_empty();
+    if (!used) {
+      op->Erase();
+      continue;
+    }
+    for (unsigned r = 0; r < op->num_regions(); ++r)
+      for (auto& b : op->region(r)->blocks()) EraseDeadOps(b.get());
+  }
+}
+
 StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& model) {
   bool have_opset = false;
   for (const auto& o : model.opset_import()) {
@@ -449,7 +301,7 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
   // Arguments: graph inputs that are not initializers.
   auto arg_names = std::make_shared<ir::AttrList>();
   for (const auto& input : g.input()) {
-    if (initializers_.count(input.name())) continue;
+    if (initializers_.count(input.name()) && !opts_.constant_inputs.count(input.name())) continue;
     const std::string& name = input.name();
     if (!input.type().has_tensor_type())
       return UnimplementedError("input '%s': only tensor inputs are supported", name.c_str());
@@ -506,6 +358,22 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
     for (int64_t d : shape) if (d > kMaxDim) count = -1;
     if (count < 0 || count > (int64_t{1} << 40))
       return InvalidArgumentError("input '%s': shape %s is too large", name.c_str(), ShapeStr(shape).c_str());
+    auto ci = opts_.constant_inputs.find(name);
+    if (ci != opts_.constant_inputs.end()) {
+      // Fixed at compile time: a constant, not an argument.
+      const std::vector<double>& vals = ci->second;
+      if (vals.size() != 1 && static_cast<int64_t>(vals.size()) != count)
+        return InvalidArgumentError(
+            "input '%s': --constant-input gives %zu values, the input has %lld elements",
+            name.c_str(), vals.size(), static_cast<long long>(count));
+      if (count > kMaxCreatedElements)
+        return InvalidArgumentError("input '%s': too large for --constant-input", name.c_str());
+      std::vector<double> full(static_cast<size_t>(count), vals.empty() ? 0.0 : vals[0]);
+      if (vals.size() != 1) full = vals;
+      loc_ = name;
+      values_[name] = Constant(MakeDenseFromDoubles(Type::Tensor(dt, shape), full), name);
+      continue;
+    }
     Value* arg = block_->AddArgument(Type::Tensor(dt, shape));
     values_[name] = arg;
     arg_names->push_back(Attribute(name));
@@ -515,6 +383,13 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
     for (const auto& input : g.input()) found |= input.name() == kv.first;
     if (!found)
       return InvalidArgumentError("--input-shape names '%s', which is not a graph input",
+                                  kv.first.c_str());
+  }
+  for (const auto& kv : opts_.constant_inputs) {
+    bool found = false;
+    for (const auto& input : g.input()) found |= input.name() == kv.first;
+    if (!found)
+      return InvalidArgumentError("--constant-input names '%s', which is not a graph input",
                                   kv.first.c_str());
   }
   func->set_attr("arg_names", Attribute(arg_names));
@@ -560,24 +435,17 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
   block_->Append(std::move(ret));
   func->set_attr("result_names", Attribute(result_names));
 
-  // Dead code elimination (all tensor-level ops are pure). Uses only come from
-  // later ops, so one backward sweep suffices.
-  std::vector<ir::Operation*> all;
-  for (auto& op : block_->ops()) all.push_back(op.get());
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    ir::Operation* op = *it;
-    if (op->is("func.return") || op->num_results() == 0) continue;
-    bool used = false;
-    for (unsigned r = 0; r < op->num_results(); ++r) used |= !op->result(r)->use_empty();
-    if (!used) op->Erase();
-  }
+  EraseDeadOps(block_);
   return module;
 }
 
 Status Importer::ImportNode(const onnx::NodeProto& n, int index) {
   node_ = &n;
   op_type_ = n.op_type();
-  loc_ = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+  loc_ = n.name().empty() ? loc_prefix_ + n.op_type() + "_" + std::to_string(index) : n.name();
+  if (++nodes_imported_ > kMaxImportedNodes)
+    return Unimpl("the model expands to more than " + std::to_string(kMaxImportedNodes) +
+                  " nodes (loops unrolled at import)");
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     return UnimplementedError("unsupported ONNX op '%s' (node '%s', domain '%s')",
                               n.op_type().c_str(), loc_.c_str(), n.domain().c_str());
@@ -663,17 +531,14 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"ConstantOfShape", &Importer::ConstantOfShape},
       {"Range", &Importer::Range},
       {"LayerNormalization", &Importer::LayerNorm},
+      {"If", &Importer::If},
+      {"Loop", &Importer::Loop},
+      {"Scan", &Importer::Scan},
+      {"LSTM", &Importer::LSTM},
   };
   return kHandlers;
 }
 
-// Requires input `i` to be present.
-#define KILN_REQUIRE_INPUTS(count)                                                   \
-  do {                                                                               \
-    for (int _i = 0; _i < (count); ++_i)                                             \
-      if (static_cast<int>(in.size()) <= _i || !in[_i])                              \
-        return Invalid("missing required input " + std::to_string(_i));              \
-  } while (0)
 
 // ---------------------------------------------------------------------------
 // Constants and identities
@@ -1671,7 +1536,7 @@ Status Importer::Range(const onnx::NodeProto& n, const std::vector<Value*>& in,
   return OkStatus();
 }
 
-}  // namespace
+}  // namespace detail
 
 // ---------------------------------------------------------------------------
 // Public API
@@ -1685,7 +1550,7 @@ StatusOr<std::unique_ptr<ir::Module>> ImportOnnxBytes(const void* data, size_t s
     return DataLossError("failed to parse ONNX model");
   if (!model.has_graph())
     return DataLossError("failed to parse ONNX model: it has no graph");
-  Importer importer(options);
+  detail::Importer importer(options);
   return importer.Import(model);
 }
 
@@ -1700,8 +1565,33 @@ StatusOr<std::unique_ptr<ir::Module>> ImportOnnxFile(const std::string& path,
 
 std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> ops;
-  for (const auto& kv : Importer::Handlers()) ops.push_back(kv.first);
+  for (const auto& kv : detail::Importer::Handlers()) ops.push_back(kv.first);
   return ops;  // std::map keys: sorted
+}
+
+Status ParseConstantInputFlag(const std::string& flag_value, ImportOptions* options) {
+  size_t eq = flag_value.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == flag_value.size())
+    return InvalidArgumentError("--constant-input '%s': expected NAME=V or NAME=V0,V1,...",
+                                flag_value.c_str());
+  std::string name = flag_value.substr(0, eq);
+  std::vector<double> values;
+  std::stringstream ss(flag_value.substr(eq + 1));
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (tok == "true") { values.push_back(1); continue; }
+    if (tok == "false") { values.push_back(0); continue; }
+    char* end = nullptr;
+    double v = std::strtod(tok.c_str(), &end);
+    if (tok.empty() || end != tok.c_str() + tok.size())
+      return InvalidArgumentError("--constant-input '%s': bad value '%s'", flag_value.c_str(),
+                                  tok.c_str());
+    values.push_back(v);
+  }
+  if (flag_value.back() == ',')
+    return InvalidArgumentError("--constant-input '%s': trailing ','", flag_value.c_str());
+  options->constant_inputs[name] = std::move(values);
+  return OkStatus();
 }
 
 Status ParseInputShapeFlag(const std::string& flag_value, ImportOptions* options) {

@@ -16,15 +16,59 @@
 // a tensor.constant. Shape/Size of any static value is a constant. So shape
 // arithmetic (Shape→Cast→Slice→Concat→Reshape) folds away entirely.
 // BatchNormalization (inference) becomes tensor.mul/tensor.add with
-// per-channel constants shaped [C,1,...,1]. Unused constants are removed.
+// per-channel constants shaped [C,1,...,1]. Unused ops are removed (also
+// inside regions, and region ops whose results are all unused).
+//
+// Control flow (ops.h "Structured control flow"; subgraph nodes read names of
+// the enclosing graphs directly: region bodies use values defined above):
+//   If    condition known at import → the taken branch is inlined (no scf).
+//         Otherwise %c = "tensor.extract"(%cond) : (tensor<..xi1>) -> i1 and
+//         "scf.if"(%c) with region 0 = then_branch, region 1 = else_branch,
+//         each ending in scf.yield of the branch outputs. Both branches must
+//         produce the same static types (else kUnimplemented naming the node).
+//   Loop  everything known at import (trip count M <= 512, condition, carried
+//         inputs and captured values constant) → unrolled and folded.
+//         M given and the condition provably true on every trip (cond input
+//         absent or constant true, body's cond output folds to true with the
+//         body's cond input bound to true) → scf.for %i = 0 to M step 1
+//         (arith.constant bounds, or tensor.extract of a data-dependent M)
+//         with iter_args [iteration counter tensor<i64> when the body reads
+//         it or has scan outputs, carried values..., scan accumulators...].
+//         Otherwise scf.while over [counter (when M given), cond tensor<i1>,
+//         carried...]: the before region tests counter < M and cond and
+//         forwards every argument; the after region is the body.
+//         Scan outputs need a static M: each is accumulated in an iter_arg
+//         of shape [M, ...] initialised to zeros and updated per trip with
+//         select(iota == counter, step, acc). When the body needs values known
+//         at import (e.g. a Slice whose starts come from the iteration
+//         number) and M <= 512, the loop is unrolled instead (scan outputs
+//         are then a tensor.concat of the steps). Loop-carried values must
+//         keep their type across trips unless unrolled.
+//   Scan  (opset >= 9; opset 8 with batch 1) static sequence length L: scf.for
+//         0..L over [counter, states..., accumulators...]; each step reads
+//         tensor.gather(scan_input, counter or L-1-counter, axis) and scan
+//         outputs accumulate as for Loop. Unrolled (tensor.slice per step,
+//         tensor.concat of outputs) when everything is constant or the body
+//         needs import-time constants and L <= 512.
+//   LSTM  unrolled over the (static, <= 512) time steps into tensor ops:
+//         one matmul of X with W for all steps, then per step matmul with R,
+//         slice of the 4 gates (iofc), sigmoid/tanh/mul/add; Y is a concat of
+//         the steps. Directions forward/reverse/bidirectional, layouts 0 and 1,
+//         optional B, P (peepholes), initial_h, initial_c, clip, input_forget,
+//         activations among Sigmoid/Tanh/Relu; sequence_lens must be absent or
+//         a constant equal to the sequence length.
+// An scf op whose operands and captured values are all constants is
+// evaluated on the host and replaced by constants.
 //
 // Errors (Status codes, base/status.h):
 //   kDataLoss        "failed to parse ONNX model" (bad or truncated protobuf)
 //   kNotFound        the file cannot be opened (ImportOnnxFile)
-//   kUnimplemented   "unsupported ONNX op 'LSTM' (node 'name', domain '')";
+//   kUnimplemented   "unsupported ONNX op 'GRU' (node 'name', domain '')";
 //                    unsupported dtype (names node and dtype); unsupported
-//                    attribute values (names the node). If/Loop/Scan/LSTM/GRU/
-//                    RNN are not supported yet.
+//                    attribute values (names the node); If branches of
+//                    different types; Loop scan outputs without a static trip
+//                    count; loop-carried values that change type; unrolling
+//                    beyond 512 trips. GRU and RNN are not supported.
 //   kInvalidArgument a dynamic input dim without an --input-shape override
 //                    (names the input and dim); ill-formed models (shape
 //                    mismatches, missing inputs), naming the node.
@@ -50,6 +94,14 @@ struct ImportOptions {
   // Overrides the model's declared shape; static dims that the model declares
   // must agree. A dynamic dim without an override is an error naming the input.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Graph input name → values fixing that input to a constant at compile
+  // time (--constant-input=sr=16000). The input is no longer a function
+  // argument (arg_names omits it); its dtype is the model's and its shape the
+  // model's or input_shapes'; give one value (repeated to every element) or
+  // one per element, row-major. Whatever depends on it folds at import: e.g.
+  // silero_vad's If on `sr` is inlined, leaving no control flow. Values are
+  // converted to the input's dtype (integers exact up to 2^53).
+  std::map<std::string, std::vector<double>> constant_inputs;
 };
 
 // Reads and imports the .onnx file at `path`.
@@ -67,6 +119,11 @@ std::vector<std::string> SupportedOnnxOps();
 // Parses "NAME=1x3x48x192" (an --input-shape flag value) into `options`.
 // kInvalidArgument on a malformed value.
 Status ParseInputShapeFlag(const std::string& flag_value, ImportOptions* options);
+
+// Parses "NAME=V" or "NAME=V0,V1,..." (a --constant-input flag value; values
+// are numbers, or true/false) into options->constant_inputs.
+// kInvalidArgument on a malformed value.
+Status ParseConstantInputFlag(const std::string& flag_value, ImportOptions* options);
 
 }  // namespace kiln::onnx_import
 

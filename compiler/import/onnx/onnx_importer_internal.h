@@ -1,0 +1,318 @@
+// Internal to the ONNX importer (compiler/import/onnx/): the Importer class
+// and the helpers shared by its translation units (onnx_importer.cc: graph,
+// scopes and plain ops; onnx_control_flow.cc: If, Loop, Scan;
+// onnx_lstm.cc: LSTM). Not a public API.
+#ifndef KILN_COMPILER_IMPORT_ONNX_ONNX_IMPORTER_INTERNAL_H_
+#define KILN_COMPILER_IMPORT_ONNX_ONNX_IMPORTER_INTERNAL_H_
+
+#include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/import/onnx/const_eval.h"
+#include "compiler/import/onnx/onnx_importer.h"
+
+namespace kiln::onnx_import::detail {
+
+using ir::Attribute;
+using ir::DenseElements;
+using ir::Type;
+using ir::Value;
+using Attrs = std::map<std::string, Attribute>;
+using Shape = std::vector<int64_t>;
+
+// Ops whose results have more elements than this are not folded (the op is
+// kept and runs on the device). Reshapes of constants are always folded (free).
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+// Constants the importer creates from scratch (ConstantOfShape, Range) are
+// capped so that a hostile model cannot make the compiler allocate unbounded memory.
+constexpr int64_t kMaxCreatedElements = int64_t{1} << 28;
+// Dims are capped so that element counts cannot overflow int64.
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+
+int64_t Product(const Shape& s, size_t begin = 0, size_t end = SIZE_MAX);
+// Element count, or -1 when a dim is negative or the count overflows.
+int64_t SafeNumElements(const Shape& s);
+std::string ShapeStr(const Shape& s);
+std::string OnnxDTypeName(int32_t t);
+// ONNX TensorProto.DataType → DType; kInvalid when unsupported.
+DType ConvertDType(int32_t t);
+// Converts a TensorProto (raw_data or typed fields) to DenseElements. `what`
+// names the tensor in errors ("initializer 'w'", "node 'n' (Constant)").
+StatusOr<DenseElements> TensorToDense(const onnx::TensorProto& t, const std::string& what);
+// The value of a tensor.constant result; nullptr for anything else.
+const DenseElements* GetConst(Value* v);
+// numpy broadcasting of two shapes; false if incompatible.
+bool BroadcastShapes(const Shape& a, const Shape& b, Shape* out);
+int64_t CeilDiv(int64_t a, int64_t b);
+int64_t FloorDiv(int64_t a, int64_t b);
+
+// In a node handler: requires inputs 0..count-1 to be present.
+#define KILN_REQUIRE_INPUTS(count)                                                   \
+  do {                                                                               \
+    for (int _i = 0; _i < (count); ++_i)                                             \
+      if (static_cast<int>(in.size()) <= _i || !in[_i])                              \
+        return Invalid("missing required input " + std::to_string(_i));              \
+  } while (0)
+
+// Loops (Loop, Scan, LSTM time steps) are unrolled at import for at most this
+// many trips.
+constexpr int64_t kMaxUnrollTrips = 512;
+// Bound on the nodes imported in all (subgraphs imported once per unrolled
+// trip count each time), so that a hostile model cannot make the importer
+// run unbounded.
+constexpr int64_t kMaxImportedNodes = int64_t{1} << 20;
+// Bound on the nesting of subgraphs (If inside Loop inside ...).
+constexpr int kMaxSubgraphDepth = 64;
+// Loop trips the host evaluates when folding a loop whose inputs are all
+// constants (scf.while without a trip count).
+constexpr int64_t kMaxFoldTrips = int64_t{1} << 16;
+
+class Importer {
+ public:
+  explicit Importer(const ImportOptions& options) : opts_(options) {}
+
+  StatusOr<std::unique_ptr<ir::Module>> Import(const onnx::ModelProto& model);
+
+  using Handler = Status (Importer::*)(const onnx::NodeProto&, const std::vector<Value*>&,
+                                       std::vector<Value*>&);
+  // ONNX op type → handler (default domain).
+  static const std::map<std::string, Handler>& Handlers();
+
+ private:
+
+  // --- errors ----------------------------------------------------------------
+  Status Err(StatusCode code, const std::string& msg) const {
+    return Status(code, "node '" + loc_ + "' (" + op_type_ + "): " + msg);
+  }
+  Status Invalid(const std::string& msg) const { return Err(StatusCode::kInvalidArgument, msg); }
+  Status Unimpl(const std::string& msg) const { return Err(StatusCode::kUnimplemented, msg); }
+
+  // --- attributes --------------------------------------------------------------
+  const onnx::AttributeProto* FindAttr(const char* name) const {
+    for (const auto& a : node_->attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  bool HasAttr(const char* name) const { return FindAttr(name) != nullptr; }
+  int64_t AttrInt(const char* name, int64_t def) const {
+    auto* a = FindAttr(name);
+    return a ? a->i() : def;
+  }
+  double AttrFloat(const char* name, double def) const {
+    auto* a = FindAttr(name);
+    return a ? static_cast<double>(a->f()) : def;
+  }
+  std::string AttrStr(const char* name, const std::string& def) const {
+    auto* a = FindAttr(name);
+    return a ? a->s() : def;
+  }
+  Shape AttrInts(const char* name, Shape def = {}) const {
+    auto* a = FindAttr(name);
+    return a ? Shape(a->ints().begin(), a->ints().end()) : def;
+  }
+
+  // --- values ------------------------------------------------------------------
+  StatusOr<Value*> Lookup(const std::string& name);
+  // Reads a constant integer tensor (an operand that must be known at import).
+  StatusOr<Shape> ConstInts(Value* v, const char* what) const {
+    const DenseElements* d = GetConst(v);
+    if (!d)
+      return Unimpl(std::string("input '") + what +
+                    "' must be a constant (computable at import); dynamic values are not supported");
+    Shape r(Product(d->type.shape));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = ReadElementAsInt(*d, static_cast<int64_t>(i));
+    return r;
+  }
+  StatusOr<double> ConstScalarValue(Value* v, const char* what) const {
+    const DenseElements* d = GetConst(v);
+    if (!d)
+      return Unimpl(std::string("input '") + what + "' must be a constant (computable at import)");
+    if (Product(d->type.shape) != 1) return Invalid(std::string("input '") + what + "' must be a scalar");
+    return ReadElementAsDouble(*d, 0);
+  }
+
+  // --- emission ----------------------------------------------------------------
+  // Creates `name` (or folds it into a constant when every operand is constant).
+  Value* Emit(const std::string& name, const std::vector<Value*>& operands, const Type& type,
+              Attrs attrs = {});
+  Value* Constant(DenseElements d, const std::string& loc);
+  Value* Constant(DenseElements d) { return Constant(std::move(d), loc_); }
+  Value* ScalarConst(DType dt, double v) {
+    return Constant(MakeDenseFromDoubles(Type::Tensor(dt, {}), {v}));
+  }
+  // Reshapes `v`, looking through reshape chains and reusing an identical
+  // earlier reshape (the bypassed intermediates die and are erased).
+  Value* Reshape(Value* v, const Shape& shape) {
+    while (v->defining_op() && v->defining_op()->is("tensor.reshape")) v = v->defining_op()->operand(0);
+    if (v->type().shape == shape) return v;
+    auto key = std::make_pair(v, shape);
+    auto it = reshapes_.find(key);
+    if (it != reshapes_.end()) return it->second;
+    Value* r = Emit("tensor.reshape", {v}, Type::Tensor(v->type().dtype, shape));
+    reshapes_[key] = r;
+    return r;
+  }
+  Value* Transpose(Value* v, const Shape& perm) {
+    Shape s;
+    for (int64_t p : perm) s.push_back(v->type().shape[p]);
+    return Emit("tensor.transpose", {v}, Type::Tensor(v->type().dtype, s), {{"perm", perm}});
+  }
+  Value* Cast(Value* v, DType dt) {
+    if (v->type().dtype == dt) return v;
+    return Emit("tensor.cast", {v}, Type::Tensor(dt, v->type().shape));
+  }
+  StatusOr<Value*> Binary(const std::string& op, Value* a, Value* b);
+  StatusOr<int64_t> NormAxis(int64_t axis, int64_t rank) const {
+    if (axis < -rank || axis >= rank)
+      return Invalid("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    return axis < 0 ? axis + rank : axis;
+  }
+
+  // --- subgraphs and host scalars (onnx_control_flow.cc) ----------------------------
+  // Imports the nodes of subgraph `g` into `block`: the current block (the
+  // taken branch of an If is inlined, a Loop trip is unrolled) or the entry
+  // block of a region. g's inputs are bound to `inputs` (same count), its
+  // initializers shadow outer names, and every name of the enclosing scopes
+  // stays visible (captured values are used directly: regions may use values
+  // defined above). `outputs` receives the values of g's outputs. Unnamed
+  // nodes get locs `prefix` + "<op>_<index>". The importer's scope (names,
+  // insertion block, current node) is restored on success and on error.
+  Status ImportSubgraph(const onnx::GraphProto& g, ir::Block* block,
+                        const std::vector<Value*>& inputs, std::vector<Value*>* outputs,
+                        const std::string& prefix);
+  // The graph attribute `name` of the current node; nullptr if absent.
+  const onnx::GraphProto* GraphAttr(const char* name) const;
+  // True when every name that `g` (or a nested subgraph) reads from an
+  // enclosing scope is a constant here.
+  bool CapturesAreConstant(const onnx::GraphProto& g);
+  // "arith.constant"() {value = v} : () -> index (appended to the current block).
+  Value* IndexConst(int64_t v);
+  // "tensor.extract"(t) : (tensor<1 element>) -> i1 (bool t) or index
+  // (integer t); folds to an arith.constant when `t` is a constant.
+  Value* Extract(Value* t);
+  // A bool / int64 scalar tensor constant.
+  Value* BoolConst(bool v);
+  Value* I64Const(int64_t v);
+  // The slice [start, start + size) of `v` along `axis` (stride 1).
+  Value* SliceAxis(Value* v, int64_t axis, int64_t start, int64_t size);
+  // Scan-output accumulation inside a loop body: `acc` has shape y's with
+  // `length` inserted at `axis`; the result is `acc` with slot `index` (an
+  // i64 scalar tensor) along `axis` replaced by y:
+  // select(iota == index, reshape(y), acc).
+  StatusOr<Value*> InsertStep(Value* acc, Value* y, Value* index, int64_t axis, int64_t length);
+  // Stacks `steps` (equal types) along a new dim `axis`: reshape + concat.
+  StatusOr<Value*> Stack(const std::vector<Value*>& steps, int64_t axis, const std::string& what);
+  // Appends `op` (a region op whose operands and captures may all be
+  // constants) to the current block; when the host can evaluate it
+  // (const_eval.h EvaluateRegionOp), its results become constants instead.
+  std::vector<Value*> AppendRegionOp(std::unique_ptr<ir::Operation> op);
+
+  // Loop lowering strategies (onnx_control_flow.cc). `trips`: the trip count
+  // when known at import, else -1. `m`: the trip-count tensor (nullptr: none).
+  Status LoopFor(const onnx::GraphProto& body, Value* m, int64_t trips,
+                 const std::vector<Value*>& inits, int64_t num_scan, std::vector<Value*>& out,
+                 bool* not_for);
+  Status LoopWhile(const onnx::GraphProto& body, Value* m, Value* cond,
+                   const std::vector<Value*>& inits, std::vector<Value*>& out);
+  Status LoopUnroll(const onnx::GraphProto& body, int64_t trips, Value* cond,
+                    const std::vector<Value*>& inits, int64_t num_scan, std::vector<Value*>& out);
+  // Scan over `xs` (static length `length` along in_axes) with states
+  // `states`; `results` = final states, then scan outputs.
+  struct ScanSpec {
+    std::vector<int64_t> in_axes, in_reverse, out_axes, out_reverse;
+    int64_t length = 0;
+  };
+  Status ScanCore(const onnx::GraphProto& body, const std::vector<Value*>& states,
+                  const std::vector<Value*>& xs, const ScanSpec& spec,
+                  std::vector<Value*>* results);
+  Status ScanFor(const onnx::GraphProto& body, const std::vector<Value*>& states,
+                 const std::vector<Value*>& xs, const ScanSpec& spec, std::vector<Value*>* results);
+  Status ScanUnroll(const onnx::GraphProto& body, const std::vector<Value*>& states,
+                    const std::vector<Value*>& xs, const ScanSpec& spec,
+                    std::vector<Value*>* results);
+
+  // --- node handlers -------------------------------------------------------------
+  Status ImportNode(const onnx::NodeProto& node, int index);
+#define KILN_HANDLER(Name) \
+  Status Name(const onnx::NodeProto& n, const std::vector<Value*>& in, std::vector<Value*>& out)
+  KILN_HANDLER(ConstantOp);
+  KILN_HANDLER(Identity);
+  KILN_HANDLER(Unary);
+  KILN_HANDLER(BinaryOp);
+  KILN_HANDLER(Variadic);
+  KILN_HANDLER(Where);
+  KILN_HANDLER(Clip);
+  KILN_HANDLER(PRelu);
+  KILN_HANDLER(Conv);
+  KILN_HANDLER(Pool);
+  KILN_HANDLER(GlobalPool);
+  KILN_HANDLER(BatchNorm);
+  KILN_HANDLER(Reduce);
+  KILN_HANDLER(Softmax);
+  KILN_HANDLER(MatMul);
+  KILN_HANDLER(Gemm);
+  KILN_HANDLER(Flatten);
+  KILN_HANDLER(ReshapeOp);
+  KILN_HANDLER(Unsqueeze);
+  KILN_HANDLER(Squeeze);
+  KILN_HANDLER(TransposeOp);
+  KILN_HANDLER(Concat);
+  KILN_HANDLER(Split);
+  KILN_HANDLER(Slice);
+  KILN_HANDLER(CastOp);
+  KILN_HANDLER(ShapeOp);
+  KILN_HANDLER(Size);
+  KILN_HANDLER(Gather);
+  KILN_HANDLER(Pad);
+  KILN_HANDLER(Expand);
+  KILN_HANDLER(Tile);
+  KILN_HANDLER(ConstantOfShape);
+  KILN_HANDLER(Range);
+  KILN_HANDLER(LayerNorm);
+  KILN_HANDLER(If);    // onnx_control_flow.cc
+  KILN_HANDLER(Loop);  // onnx_control_flow.cc
+  KILN_HANDLER(Scan);  // onnx_control_flow.cc
+  KILN_HANDLER(LSTM);  // onnx_lstm.cc
+#undef KILN_HANDLER
+
+  Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
+                       Shape* dilations, Shape* pads, Shape* out_spatial);
+
+  const ImportOptions& opts_;
+  int64_t opset_ = 1;
+  ir::Block* block_ = nullptr;
+  std::map<std::string, Value*> values_;
+  std::map<std::string, const onnx::TensorProto*> initializers_;
+  std::map<std::pair<Value*, Shape>, Value*> reshapes_;
+  // Current node.
+  const onnx::NodeProto* node_ = nullptr;
+  std::string loc_;
+  std::string op_type_;
+  // Subgraphs: loc prefix of unnamed nodes, nesting depth, nodes imported.
+  std::string loc_prefix_;
+  int depth_ = 0;
+  int64_t nodes_imported_ = 0;
+};
+
+// Sets the importer's insertion block for a scope (RAII).
+class BlockScope {
+ public:
+  BlockScope(ir::Block** slot, ir::Block* b) : slot_(slot), saved_(*slot) { *slot = b; }
+  ~BlockScope() { *slot_ = saved_; }
+  BlockScope(const BlockScope&) = delete;
+  BlockScope& operator=(const BlockScope&) = delete;
+
+ private:
+  ir::Block** slot_;
+  ir::Block* saved_;
+};
+
+}  // namespace kiln::onnx_import::detail
+
+#endif  // KILN_COMPILER_IMPORT_ONNX_ONNX_IMPORTER_INTERNAL_H_
