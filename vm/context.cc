@@ -1,5 +1,7 @@
 #include "vm/context.h"
 
+#include "vm/topology_check.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -199,6 +201,10 @@ Status Context::RegisterModule(Ref<Module> module) {
                                   ctx.c_str());
     }
   }
+
+  // 0. The device topology the module was compiled for must hold here
+  // (e.g. a module that elided host<->device transfers for unified memory).
+  if (hal_.device()) KILN_RETURN_IF_ERROR(CheckModuleTopology(def, hal_.device()->info()));
 
   // 1. Imports.
   for (uint32_t i = 0; i < module->import_count(); ++i) {

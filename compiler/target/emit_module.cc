@@ -41,6 +41,7 @@ const ImportDef kHalImports[] = {
 struct Storage {
   enum Kind { kArgument, kConstant, kTransient, kExternal } kind = kTransient;
   uint16_t buffer = 0;         // ref register holding the buffer
+  int group = 0;               // allocation identity for hazards (registers may alias)
   bool dynamic_offset = false; // offset in an i32 register (argument views)
   uint16_t offset_reg = 0;
   int64_t offset = 0;          // static byte offset
@@ -49,9 +50,10 @@ struct Storage {
 
 // A byte range touched by a dispatch, for hazard tracking.
 struct Range {
-  uint16_t buffer;
+  int group;        // allocation identity
+  uint16_t buffer;  // register to name in a barrier
   int64_t begin, end;
-  bool Overlaps(const Range& o) const { return buffer == o.buffer && begin < o.end && o.begin < end; }
+  bool Overlaps(const Range& o) const { return group == o.group && begin < o.end && o.begin < end; }
 };
 
 struct ExecutableEntry {
@@ -150,10 +152,11 @@ class FunctionEmitter {
     return r;
   }
   Range RangeOf(const Storage& s) const {
-    if (s.dynamic_offset) return Range{s.buffer, 0, INT64_MAX};  // unknown: whole buffer
-    return Range{s.buffer, s.offset, s.offset + s.length};
+    if (s.dynamic_offset) return Range{s.group, s.buffer, 0, INT64_MAX};  // unknown: whole buffer
+    return Range{s.group, s.buffer, s.offset, s.offset + s.length};
   }
-  Status AssignStorage(ir::Block* body);
+  int NewGroup() { return next_group_++; }
+  Status AssignStorage(ir::Block* body, uint16_t cmd);
   Status Record(ir::Operation* op, uint16_t cmd);
   // Records a barrier first when `reads`/`writes` conflict with work recorded
   // since the last barrier.
@@ -174,6 +177,8 @@ class FunctionEmitter {
   std::vector<Range> pending_reads_, pending_writes_;
   uint16_t pool_reg_ = 0;
   bool pool_loaded_ = false;
+  int pool_group_ = -1;
+  int next_group_ = 0;
 };
 
 // Operand whose storage result `index` of `op` reuses (tied), or nullptr.
@@ -200,9 +205,8 @@ ir::Value* RootOf(ir::Value* v) {
   return v;
 }
 
-Status FunctionEmitter::AssignStorage(ir::Block* body) {
+Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // Arguments: views from the caller, in ref registers 0..N-1.
-  ref_count = static_cast<uint16_t>(body->num_arguments());
   std::vector<Storage> args(body->num_arguments());
   for (unsigned i = 0; i < body->num_arguments(); ++i) {
     ir::Value* arg = body->argument(i);
@@ -213,6 +217,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
     s.dynamic_offset = true;
     s.offset_reg = NewI32();
     s.length = arg->type().byte_size();
+    s.group = NewGroup();
     enc.CallImport(HalImport::kBufferViewBuffer, {Reg::Ref(static_cast<uint16_t>(i))}, {Reg::Ref(s.buffer)});
     enc.CallImport(HalImport::kBufferViewOffset, {Reg::Ref(static_cast<uint16_t>(i))}, {Reg::I32(s.offset_reg)});
   }
@@ -221,6 +226,27 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
   std::set<ir::Value*> escaping;
   for (auto& owned : body->ops())
     if (owned->is("stream.tensor.export")) escaping.insert(RootOf(owned->operand(0)));
+
+  // Roots written in place (tied results), and the last step that reads
+  // each import: a consumed import may donate its storage to a later result.
+  std::set<ir::Value*> written;
+  std::map<ir::Value*, int> import_last_use;
+  {
+    int st = 0;
+    for (auto& owned : body->ops()) {
+      ir::Operation* op = owned.get();
+      if (!op->is("stream.async.slice"))
+        for (ir::Value* r : op->results())
+          if (ir::Value* t = TiedOperand(op, r->index())) written.insert(RootOf(t));
+      for (ir::Value* operand : op->operands()) {
+        ir::Value* root = RootOf(operand);
+        if (root->defining_op() && root->defining_op()->is("stream.tensor.import") && !op->is("stream.tensor.export"))
+          import_last_use[root] = st;
+      }
+      ++st;
+    }
+  }
+  std::map<ir::Value*, int> def_step;
 
   // Lifetimes of fresh allocations, in op steps.
   // Program order, so planning is deterministic (pointer order is not).
@@ -242,6 +268,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
         int64_t size = n == "stream.async.dispatch" ? op->ints_attr("sizes").at(r->index()) : op->int_attr("size");
         if (escaping.count(r)) externals.push_back(r);
         requests[r] = TransientRequest{size, step, step};
+        def_step[r] = step;
         request_order.push_back(r);
       }
     } else if (n == "stream.tensor.import" || n == "stream.async.constant" || n == "stream.tensor.export" ||
@@ -269,26 +296,80 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
   TransientPlan plan = PlanTransients(reqs, kBindingAlignment);
   m_.report().arena_bytes = std::max(m_.report().arena_bytes, plan.arena_size);
   if (plan.arena_size > 0) {
+    // Slot 0 of the context's cache: the same arena on every call.
     uint16_t arena = NewRef();
-    enc.CallImport(HalImport::kAllocatorAllocate, {Reg::I32(ConstReg(plan.arena_size)), Reg::I32(ConstReg(0))},
+    int arena_group = NewGroup();
+    enc.CallImport(HalImport::kAllocatorAllocateCached,
+                   {Reg::I32(ConstReg(0)), Reg::I32(ConstReg(plan.arena_size)), Reg::I32(ConstReg(0))},
                    {Reg::Ref(arena)});
     for (size_t i = 0; i < transient_values.size(); ++i) {
       Storage s;
       s.kind = Storage::kTransient;
+      s.group = arena_group;
       s.buffer = arena;
       s.offset = plan.offsets[i];
       s.length = reqs[i].size;
       storage_[transient_values[i]] = s;
     }
   }
-  for (ir::Value* r : externals) {  // one host-visible buffer per escaping allocation
+  // Consumed imports written in place: take the caller's storage when the
+  // runtime says this frame owns it, else work on a counted copy of it.
+  std::map<ir::Value*, Storage> taken;
+  for (auto& owned : body->ops()) {
+    ir::Operation* op = owned.get();
+    if (!op->is("stream.tensor.import") || !written.count(op->result(0))) continue;
+    if (!op->bool_attr("consume"))
+      return FailedPreconditionError("emit: borrowed argument %u is written in place (run materialize-copy-on-write)",
+                                     op->operand(0)->index());
+    Storage s = args[op->operand(0)->index()];
+    s.buffer = NewRef();
+    s.offset_reg = NewI32();
+    enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(static_cast<uint16_t>(op->operand(0)->index()))},
+                   {Reg::Ref(s.buffer), Reg::I32(s.offset_reg)});
+    pending_writes_.push_back(RangeOf(s));  // a possible copy: order later work after it
+    taken[op->result(0)] = s;
+  }
+
+  // Escaping allocations: a consumed import whose last read comes before the
+  // result is written donates its storage (take_or_allocate: the runtime
+  // falls back to a fresh buffer when the caller still shares it); otherwise
+  // a per-result cache slot that is reused whenever the app released it.
+  std::set<ir::Value*> donors_used;
+  int slot = 1;
+  for (ir::Value* r : externals) {
     ir::Operation* op = r->defining_op();
     Storage s;
     s.kind = Storage::kExternal;
-    s.buffer = NewRef();
     s.length = op->is("stream.async.dispatch") ? op->ints_attr("sizes").at(r->index()) : op->int_attr("size");
-    enc.CallImport(HalImport::kAllocatorAllocate,
-                   {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(s.buffer)});
+    ir::Operation* donor = nullptr;
+    for (auto& owned : body->ops()) {
+      ir::Operation* imp = owned.get();
+      if (!imp->is("stream.tensor.import") || !imp->bool_attr("consume")) continue;
+      ir::Value* iv = imp->result(0);
+      if (donors_used.count(iv) || written.count(iv) || escaping.count(iv)) continue;
+      if (imp->int_attr("size") < s.length) continue;
+      auto last = import_last_use.find(iv);
+      if (last != import_last_use.end() && last->second >= def_step[r]) continue;
+      donor = imp;
+      break;
+    }
+    s.buffer = NewRef();
+    if (donor) {
+      donors_used.insert(donor->result(0));
+      const Storage& a = args[donor->operand(0)->index()];
+      s.group = a.group;  // may be the caller's bytes: hazards against its reads
+      s.dynamic_offset = true;
+      s.offset_reg = NewI32();
+      enc.CallImport(HalImport::kBufferViewTakeOrAllocate,
+                     {Reg::Ref(static_cast<uint16_t>(donor->operand(0)->index())), Reg::I32(ConstReg(s.length)),
+                      Reg::I32(ConstReg(1))},
+                     {Reg::Ref(s.buffer), Reg::I32(s.offset_reg)});
+    } else {
+      s.group = NewGroup();
+      enc.CallImport(HalImport::kAllocatorAllocateCached,
+                     {Reg::I32(ConstReg(slot++)), Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))},
+                     {Reg::Ref(s.buffer)});
+    }
     storage_[r] = s;
   }
 
@@ -298,15 +379,18 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
     if (op->is("stream.tensor.import")) {
       ir::Value* arg = op->operand(0);
       if (!arg->is_block_argument()) return InvalidArgumentError("emit: stream.tensor.import of a non-argument");
-      storage_[op->result(0)] = args[arg->index()];
+      auto t = taken.find(op->result(0));
+      storage_[op->result(0)] = t != taken.end() ? t->second : args[arg->index()];
     } else if (op->is("stream.async.constant")) {
       if (!pool_loaded_) {
         pool_reg_ = NewRef();
+        pool_group_ = NewGroup();
         enc.GlobalLoadRef(pool_reg_, 0);
         pool_loaded_ = true;
       }
       Storage s;
       s.kind = Storage::kConstant;
+      s.group = pool_group_;
       s.buffer = pool_reg_;
       s.offset = m_.ConstantOffset(op);
       s.length = op->int_attr("size");
@@ -351,7 +435,7 @@ void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const 
     pending_reads_.clear();
     pending_writes_.clear();
   }
-  for (const Range& r : reads) if (r.buffer != pool_reg_ || !pool_loaded_) pending_reads_.push_back(r);
+  for (const Range& r : reads) if (r.group != pool_group_) pending_reads_.push_back(r);  // the pool is never written
   pending_writes_.insert(pending_writes_.end(), writes.begin(), writes.end());
 }
 
@@ -449,10 +533,11 @@ Status FunctionEmitter::Emit() {
   ir::Block* body = func_->region(0)->block(0);
   ir::Operation* ret = body->terminator();
   if (!ret || !ret->is("func.return")) return InvalidArgumentError("emit: function without func.return");
-  KILN_RETURN_IF_ERROR(AssignStorage(body));
-
+  // Arguments occupy ref registers 0..N-1; the command buffer comes next.
+  ref_count = static_cast<uint16_t>(body->num_arguments());
   uint16_t cmd = NewRef();
   enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
+  KILN_RETURN_IF_ERROR(AssignStorage(body, cmd));
   for (auto& owned : body->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
 
   // Results backed by the constant pool get their own copy (the pool is
@@ -467,6 +552,7 @@ Status FunctionEmitter::Emit() {
       Storage copy;
       copy.kind = Storage::kExternal;
       copy.buffer = NewRef();
+      copy.group = NewGroup();
       copy.length = s.length;
       enc.CallImport(HalImport::kAllocatorAllocate,
                      {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
