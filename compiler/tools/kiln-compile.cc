@@ -3,7 +3,7 @@
 //   kiln-compile MODEL.onnx -o OUT.kiln [--input-shape=NAME=1x3x48x192 ...]
 //                [--constant-input=NAME=V ...] [--consume=NAME ...]
 //                [--topology=unified|discrete|FILE]
-//                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies]
+//                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
 //
 // --topology gives the device topology (compiler/analysis/topology.h) that
@@ -58,7 +58,7 @@ void Usage() {
                "usage: kiln-compile MODEL.onnx|MODEL.kir -o OUT.kiln [--input-shape=NAME=DIMS ...]\n"
                "                    [--constant-input=NAME=V ...] [--consume=NAME ...]\n"
                "                    [--topology=unified|discrete|FILE]\n"
-               "                    [--emit=kiln|kir-tensor|kir-stream] [--explain-copies]\n"
+               "                    [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]\n"
                "                    [--print-ir-after-all]\n"
                "                    [--dump-glsl=FILE] [--report]\n");
 }
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> consume_args;
   std::string topology_flag;
   bool explain_copies = false;
+  bool pipeline_options_no_elision = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-o" && i + 1 < argc) {
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
       if (!c.ok()) return Fail("--constant-input: " + c.message());
     } else if (a.rfind("--topology=", 0) == 0) {
       topology_flag = a.substr(11);
+    } else if (a == "--no-elision") {
+      pipeline_options_no_elision = true;
     } else if (a == "--explain-copies") {
       explain_copies = true;
     } else if (a.rfind("--consume=", 0) == 0) {
@@ -151,6 +154,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> after_each;
   kiln::transforms::PipelineOptions pipeline_options;
   if (print_after_all) pipeline_options.ir_after_each = &after_each;
+  pipeline_options.disable_elision = pipeline_options_no_elision;
   kiln::ir::PassContext ctx;
   kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::DefaultPipeline(), pipeline_options, ctx);
   for (const std::string& ir : after_each) std::cerr << ir << "\n";

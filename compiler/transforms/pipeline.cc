@@ -24,6 +24,7 @@ Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, cons
                  ir::PassContext& ctx) {
   RegisterAllPasses();
   for (const std::string& flag : flags) {
+    if (options.disable_elision && (flag == "elide-async-copies" || flag == "elide-transfers")) continue;
     std::unique_ptr<ir::Pass> pass = ir::CreatePass(flag);
     if (!pass) return InvalidArgumentError("unknown pass '%s'", flag.c_str());
     KILN_RETURN_IF_ERROR(pass->Run(module, ctx).Annotate(flag));
