@@ -381,6 +381,19 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(sub)));
       return OkStatus();
     }
+    case HalImport::kBufferLoad: {
+      BufferArg buf;
+      KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(0), "buffer", &buf));
+      int32_t offset = call.ArgI32(1), width = call.ArgI32(2);
+      if (width != 1 && width != 2 && width != 4) return InvalidArgumentError("load width %d (want 1, 2 or 4)", width);
+      KILN_RETURN_IF_ERROR(CheckRange(buf, offset, width, "load"));
+      uint8_t bytes[4] = {0, 0, 0, 0};
+      KILN_RETURN_IF_ERROR(buf.buffer->Read(buf.base + static_cast<uint64_t>(offset), bytes, static_cast<uint64_t>(width)));
+      uint32_t v = static_cast<uint32_t>(bytes[0]) | (static_cast<uint32_t>(bytes[1]) << 8) |
+                   (static_cast<uint32_t>(bytes[2]) << 16) | (static_cast<uint32_t>(bytes[3]) << 24);
+      call.SetI32(0, static_cast<int32_t>(v));
+      return OkStatus();
+    }
     case HalImport::kBufferViewTakeOrAllocate:
     case HalImport::kBufferViewOutputStorage:
     case HalImport::kAllocatorAllocateCached:

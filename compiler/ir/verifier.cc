@@ -363,9 +363,24 @@ class Verifier {
     Operation* t = b->terminator();
     if (!t || t->name() != term)
       return Fail(op, which + " must end in '" + term + "'");
-    if (TypesOf(t->operands()) != yields)
+    if (!Compatible(TypesOf(t->operands()), yields))
       return Fail(t, "operand types " + TypeList(TypesOf(t->operands())) + " do not match " +
                          TypeList(yields));
+    return true;
+  }
+
+  // Equal types, except that a resource of any lifetime may flow into a
+  // `!stream.resource<*>` (the result type convert-to-stream gives scf ops,
+  // whose branches may yield constants, imports or transients).
+  static bool Compatible(const std::vector<Type>& got, const std::vector<Type>& want) {
+    if (got.size() != want.size()) return false;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] == want[i]) continue;
+      if (got[i].kind == TypeKind::kResource && want[i].kind == TypeKind::kResource &&
+          want[i].lifetime == Lifetime::kUnknown)
+        continue;
+      return false;
+    }
     return true;
   }
 

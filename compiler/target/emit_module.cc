@@ -6,6 +6,7 @@
 #include <climits>
 #include <set>
 
+#include "base/dtype.h"
 #include "compiler/analysis/topology.h"
 #include "compiler/target/transient_planner.h"
 #include "schemas/module_integrity.h"
@@ -173,6 +174,12 @@ class FunctionEmitter {
   ir::Operation* func_;
   std::map<int64_t, uint16_t> consts_;
   std::map<ir::Value*, Storage> storage_;
+  std::map<ir::Value*, uint16_t> i32_values_;  // host scalars (i1, index) in i32 registers
+  Status RecordIf(ir::Operation* op, uint16_t cmd);
+  Status RecordBlock(ir::Block* block, uint16_t cmd) {
+    for (auto& owned : block->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    return OkStatus();
+  }
   std::map<uint16_t, uint16_t> executable_regs_;
   std::vector<Range> pending_reads_, pending_writes_;
   uint16_t pool_reg_ = 0;
@@ -205,6 +212,29 @@ ir::Value* RootOf(ir::Value* v) {
   return v;
 }
 
+// Pre-order walk of `block` and the blocks of nested regions (scf.*).
+template <typename F>
+void ForEachOp(ir::Block* block, F&& f) {
+  for (auto& owned : block->ops()) {
+    f(owned.get());
+    for (unsigned r = 0; r < owned->num_regions(); ++r)
+      for (auto& b : owned->region(r)->blocks()) ForEachOp(b.get(), f);
+  }
+}
+
+// Byte size of a resource value.
+int64_t SizeOf(ir::Value* v) {
+  ir::Operation* def = v->defining_op();
+  if (!def) return 0;
+  if (def->is("stream.async.dispatch")) return def->ints_attr("sizes").at(v->index());
+  if (def->is("scf.if")) {  // what the branches yield
+    ir::Operation* y = def->region(0)->block(0)->terminator();
+    return y ? SizeOf(y->operand(v->index())) : 0;
+  }
+  if (def->is("stream.async.slice")) return def->int_attr("length");
+  return def->int_attr("size");
+}
+
 Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // Arguments: views from the caller, in ref registers 0..N-1.
   std::vector<Storage> args(body->num_arguments());
@@ -224,8 +254,9 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
 
   // Escaping roots: allocations that back a function result.
   std::set<ir::Value*> escaping;
-  for (auto& owned : body->ops())
-    if (owned->is("stream.tensor.export")) escaping.insert(RootOf(owned->operand(0)));
+  ForEachOp(body, [&](ir::Operation* op) {
+    if (op->is("stream.tensor.export")) escaping.insert(RootOf(op->operand(0)));
+  });
 
   // Roots written in place (tied results), and the last step that reads
   // each import: a consumed import may donate its storage to a later result.
@@ -233,8 +264,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   std::map<ir::Value*, int> import_last_use;
   {
     int st = 0;
-    for (auto& owned : body->ops()) {
-      ir::Operation* op = owned.get();
+    ForEachOp(body, [&](ir::Operation* op) {
       if (!op->is("stream.async.slice"))
         for (ir::Value* r : op->results())
           if (ir::Value* t = TiedOperand(op, r->index())) written.insert(RootOf(t));
@@ -244,7 +274,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
           import_last_use[root] = st;
       }
       ++st;
-    }
+    });
   }
   std::map<ir::Value*, int> def_step;
 
@@ -254,33 +284,37 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   std::vector<ir::Value*> request_order;
   std::vector<ir::Value*> externals;
   int step = 0;
-  for (auto& owned : body->ops()) {
-    ir::Operation* op = owned.get();
+  Status unsupported;
+  ForEachOp(body, [&](ir::Operation* op) {
     for (ir::Value* operand : op->operands()) {
+      if (operand->type().kind != ir::TypeKind::kResource) continue;
       auto it = requests.find(RootOf(operand));
       if (it != requests.end()) it->second.last_use = step;
     }
     const std::string& n = op->name();
     if (n == "stream.async.dispatch" || n == "stream.async.clone" || n == "stream.async.transfer" ||
-        n == "stream.async.alloca" || n == "stream.async.splat") {
+        n == "stream.async.alloca" || n == "stream.async.splat" || n == "scf.if") {
+      // scf.if results are allocations the branches write their yields into;
+      // they live from the scf.if (before its branches' steps) to their last use.
       for (ir::Value* r : op->results()) {
-        if (TiedOperand(op, r->index())) continue;
-        int64_t size = n == "stream.async.dispatch" ? op->ints_attr("sizes").at(r->index()) : op->int_attr("size");
+        if (r->type().kind != ir::TypeKind::kResource || TiedOperand(op, r->index())) continue;
         if (escaping.count(r)) externals.push_back(r);
-        requests[r] = TransientRequest{size, step, step};
-        def_step[r] = step;
+        requests[r] = TransientRequest{SizeOf(r), step, step};
         request_order.push_back(r);
+        def_step[r] = step;
       }
     } else if (n == "stream.tensor.import" || n == "stream.async.constant" || n == "stream.tensor.export" ||
                n == "stream.async.update" || n == "stream.async.copy" || n == "stream.async.fill" ||
-               n == "stream.async.slice" || n == "func.return") {
+               n == "stream.async.slice" || n == "func.return" || n == "scf.yield" || n == "stream.async.load" ||
+               n == "arith.constant") {
       // No new allocation.
-    } else {
-      return UnimplementedError("emit: op '%s' (%s) is not supported by the bytecode emitter yet",
-                                n.c_str(), op->loc().c_str());
+    } else if (unsupported.ok()) {
+      unsupported = UnimplementedError("emit: op '%s' (%s) is not supported by the bytecode emitter yet",
+                                       n.c_str(), op->loc().c_str());
     }
     ++step;
-  }
+  });
+  KILN_RETURN_IF_ERROR(unsupported);
   for (ir::Value* v : externals) requests.erase(v);
 
   std::vector<ir::Value*> transient_values;
@@ -340,7 +374,8 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     ir::Operation* op = r->defining_op();
     Storage s;
     s.kind = Storage::kExternal;
-    s.length = op->is("stream.async.dispatch") ? op->ints_attr("sizes").at(r->index()) : op->int_attr("size");
+    s.length = SizeOf(r);
+    (void)op;
     ir::Operation* donor = nullptr;
     for (auto& owned : body->ops()) {
       ir::Operation* imp = owned.get();
@@ -374,11 +409,15 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   }
 
   // Everything else views an allocation: imports, constants, tied results, slices.
-  for (auto& owned : body->ops()) {
-    ir::Operation* op = owned.get();
+  Status view_error;
+  ForEachOp(body, [&](ir::Operation* op) {
+    if (!view_error.ok()) return;
     if (op->is("stream.tensor.import")) {
       ir::Value* arg = op->operand(0);
-      if (!arg->is_block_argument()) return InvalidArgumentError("emit: stream.tensor.import of a non-argument");
+      if (!arg->is_block_argument()) {
+        view_error = InvalidArgumentError("emit: stream.tensor.import of a non-argument");
+        return;
+      }
       auto t = taken.find(op->result(0));
       storage_[op->result(0)] = t != taken.end() ? t->second : args[arg->index()];
     } else if (op->is("stream.async.constant")) {
@@ -400,7 +439,10 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
         ir::Value* tied = TiedOperand(op, r->index());
         if (!tied) continue;
         auto it = storage_.find(tied);
-        if (it == storage_.end()) return InternalError("emit: tied operand of %s has no storage", op->loc().c_str());
+        if (it == storage_.end()) {
+          view_error = InternalError("emit: tied operand of %s has no storage", op->loc().c_str());
+          return;
+        }
         Storage s = it->second;
         if (op->is("stream.async.slice")) {
           s.offset += op->int_attr("offset");
@@ -409,7 +451,8 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
         storage_[r] = s;
       }
     }
-  }
+  });
+  KILN_RETURN_IF_ERROR(view_error);
   return OkStatus();
 }
 
@@ -508,6 +551,35 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   };
   const std::string& n = op->name();
   if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
+  if (n == "scf.if") return RecordIf(op, cmd);
+  if (n == "arith.constant") {
+    uint16_t r = NewI32();
+    enc.ConstI32(r, static_cast<int32_t>(op->int_attr("value")));
+    i32_values_[op->result(0)] = r;
+    return OkStatus();
+  }
+  if (n == "stream.async.load") {
+    // A device value the host branches on: submit what is recorded, wait,
+    // read it, and continue in a fresh command buffer (same register).
+    const Storage& src = storage_.at(op->operand(0));
+    int64_t width = static_cast<int64_t>(DTypeSize(ParseDType(op->str_attr("dtype"))));
+    // i64 host values (sizes, sample rates) are read through their low 32 bits
+    // (little-endian), which holds every value an i32 register can carry.
+    if (width == 8 && op->str_attr("dtype") == "i64") width = 4;
+    if (width != 1 && width != 2 && width != 4)
+      return UnimplementedError("emit: stream.async.load of %s (%s)", op->str_attr("dtype").c_str(), op->loc().c_str());
+    enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
+    enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
+    pending_reads_.clear();  // the host wait ordered everything before it
+    pending_writes_.clear();
+    uint16_t r = NewI32();
+    Storage at = src;
+    at.offset += op->int_attr("offset");
+    enc.CallImport(HalImport::kBufferLoad, {Reg::Ref(at.buffer), Reg::I32(OffsetReg(at)), Reg::I32(ConstReg(width))},
+                   {Reg::I32(r)});
+    i32_values_[op->result(0)] = r;
+    return OkStatus();
+  }
   if (n == "stream.async.clone" || n == "stream.async.transfer") {
     copy(storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
   } else if (n == "stream.async.update") {
@@ -526,6 +598,55 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   } else if (n == "stream.async.fill") {
     fill(storage_.at(op->result(0)), op->int_attr("offset"), op->int_attr("length"), op->int_attr("pattern"));
   }
+  return OkStatus();
+}
+
+// scf.if on a host i1: each branch records into the same command buffer and
+// copies its yields into the scf.if's result storage (unless the yielded
+// value already lives there). Register caches and pending hazards are
+// branch-local: both branches start from the state before the scf.if and
+// the join continues from the union of what each left pending.
+Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
+  auto cond = i32_values_.find(op->operand(0));
+  if (cond == i32_values_.end())
+    return UnimplementedError("emit: scf.if condition is not a host value (%s)", op->loc().c_str());
+  vm::Label then_label = enc.NewLabel(), else_label = enc.NewLabel(), join = enc.NewLabel();
+  enc.CondBr(cond->second, then_label, else_label);
+  const auto consts = consts_;
+  const auto exes = executable_regs_;
+  const auto reads = pending_reads_, writes = pending_writes_;
+  std::vector<Range> after_reads, after_writes;
+  for (unsigned r = 0; r < 2; ++r) {
+    enc.Bind(r == 0 ? then_label : else_label);
+    consts_ = consts;
+    executable_regs_ = exes;
+    pending_reads_ = reads;
+    pending_writes_ = writes;
+    ir::Block* block = op->region(r)->block(0);
+    for (auto& owned : block->ops()) {
+      if (owned->is("scf.yield")) continue;
+      KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    }
+    ir::Operation* yield = block->terminator();
+    for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
+      const Storage& from = storage_.at(yield->operand(i));
+      const Storage& to = storage_.at(op->result(i));
+      if (from.group == to.group && !from.dynamic_offset && !to.dynamic_offset && from.offset == to.offset) continue;
+      Sync(cmd, {RangeOf(from)}, {RangeOf(to)});
+      enc.CallImport(HalImport::kCommandBufferCopy,
+                     {Reg::Ref(cmd), Reg::Ref(from.buffer), Reg::I32(OffsetReg(from)), Reg::Ref(to.buffer),
+                      Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(to.length))},
+                     {});
+    }
+    if (r == 0) enc.Br(join);
+    after_reads.insert(after_reads.end(), pending_reads_.begin(), pending_reads_.end());
+    after_writes.insert(after_writes.end(), pending_writes_.begin(), pending_writes_.end());
+  }
+  enc.Bind(join);
+  consts_ = consts;
+  executable_regs_ = exes;
+  pending_reads_ = after_reads;
+  pending_writes_ = after_writes;
   return OkStatus();
 }
 

@@ -29,6 +29,7 @@
 //                                         tied_operands = [-1]}
 //   %3 = "stream.tensor.export"(%2) {size = 16 : i64} -> tensor<4xf32>
 //   "func.return"(%3)
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -76,6 +77,12 @@ class ConvertToStreamPass : public ir::Pass {
     std::vector<ir::Type> result_types;
     if (ir::Operation* ret = body->terminator())
       for (ir::Value* v : ret->operands()) result_types.push_back(v->type());
+    // Element types read by tensor.extract, before their operands become
+    // (untyped) resources.
+    std::map<ir::Operation*, ir::Type> extract_types;
+    func->Walk([&](ir::Operation* op) {
+      if (op->is("tensor.extract")) extract_types[op] = op->operand(0)->type();
+    });
     // Imports, at the top of the body.
     ir::Operation* first = body->empty() ? nullptr : body->ops().front().get();
     for (unsigned i = 0; i < body->num_arguments(); ++i) {
@@ -90,7 +97,13 @@ class ConvertToStreamPass : public ir::Pass {
       for (const ir::Use& u : uses)
         if (u.user != import) u.user->SetOperand(u.operand_index, import->result(0));
     }
-    for (auto it = body->ops().begin(); it != body->ops().end();) {
+    KILN_RETURN_IF_ERROR(ConvertBlock(module, body, symbols, result_types, extract_types));
+    return OkStatus();
+  }
+
+  Status ConvertBlock(ir::Module& module, ir::Block* block, std::set<std::string>& symbols,
+                      const std::vector<ir::Type>& result_types, std::map<ir::Operation*, ir::Type>& extract_types) {
+    for (auto it = block->ops().begin(); it != block->ops().end();) {
       ir::Operation* op = (it++)->get();
       if (op->is("tensor.constant")) {
         const ir::DenseElements* dense = op->dense_attr("value");
@@ -105,6 +118,29 @@ class ConvertToStreamPass : public ir::Pass {
         op->Erase();
       } else if (op->is("flow.dispatch")) {
         KILN_RETURN_IF_ERROR(ConvertDispatch(module, op, symbols));
+      } else if (op->is("tensor.extract")) {
+        // One element read back to the host: stream.async.load.
+        const ir::Type& t = extract_types[op];
+        ir::Operation* load = ir::Builder::Before(op).Create(
+            "stream.async.load", {op->operand(0)}, {op->result(0)->type()},
+            {{"offset", ir::Attribute(int64_t{0})}, {"dtype", ir::Attribute(std::string(DTypeName(t.dtype)))}});
+        load->set_loc(op->loc());
+        op->result(0)->ReplaceAllUsesWith(load->result(0));
+        op->Erase();
+      } else if (op->dialect() == "scf") {
+        // Structured control flow: convert the regions, then retype tensor
+        // results and region arguments as resources (value semantics carry over).
+        // Results are `!stream.resource<*>`: branches may yield constants,
+        // imports or transients alike.
+        const ir::Type any = ir::Type::Resource(ir::Lifetime::kUnknown);
+        for (unsigned r = 0; r < op->num_regions(); ++r)
+          for (auto& b : op->region(r)->blocks()) {
+            for (ir::Value* a : b->arguments())
+              if (a->type().is_tensor()) a->set_type(any);
+            KILN_RETURN_IF_ERROR(ConvertBlock(module, b.get(), symbols, result_types, extract_types));
+          }
+        for (ir::Value* r : op->results())
+          if (r->type().is_tensor()) r->set_type(any);
       } else if (op->is("func.return")) {
         ir::Builder b = ir::Builder::Before(op);
         for (unsigned i = 0; i < op->num_operands(); ++i) {
@@ -113,8 +149,8 @@ class ConvertToStreamPass : public ir::Pass {
                                       {{"size", ir::Attribute(tensor_type.byte_size())}});
           op->SetOperand(i, e->result(0));
         }
-      } else if (op->is("stream.tensor.import")) {
-        continue;  // inserted above
+      } else if (op->is("stream.tensor.import") || op->dialect() == "arith") {
+        continue;  // imports were inserted above; host arithmetic stays
       } else {
         return UnimplementedError("convert-to-stream: unexpected op '%s' (%s) at the dispatch level",
                                   op->name().c_str(), op->loc().c_str());
@@ -146,6 +182,8 @@ class ConvertToStreamPass : public ir::Pass {
 
     // Outline: flow.executable { ^bb0(tensor args): flow.dispatch(args) }.
     ir::Operation* func = call->parent_op();
+    while (func && !func->is("func.func")) func = func->parent_op();  // out of scf regions
+    if (!func) return InternalError("convert-to-stream: dispatch outside a function");
     ir::Operation* exe = ir::Builder::Before(func).Create("flow.executable", {}, {},
                                                           {{"sym_name", ir::Attribute(sym)}}, 1);
     ir::Block* entry = exe->region(0)->AddBlock();

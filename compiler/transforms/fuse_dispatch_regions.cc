@@ -119,31 +119,46 @@ class FuseDispatchRegionsPass : public ir::Pass {
         ctx.Remark(func, "not fused: function body has more than one block");
         continue;
       }
-      ir::Block* body = func->region(0)->block(0);
-      std::vector<Group> groups;
-      std::map<ir::Operation*, size_t> group_of;
-      for (auto& owned : body->ops()) {
-        ir::Operation* op = owned.get();
-        const std::string& n = op->name();
-        if (ir::IsHostSideOp(n) || n == "func.return" || op->dialect() != "tensor") continue;
-        if (ir::IsElementwiseOp(n)) {
-          int target = FindProducerGroup(op, groups, group_of);
-          if (target >= 0) {
-            groups[target].ops.push_back(op);
-            group_of[op] = static_cast<size_t>(target);
-            continue;
-          }
-        }
-        group_of[op] = groups.size();
-        groups.push_back(Group{{op}});
-      }
+      // Every block of the body, including the blocks of scf regions (each
+      // block is fused on its own: a dispatch never spans a region boundary).
+      std::vector<ir::Block*> blocks;
+      CollectBlocks(func->region(0)->block(0), &blocks);
       int ordinal = 0;
-      for (const Group& g : groups) Materialize(body, g, ordinal++);
+      for (ir::Block* block : blocks) {
+        std::vector<Group> groups;
+        std::map<ir::Operation*, size_t> group_of;
+        for (auto& owned : block->ops()) {
+          ir::Operation* op = owned.get();
+          const std::string& n = op->name();
+          // tensor.extract reads one element on the host (a branch condition).
+          if (ir::IsHostSideOp(n) || n == "tensor.extract" || op->dialect() != "tensor") continue;
+          if (ir::IsElementwiseOp(n)) {
+            int target = FindProducerGroup(op, groups, group_of);
+            if (target >= 0) {
+              groups[target].ops.push_back(op);
+              group_of[op] = static_cast<size_t>(target);
+              continue;
+            }
+          }
+          group_of[op] = groups.size();
+          groups.push_back(Group{{op}});
+        }
+        for (const Group& g : groups) Materialize(block, g, ordinal++);
+      }
     }
     return OkStatus();
   }
 
  private:
+  static void CollectBlocks(ir::Block* block, std::vector<ir::Block*>* out) {
+    out->push_back(block);
+    for (auto& op : block->ops()) {
+      if (op->is("flow.dispatch")) continue;
+      for (unsigned r = 0; r < op->num_regions(); ++r)
+        for (auto& b : op->region(r)->blocks()) CollectBlocks(b.get(), out);
+    }
+  }
+
   static int FindProducerGroup(ir::Operation* op, const std::vector<Group>& groups,
                                const std::map<ir::Operation*, size_t>& group_of) {
     for (ir::Value* v : op->operands()) {

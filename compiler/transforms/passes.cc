@@ -13,6 +13,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("schedule-execution", CreateScheduleExecutionPass);
   ir::RegisterPass("elide-timepoints", CreateElideTimepointsPass);
   ir::RegisterPass("convert-to-stream", CreateConvertToStreamPass);
+  ir::RegisterPass("resource-lifetime", CreateResourceLifetimePass);
 }
 
 }  // namespace kiln::transforms

@@ -39,6 +39,8 @@ std::unique_ptr<ir::Pass> CreateMaterializeCopyOnWritePass();
 // say why each remaining copy is kept.
 std::unique_ptr<ir::Pass> CreateElideAsyncCopiesPass();
 
+std::unique_ptr<ir::Pass> CreateResourceLifetimePass();  // --resource-lifetime: dealloca / retain / release
+
 }  // namespace kiln::transforms
 
 #endif  // KILN_COMPILER_TRANSFORMS_PASSES_H_
