@@ -402,12 +402,12 @@ class Verifier {
     if (op->num_regions() != 1) return Fail(op, "expects 1 region");
     auto ops = op->operands();
     std::vector<Type> inits = TypesOf(std::vector<Value*>(ops.begin() + 3, ops.end()));
-    if (TypesOf(op->results()) != inits)
-      return Fail(op, "result types " + TypeList(TypesOf(op->results())) +
-                          " do not match the init types " + TypeList(inits));
+    std::vector<Type> results = TypesOf(op->results());
+    if (!Compatible(inits, results))
+      return Fail(op, "result types " + TypeList(results) + " do not match the init types " + TypeList(inits));
     std::vector<Type> args = {Type::Index()};
-    args.insert(args.end(), inits.begin(), inits.end());
-    return CheckRegion(op, 0, args, "scf.yield", inits);
+    args.insert(args.end(), results.begin(), results.end());
+    return CheckRegion(op, 0, args, "scf.yield", results);
   }
 
   bool VerifyScfWhile(Operation* op) {

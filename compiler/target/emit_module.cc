@@ -176,6 +176,15 @@ class FunctionEmitter {
   std::map<ir::Value*, Storage> storage_;
   std::map<ir::Value*, uint16_t> i32_values_;  // host scalars (i1, index) in i32 registers
   Status RecordIf(ir::Operation* op, uint16_t cmd);
+  Status RecordFor(ir::Operation* op, uint16_t cmd);
+  void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
+    if (from.group == to.group && !from.dynamic_offset && !to.dynamic_offset && from.offset == to.offset) return;
+    Sync(cmd, {RangeOf(from)}, {RangeOf(to)});
+    enc.CallImport(HalImport::kCommandBufferCopy,
+                   {Reg::Ref(cmd), Reg::Ref(from.buffer), Reg::I32(OffsetReg(from)), Reg::Ref(to.buffer),
+                    Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(to.length))},
+                   {});
+  }
   Status RecordBlock(ir::Block* block, uint16_t cmd) {
     for (auto& owned : block->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     return OkStatus();
@@ -232,6 +241,7 @@ int64_t SizeOf(ir::Value* v) {
     return y ? SizeOf(y->operand(v->index())) : 0;
   }
   if (def->is("stream.async.slice")) return def->int_attr("length");
+  if (def->is("scf.for")) return SizeOf(def->operand(3 + v->index()));  // the init
   return def->int_attr("size");
 }
 
@@ -283,23 +293,47 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   std::map<ir::Value*, TransientRequest> requests;
   std::vector<ir::Value*> request_order;
   std::vector<ir::Value*> externals;
+  // Step extents of each scf.for: a value defined before a loop and used
+  // in its body must survive every trip, so such a use counts at the loop's end.
+  std::map<ir::Operation*, int> loop_begin, loop_end;
+  {
+    int st = 0;
+    std::vector<std::pair<ir::Operation*, size_t>> open;
+    ForEachOp(body, [&](ir::Operation* op) {
+      if (op->is("scf.for")) loop_begin[op] = st;
+      ++st;
+    });
+    for (auto& [loop, begin] : loop_begin) {
+      int count = 0;
+      for (unsigned r = 0; r < loop->num_regions(); ++r)
+        for (auto& b : loop->region(r)->blocks()) ForEachOp(b.get(), [&](ir::Operation*) { ++count; });
+      loop_end[loop] = begin + count;
+    }
+  }
+  auto use_step = [&](ir::Operation* user, int st, int def) {
+    for (ir::Operation* p = user->parent_op(); p && !p->is("func.func"); p = p->parent_op())
+      if (p->is("scf.for") && def < loop_begin.at(p)) st = std::max(st, loop_end.at(p));
+    return st;
+  };
   int step = 0;
   Status unsupported;
   ForEachOp(body, [&](ir::Operation* op) {
     for (ir::Value* operand : op->operands()) {
       if (operand->type().kind != ir::TypeKind::kResource) continue;
       auto it = requests.find(RootOf(operand));
-      if (it != requests.end()) it->second.last_use = step;
+      if (it != requests.end()) it->second.last_use = std::max(it->second.last_use, use_step(op, step, it->second.first_use));
     }
     const std::string& n = op->name();
     if (n == "stream.async.dispatch" || n == "stream.async.clone" || n == "stream.async.transfer" ||
-        n == "stream.async.alloca" || n == "stream.async.splat" || n == "scf.if") {
+        n == "stream.async.alloca" || n == "stream.async.splat" || n == "scf.if" || n == "scf.for") {
       // scf.if results are allocations the branches write their yields into;
       // they live from the scf.if (before its branches' steps) to their last use.
       for (ir::Value* r : op->results()) {
         if (r->type().kind != ir::TypeKind::kResource || TiedOperand(op, r->index())) continue;
         if (escaping.count(r)) externals.push_back(r);
-        requests[r] = TransientRequest{SizeOf(r), step, step};
+        // Loop-carried storage lives through every trip of its loop.
+        int last = n == "scf.for" ? loop_end.at(op) : step;
+        requests[r] = TransientRequest{SizeOf(r), step, last};
         request_order.push_back(r);
         def_step[r] = step;
       }
@@ -434,6 +468,10 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       s.offset = m_.ConstantOffset(op);
       s.length = op->int_attr("size");
       storage_[op->result(0)] = s;
+    } else if (op->is("scf.for")) {
+      ir::Block* loop_body = op->region(0)->block(0);
+      for (ir::Value* r : op->results())
+        if (storage_.count(r)) storage_[loop_body->argument(1 + r->index())] = storage_[r];
     } else {
       for (ir::Value* r : op->results()) {
         ir::Value* tied = TiedOperand(op, r->index());
@@ -552,6 +590,7 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   const std::string& n = op->name();
   if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
   if (n == "scf.if") return RecordIf(op, cmd);
+  if (n == "scf.for") return RecordFor(op, cmd);
   if (n == "arith.constant") {
     uint16_t r = NewI32();
     enc.ConstI32(r, static_cast<int32_t>(op->int_attr("value")));
@@ -628,16 +667,8 @@ Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
       KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     }
     ir::Operation* yield = block->terminator();
-    for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
-      const Storage& from = storage_.at(yield->operand(i));
-      const Storage& to = storage_.at(op->result(i));
-      if (from.group == to.group && !from.dynamic_offset && !to.dynamic_offset && from.offset == to.offset) continue;
-      Sync(cmd, {RangeOf(from)}, {RangeOf(to)});
-      enc.CallImport(HalImport::kCommandBufferCopy,
-                     {Reg::Ref(cmd), Reg::Ref(from.buffer), Reg::I32(OffsetReg(from)), Reg::Ref(to.buffer),
-                      Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(to.length))},
-                     {});
-    }
+    for (unsigned i = 0; yield && i < yield->num_operands(); ++i)
+      CopyInto(cmd, storage_.at(yield->operand(i)), storage_.at(op->result(i)));
     if (r == 0) enc.Br(join);
     after_reads.insert(after_reads.end(), pending_reads_.begin(), pending_reads_.end());
     after_writes.insert(after_writes.end(), pending_writes_.begin(), pending_writes_.end());
@@ -647,6 +678,69 @@ Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
   executable_regs_ = exes;
   pending_reads_ = after_reads;
   pending_writes_ = after_writes;
+  return OkStatus();
+}
+
+// scf.for with host (i32) bounds, recorded as a bytecode loop that appends
+// each trip's commands to the command buffer. Each loop-carried value has one
+// storage for the whole loop: the init is copied in once (unless it already
+// lives there) and a yield is copied back only when the body did not update
+// the carried value in place (a tied dispatch on the block argument writes
+// straight into it: no copy per trip). Hazards: the body starts each trip as
+// if everything it touches were pending, so trip k+1 is ordered after trip k.
+Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
+  uint16_t bounds[3];
+  for (unsigned i = 0; i < 3; ++i) {
+    auto it = i32_values_.find(op->operand(i));
+    if (it == i32_values_.end())
+      return UnimplementedError("emit: scf.for bound %u is not a host value (%s)", i, op->loc().c_str());
+    bounds[i] = it->second;
+  }
+  ir::Block* loop_body = op->region(0)->block(0);
+  for (ir::Value* r : op->results())
+    if (storage_.count(r)) CopyInto(cmd, storage_.at(op->operand(3 + r->index())), storage_.at(r));
+  // Everything the body reads or writes, as pending at the top of each trip.
+  std::vector<Range> body_ranges;
+  ForEachOp(loop_body, [&](ir::Operation* inner) {
+    for (ir::Value* v : inner->results()) {
+      auto it = storage_.find(v);
+      if (it != storage_.end() && it->second.kind != Storage::kConstant) body_ranges.push_back(RangeOf(it->second));
+    }
+    for (ir::Value* v : inner->operands()) {
+      auto it = storage_.find(v);
+      if (it != storage_.end() && it->second.kind != Storage::kConstant) body_ranges.push_back(RangeOf(it->second));
+    }
+  });
+  for (ir::Value* a : loop_body->arguments()) {
+    auto it = storage_.find(a);
+    if (it != storage_.end()) body_ranges.push_back(RangeOf(it->second));
+  }
+  uint16_t iv = NewI32(), in_range = NewI32();
+  enc.MovI32(iv, bounds[0]);
+  i32_values_[loop_body->argument(0)] = iv;
+  vm::Label header = enc.NewLabel(), trip = enc.NewLabel(), exit = enc.NewLabel();
+  const auto consts = consts_;
+  const auto exes = executable_regs_;
+  enc.Bind(header);
+  enc.CmpLtI32(in_range, iv, bounds[1]);
+  enc.CondBr(in_range, trip, exit);
+  enc.Bind(trip);
+  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
+  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  for (auto& owned : loop_body->ops()) {
+    if (owned->is("scf.yield")) continue;
+    KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  }
+  ir::Operation* yield = loop_body->terminator();
+  for (unsigned i = 0; yield && i < yield->num_operands(); ++i)
+    CopyInto(cmd, storage_.at(yield->operand(i)), storage_.at(loop_body->argument(1 + i)));
+  enc.AddI32(iv, iv, bounds[2]);
+  enc.Br(header);
+  enc.Bind(exit);
+  consts_ = consts;  // constants first made in the body may never have run
+  executable_regs_ = exes;
+  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
+  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
   return OkStatus();
 }
 
