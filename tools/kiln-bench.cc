@@ -28,11 +28,14 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "tools/input_spec.h"
 #include "tools/npy.h"
 
 namespace {
 
 using kiln::tools::NpyArray;
+using kiln::tools::ParseInput;
+using kiln::tools::TypeString;
 
 const char kUsage[] =
     "usage: kiln-bench --module=M.kiln [--function=main] --input=SPEC ...\n"
@@ -65,143 +68,6 @@ bool Ok(kiln_status_t status, const std::string& context, std::string* error) {
            kiln_status_message(status);
   kiln_status_free(status);
   return false;
-}
-
-std::string TypeString(kiln_dtype_t dtype, const std::vector<int64_t>& shape) {
-  std::string s = "tensor<";
-  for (int64_t d : shape) s += std::to_string(d) + "x";
-  return s + kiln_dtype_name(dtype) + ">";
-}
-
-// "1x16x96xf32" -> shape + dtype.
-bool ParseType(const std::string& text, std::vector<int64_t>* shape, kiln_dtype_t* dtype,
-               std::string* error) {
-  shape->clear();
-  size_t start = 0, x;
-  while ((x = text.find('x', start)) != std::string::npos) {
-    std::string dim = text.substr(start, x - start);
-    if (dim.empty() || dim.size() > 12 || dim.find_first_not_of("0123456789") != std::string::npos) {
-      *error = "bad dimension '" + dim + "' in type '" + text + "'";
-      return false;
-    }
-    shape->push_back(std::strtoll(dim.c_str(), nullptr, 10));
-    start = x + 1;
-  }
-  std::string name = text.substr(start);
-  *dtype = KILN_DTYPE_INVALID;
-  for (int i = 1; i <= 9; ++i) {
-    if (name == kiln_dtype_name(static_cast<kiln_dtype_t>(i))) *dtype = static_cast<kiln_dtype_t>(i);
-  }
-  if (name == "bool") *dtype = KILN_DTYPE_BOOL;
-  if (*dtype == KILN_DTYPE_INVALID) {
-    *error = "unknown dtype '" + name + "' in type '" + text + "' (expected e.g. 1x16x96xf32)";
-    return false;
-  }
-  if (shape->size() > KILN_MAX_RANK) {
-    *error = "type '" + text + "' has rank above " + std::to_string(KILN_MAX_RANK);
-    return false;
-  }
-  return true;
-}
-
-// Stores the literal `text` as element `i` of `out`.
-bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, std::vector<uint8_t>* out,
-                  std::string* error) {
-  const char* s = text.c_str();
-  char* end = nullptr;
-  uint8_t* p = out->data() + i * kiln_dtype_size(dtype);
-  errno = 0;
-  if (dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64) {
-    double d = std::strtod(s, &end);
-    if (text.empty() || *end) return *error = "bad float value '" + text + "'", false;
-    if (dtype == KILN_DTYPE_F32) {
-      float f = static_cast<float>(d);
-      std::memcpy(p, &f, 4);
-    } else {
-      std::memcpy(p, &d, 8);
-    }
-    return true;
-  }
-  if (dtype == KILN_DTYPE_F16) {
-    *error = "f16 literals are not supported by kiln-bench; pass a .npy file";
-    return false;
-  }
-  long long v = text == "true" ? 1 : text == "false" ? 0 : std::strtoll(s, &end, 10);
-  if (text != "true" && text != "false" && (text.empty() || *end || errno == ERANGE)) {
-    *error = "bad integer value '" + text + "'";
-    return false;
-  }
-  long long lo = INT64_MIN, hi = INT64_MAX;
-  switch (dtype) {
-    case KILN_DTYPE_I32: lo = INT32_MIN; hi = INT32_MAX; break;
-    case KILN_DTYPE_I16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case KILN_DTYPE_I8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case KILN_DTYPE_U8: lo = 0; hi = 255; break;
-    case KILN_DTYPE_BOOL: lo = 0; hi = 1; break;
-    default: break;
-  }
-  if (v < lo || v > hi) {
-    *error = "value " + text + " out of range for " + kiln_dtype_name(dtype);
-    return false;
-  }
-  switch (dtype) {
-    case KILN_DTYPE_I64: { int64_t x = v; std::memcpy(p, &x, 8); break; }
-    case KILN_DTYPE_I32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
-    case KILN_DTYPE_I16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
-    default: *p = static_cast<uint8_t>(v); break;
-  }
-  return true;
-}
-
-// Parses one --input spec (kiln-run's syntax).
-bool ParseInput(const std::string& spec, NpyArray* out, std::string* error) {
-  if (!spec.empty() && spec[0] == '@') return kiln::tools::ReadNpy(spec.substr(1), out, error);
-  size_t eq = spec.find('=');
-  if (eq == std::string::npos) {
-    *error = "--input='" + spec + "': expected @file.npy, TYPE=@file.npy or TYPE=v1,v2,...";
-    return false;
-  }
-  std::vector<int64_t> shape;
-  kiln_dtype_t dtype;
-  if (!ParseType(spec.substr(0, eq), &shape, &dtype, error)) return false;
-  size_t count = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && count > (size_t{1} << 36) / static_cast<size_t>(d)) {
-      *error = "type '" + spec.substr(0, eq) + "' is too large";
-      return false;
-    }
-    count *= static_cast<size_t>(d);
-  }
-  std::string value = spec.substr(eq + 1);
-  if (!value.empty() && value[0] == '@') {
-    if (!kiln::tools::ReadNpy(value.substr(1), out, error)) return false;
-    if (out->dtype != dtype || out->element_count() != count) {
-      *error = value.substr(1) + ": " + TypeString(out->dtype, out->shape) +
-               " does not fit --input type " + TypeString(dtype, shape);
-      return false;
-    }
-    out->shape = shape;
-    return true;
-  }
-  out->dtype = dtype;
-  out->shape = shape;
-  out->data.assign(count * kiln_dtype_size(dtype), 0);
-  std::vector<std::string> items;
-  for (size_t start = 0; start <= value.size();) {
-    size_t comma = value.find(',', start);
-    if (comma == std::string::npos) comma = value.size();
-    items.push_back(value.substr(start, comma - start));
-    start = comma + 1;
-  }
-  if (items.size() != 1 && items.size() != count) {
-    *error = "--input type " + TypeString(dtype, shape) + " has " + std::to_string(count) +
-             " elements, " + std::to_string(items.size()) + " values given";
-    return false;
-  }
-  for (size_t i = 0; i < count; ++i) {
-    if (!StoreLiteral(items[items.size() == 1 ? 0 : i], dtype, i, &out->data, error)) return false;
-  }
-  return true;
 }
 
 bool ParseFlag(const char* arg, const char* name, std::string* value) {
