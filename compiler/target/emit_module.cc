@@ -178,7 +178,9 @@ class FunctionEmitter {
   Status RecordIf(ir::Operation* op, uint16_t cmd);
   Status RecordFor(ir::Operation* op, uint16_t cmd);
   void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
-    if (from.group == to.group && !from.dynamic_offset && !to.dynamic_offset && from.offset == to.offset) return;
+    if (from.group == to.group && from.dynamic_offset == to.dynamic_offset && from.offset == to.offset &&
+        (!from.dynamic_offset || from.offset_reg == to.offset_reg))
+      return;  // already there
     Sync(cmd, {RangeOf(from)}, {RangeOf(to)});
     enc.CallImport(HalImport::kCommandBufferCopy,
                    {Reg::Ref(cmd), Reg::Ref(from.buffer), Reg::I32(OffsetReg(from)), Reg::Ref(to.buffer),
@@ -403,6 +405,14 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // falls back to a fresh buffer when the caller still shares it); otherwise
   // a per-result cache slot that is reused whenever the app released it.
   std::set<ir::Value*> donors_used;
+  // Which function result each escaping allocation backs (when exactly one,
+  // the caller may have supplied output storage for it).
+  std::map<ir::Value*, std::vector<int>> result_of;
+  if (ir::Operation* ret = body->terminator())
+    for (unsigned k = 0; k < ret->num_operands(); ++k)
+      if (ir::Operation* exp = ret->operand(k)->defining_op())
+        if (exp->is("stream.tensor.export") && exp->operand(0) == RootOf(exp->operand(0)))
+          result_of[exp->operand(0)].push_back(static_cast<int>(k));
   int slot = 1;
   for (ir::Value* r : externals) {
     ir::Operation* op = r->defining_op();
@@ -433,6 +443,30 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
                      {Reg::Ref(static_cast<uint16_t>(donor->operand(0)->index())), Reg::I32(ConstReg(s.length)),
                       Reg::I32(ConstReg(1))},
                      {Reg::Ref(s.buffer), Reg::I32(s.offset_reg)});
+    } else if (result_of[r].size() == 1) {
+      // Caller output storage for result k when supplied (written in place,
+      // returned as the caller's own tensor), else a cached buffer:
+      //   view = output_storage(k); if (view) {buf, off} = view else {cached, 0}
+      s.group = NewGroup();
+      s.dynamic_offset = true;
+      s.offset_reg = NewI32();
+      uint16_t k = ConstReg(result_of[r][0]), slot_reg = ConstReg(slot++);
+      uint16_t size_reg = ConstReg(AlignUp(s.length, 16)), kind_reg = ConstReg(1), zero = ConstReg(0);
+      uint16_t view = NewRef(), has_view = NewI32();
+      vm::Label use = enc.NewLabel(), fresh = enc.NewLabel(), join = enc.NewLabel();
+      enc.CallImport(HalImport::kBufferViewOutputStorage, {Reg::I32(k)}, {Reg::Ref(view)});
+      enc.CmpNzRef(has_view, view);
+      enc.CondBr(has_view, use, fresh);
+      enc.Bind(use);
+      enc.CallImport(HalImport::kBufferViewBuffer, {Reg::Ref(view)}, {Reg::Ref(s.buffer)});
+      enc.CallImport(HalImport::kBufferViewOffset, {Reg::Ref(view)}, {Reg::I32(s.offset_reg)});
+      enc.Br(join);
+      enc.Bind(fresh);
+      enc.CallImport(HalImport::kAllocatorAllocateCached, {Reg::I32(slot_reg), Reg::I32(size_reg), Reg::I32(kind_reg)},
+                     {Reg::Ref(s.buffer)});
+      enc.MovI32(s.offset_reg, zero);
+      enc.Bind(join);
+      enc.ConstRefZero(view);  // drop the extra reference to the caller's view
     } else {
       s.group = NewGroup();
       enc.CallImport(HalImport::kAllocatorAllocateCached,
