@@ -317,6 +317,26 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       if (p->is("scf.for") && def < loop_begin.at(p)) st = std::max(st, loop_end.at(p));
     return st;
   };
+  // A fresh value a branch creates only to yield it is written straight into
+  // the scf.if's result storage (no copy at the yield).
+  std::map<ir::Value*, ir::Value*> yield_into;
+  ForEachOp(body, [&](ir::Operation* op) {
+    if (!op->is("scf.if")) return;
+    for (unsigned r = 0; r < op->num_regions(); ++r) {
+      if (op->region(r)->empty()) continue;
+      ir::Block* b = op->region(r)->block(0);
+      ir::Operation* y = b->terminator();
+      if (!y || !y->is("scf.yield")) continue;
+      for (unsigned i = 0; i < y->num_operands(); ++i) {
+        ir::Value* v = y->operand(i);
+        ir::Operation* def = v->defining_op();
+        if (!def || def->parent_block() != b || v->uses().size() != 1 || escaping.count(v)) continue;
+        bool fresh = (def->is("stream.async.dispatch") && !TiedOperand(def, v->index())) ||
+                     def->is("stream.async.clone") || def->is("stream.async.splat") || def->is("stream.async.alloca");
+        if (fresh && !yield_into.count(v)) yield_into[v] = op->result(i);
+      }
+    }
+  });
   int step = 0;
   Status unsupported;
   ForEachOp(body, [&](ir::Operation* op) {
@@ -331,7 +351,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       // scf.if results are allocations the branches write their yields into;
       // they live from the scf.if (before its branches' steps) to their last use.
       for (ir::Value* r : op->results()) {
-        if (r->type().kind != ir::TypeKind::kResource || TiedOperand(op, r->index())) continue;
+        if (r->type().kind != ir::TypeKind::kResource || TiedOperand(op, r->index()) || yield_into.count(r)) continue;
         if (escaping.count(r)) externals.push_back(r);
         // Loop-carried storage lives through every trip of its loop.
         int last = n == "scf.for" ? loop_end.at(op) : step;
@@ -474,6 +494,19 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
                      {Reg::Ref(s.buffer)});
     }
     storage_[r] = s;
+  }
+
+  // Values yielded straight into an scf.if result (outer ifs first, so a
+  // chain of nested yields resolves to the outermost storage).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& [v, result] : yield_into) {
+      auto it = storage_.find(result);
+      if (it != storage_.end() && !storage_.count(v)) {
+        storage_[v] = it->second;
+        changed = true;
+      }
+    }
   }
 
   // Everything else views an allocation: imports, constants, tied results, slices.
