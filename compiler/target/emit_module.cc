@@ -191,6 +191,11 @@ class FunctionEmitter {
     for (auto& owned : block->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     return OkStatus();
   }
+  // stream.resource.dealloca / release of one of these (consumed imports
+  // neither taken nor donated) drops its registers: the runtime frees the
+  // buffer once the command buffers that use it retire (queue-ordered).
+  std::map<ir::Value*, uint16_t> droppable_;  // import result -> argument view register
+  Status RecordLifetime(ir::Operation* op);
   std::map<uint16_t, uint16_t> executable_regs_;
   std::vector<Range> pending_reads_, pending_writes_;
   uint16_t pool_reg_ = 0;
@@ -221,6 +226,11 @@ ir::Value* RootOf(ir::Value* v) {
     v = tied;
   }
   return v;
+}
+
+// Ops placed by --resource-lifetime (compiler/transforms/resource_lifetime.cc).
+bool IsLifetimeOp(ir::Operation* op) {
+  return op->is("stream.resource.dealloca") || op->is("stream.resource.retain") || op->is("stream.resource.release");
 }
 
 // Pre-order walk of `block` and the blocks of nested regions (scf.*).
@@ -282,7 +292,8 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
           if (ir::Value* t = TiedOperand(op, r->index())) written.insert(RootOf(t));
       for (ir::Value* operand : op->operands()) {
         ir::Value* root = RootOf(operand);
-        if (root->defining_op() && root->defining_op()->is("stream.tensor.import") && !op->is("stream.tensor.export"))
+        if (root->defining_op() && root->defining_op()->is("stream.tensor.import") && !op->is("stream.tensor.export") &&
+            !IsLifetimeOp(op))
           import_last_use[root] = st;
       }
       ++st;
@@ -339,11 +350,25 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   });
   int step = 0;
   Status unsupported;
+  // A transient's lifetime ends at its stream.resource.dealloca (the last one
+  // when each branch frees it); the uses the emitter sees must all come
+  // before it, or the lifetime pass and the planner disagree.
+  std::map<ir::Value*, int> dealloca_step, last_real_use;
+  std::map<ir::Value*, ir::Operation*> dealloca_of;
   ForEachOp(body, [&](ir::Operation* op) {
     for (ir::Value* operand : op->operands()) {
       if (operand->type().kind != ir::TypeKind::kResource) continue;
-      auto it = requests.find(RootOf(operand));
-      if (it != requests.end()) it->second.last_use = std::max(it->second.last_use, use_step(op, step, it->second.first_use));
+      ir::Value* root = RootOf(operand);
+      auto it = requests.find(root);
+      if (it == requests.end()) continue;
+      int at = use_step(op, step, it->second.first_use);
+      it->second.last_use = std::max(it->second.last_use, at);
+      if (op->is("stream.resource.dealloca")) {
+        dealloca_step[root] = std::max(dealloca_step[root], at);
+        dealloca_of[root] = op;
+      } else if (!IsLifetimeOp(op)) {
+        last_real_use[root] = std::max(last_real_use[root], at);
+      }
     }
     const std::string& n = op->name();
     if (n == "stream.async.dispatch" || n == "stream.async.clone" || n == "stream.async.transfer" ||
@@ -362,7 +387,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     } else if (n == "stream.tensor.import" || n == "stream.async.constant" || n == "stream.tensor.export" ||
                n == "stream.async.update" || n == "stream.async.copy" || n == "stream.async.fill" ||
                n == "stream.async.slice" || n == "func.return" || n == "scf.yield" || n == "stream.async.load" ||
-               n == "arith.constant") {
+               n == "arith.constant" || IsLifetimeOp(op) || n == "stream.timepoint.immediate") {
       // No new allocation.
     } else if (unsupported.ok()) {
       unsupported = UnimplementedError("emit: op '%s' (%s) is not supported by the bytecode emitter yet",
@@ -371,6 +396,12 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     ++step;
   });
   KILN_RETURN_IF_ERROR(unsupported);
+  for (auto& [root, at] : dealloca_step) {
+    auto use = last_real_use.find(root);
+    if (use != last_real_use.end() && use->second > at)
+      return InternalError("emit: the resource defined at %s is used after its stream.resource.dealloca",
+                           root->defining_op() ? root->defining_op()->loc().c_str() : "an argument");
+  }
   for (ir::Value* v : externals) requests.erase(v);
 
   std::vector<ir::Value*> transient_values;
@@ -494,6 +525,16 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
                      {Reg::Ref(s.buffer)});
     }
     storage_[r] = s;
+  }
+
+  // Consumed imports whose storage stays the caller's allocation: a
+  // dealloca may drop them (taken or donated storage lives on as a result).
+  for (auto& owned : body->ops()) {
+    ir::Operation* imp = owned.get();
+    if (!imp->is("stream.tensor.import") || !imp->bool_attr("consume")) continue;
+    ir::Value* iv = imp->result(0);
+    if (taken.count(iv) || donors_used.count(iv) || escaping.count(iv)) continue;
+    droppable_[iv] = static_cast<uint16_t>(imp->operand(0)->index());
   }
 
   // Values yielded straight into an scf.if result (outer ifs first, so a
@@ -655,6 +696,8 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
                    {});
   };
   const std::string& n = op->name();
+  if (IsLifetimeOp(op)) return RecordLifetime(op);
+  if (n == "stream.timepoint.immediate") return OkStatus();  // one queue: recording order is queue order
   if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
   if (n == "scf.if") return RecordIf(op, cmd);
   if (n == "scf.for") return RecordFor(op, cmd);
@@ -704,6 +747,36 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   } else if (n == "stream.async.fill") {
     fill(storage_.at(op->result(0)), op->int_attr("offset"), op->int_attr("length"), op->int_attr("pattern"));
   }
+  return OkStatus();
+}
+
+// stream.resource.dealloca(%r, %tp) / release(%r): the end of this
+// function's ownership of %r, right after its last use (queue order: the
+// command buffer recorded so far retains what it uses until it retires).
+//  - a transient in the arena: nothing to emit; the dealloca ended its
+//    lifetime in the transient plan (AssignStorage);
+//  - a consumed import that kept the caller's allocation (droppable_): drop
+//    the argument view and buffer registers, so the runtime frees the buffer
+//    when the last command buffer using it retires instead of at return.
+//    Nothing after the dealloca touches the allocation, so its pending
+//    hazard ranges are dropped too (a later barrier must not name it).
+// stream.resource.retain(%r): the escaping use takes its own reference
+// (a register, a global, a result view), so there is nothing to emit.
+Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
+  EmitReport& report = m_.report();
+  (op->is("stream.resource.retain") ? report.retains
+   : op->is("stream.resource.release") ? report.releases : report.deallocas)++;
+  if (op->is("stream.resource.retain")) return OkStatus();
+  auto it = droppable_.find(RootOf(op->operand(0)));
+  if (it == droppable_.end()) return OkStatus();
+  const Storage& s = storage_.at(it->first);
+  auto same_group = [&](const Range& r) { return r.group == s.group; };
+  pending_reads_.erase(std::remove_if(pending_reads_.begin(), pending_reads_.end(), same_group), pending_reads_.end());
+  pending_writes_.erase(std::remove_if(pending_writes_.begin(), pending_writes_.end(), same_group),
+                        pending_writes_.end());
+  enc.ConstRefZero(s.buffer);
+  enc.ConstRefZero(it->second);
+  report.dropped_registers++;
   return OkStatus();
 }
 

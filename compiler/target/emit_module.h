@@ -49,6 +49,10 @@ struct EmitReport {
   int64_t constant_bytes = 0;
   int64_t arena_bytes = 0;    // planned transient arena of `main`
   int64_t unplanned_transient_bytes = 0;  // sum of transient sizes (no reuse)
+  // stream.resource.* ops from --resource-lifetime, and how many deallocas /
+  // releases dropped registers of a caller allocation (the rest end arena
+  // lifetimes in the transient plan).
+  int deallocas = 0, retains = 0, releases = 0, dropped_registers = 0;
 };
 
 // Errors: kUnimplemented for ops that cannot be lowered (named, with loc);

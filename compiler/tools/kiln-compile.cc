@@ -204,6 +204,8 @@ int main(int argc, char** argv) {
                 bytes.value().size(), emit_report.dispatches, emit_report.executables,
                 static_cast<long long>(emit_report.constant_bytes), static_cast<long long>(emit_report.arena_bytes),
                 static_cast<long long>(emit_report.unplanned_transient_bytes));
+    std::printf("deallocas: %d\nretains: %d\nreleases: %d\ndeallocas_dropping_registers: %d\n",
+                emit_report.deallocas, emit_report.retains, emit_report.releases, emit_report.dropped_registers);
   }
   return 0;
 }

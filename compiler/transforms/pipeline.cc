@@ -16,6 +16,9 @@ const std::vector<std::string>& DefaultPipeline() {
       "elide-async-copies",
       "elide-transfers",
       "elide-async-copies",
+      // Dealloca at the known last use, retain/release where a resource
+      // escapes; the emitter ends transient lifetimes at the deallocas.
+      "resource-lifetime",
   };
   return kPipeline;
 }
