@@ -267,7 +267,13 @@ class FunctionEmitter {
     enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
     pending_reads_.clear();  // the host wait ordered everything before it
     pending_writes_.clear();
+    unsubmitted_work_ = false;
   }
+  // Whether commands may have been recorded into the current command buffer
+  // since it was created (Sync, take_or_clone and every scf op set it): a
+  // call in the function's entry block with nothing recorded before it
+  // needs no submission of its own (an empty submit is still a queue round trip).
+  bool unsubmitted_work_ = false;
   void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
     if (from.group == to.group && from.dynamic_offset == to.dynamic_offset && from.offset == to.offset &&
         (!from.dynamic_offset || from.offset_reg == to.offset_reg))
@@ -513,6 +519,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(static_cast<uint16_t>(op->operand(0)->index()))},
                    {Reg::Ref(s.buffer), Reg::I32(s.offset_reg)});
     pending_writes_.push_back(RangeOf(s));  // a possible copy: order later work after it
+    unsubmitted_work_ = true;
     taken[op->result(0)] = s;
   }
 
@@ -674,6 +681,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
 }
 
 void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes) {
+  unsubmitted_work_ = true;  // the caller records a command next
   bool hazard = false;
   std::vector<Range> barrier_ranges;
   for (const Range& w : pending_writes_) {
@@ -768,8 +776,11 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   };
   const std::string& n = op->name();
   if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
-  if (n == "scf.if") return RecordIf(op, cmd);
-  if (n == "scf.for") return RecordFor(op, cmd);
+  if (n == "scf.if" || n == "scf.for") {
+    Status s = n == "scf.if" ? RecordIf(op, cmd) : RecordFor(op, cmd);
+    unsubmitted_work_ = true;  // conservatively, for calls after the region
+    return s;
+  }
   if (n == "func.call") return RecordCall(op, cmd);
   if (n == "arith.constant") {
     uint16_t r = NewI32();
@@ -974,7 +985,10 @@ Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
                                   callee.c_str(), op->loc().c_str(), k, static_cast<long long>(SizeOf(op->result(k))),
                                   imp.result_types[k].ToString().c_str(),
                                   static_cast<long long>(imp.result_types[k].byte_size()));
-  SubmitAndRestart(cmd);
+  // Submit what the callee may read. Nested in an scf region, always (a
+  // branch or a later trip may have recorded work the compile-time order
+  // does not show); in the entry block, only when something was recorded.
+  if (op->parent_op() != func_ || unsubmitted_work_) SubmitAndRestart(cmd);
   std::vector<Reg> args, results;
   for (unsigned i = 0; i < op->num_operands(); ++i) {
     const Storage& s = storage_.at(op->operand(i));

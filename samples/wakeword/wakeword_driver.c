@@ -19,7 +19,8 @@
  * printed from the chunk where the state has filled (the frame window holds
  * F rows: the first embedding is at chunk F/8-1, frame e = 76 + 8k; the
  * embedding window holds L-1 rows, L from head.main's [1,L,96] argument).
- * Lines starting with '#' report the device counters of one invoke in the
+ * Each score is followed by `# bits frame <e> 0x<IEEE-754 bits>` (both modes),
+ * so the two can be compared bit for bit. Lines starting with '#' report the device counters of one invoke in the
  * steady state (the last chunk), per-invoke wall time, and totals.
  * --repeat=N runs the whole clip N times (timing; output printed once).
  * --host-stages runs the same clip the host-orchestrated way instead (as
@@ -30,6 +31,7 @@
  * Exits 1 with `error: ...` on stderr on any failure.
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,25 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The IEEE-754 bits of `f` (for bit-exact comparisons of the two modes). */
+static uint32_t float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median of the `n` per-chunk times in `t` (sorted in place); 0 when n is 0. */
+static double median_ms(double* t, size_t n) {
+  if (n == 0) return 0.0;
+  qsort(t, n, sizeof(double), cmp_double);
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
 /* Runs function `name` of `context` on one f32 input (`in`, shape `dims`) and
@@ -90,8 +111,10 @@ static int run_host_stages(kiln_device_t device, kiln_context_t context, const i
   size_t c, i, frame_count, emb_count, next_end;
   long r;
   double t0, total = 0.0;
+  double* steady = (double*)malloc((chunks * (size_t)repeat + 1) * sizeof(double));
+  size_t n_steady = 0;
   int rc = 1;
-  if (!frames || !embs) {
+  if (!frames || !embs || !steady) {
     fprintf(stderr, "error: out of memory\n");
     goto out;
   }
@@ -122,17 +145,24 @@ static int run_host_stages(kiln_device_t device, kiln_context_t context, const i
         if (emb_count >= 16) {
           if (run_stage(device, context, head, 3, kHeadDims, embs + (emb_count - 16) * 96, 16 * 96, &score, 1))
             goto out;
-          if (r == 0) printf("frame %zu score %.6f\n", next_end, (double)score);
+          if (r == 0) {
+            printf("frame %zu score %.6f\n", next_end, (double)score);
+            printf("# bits frame %zu 0x%08lx\n", next_end, (unsigned long)float_bits(score));
+          }
         }
         next_end += kEmbStep;
       }
       total += now_ms() - t0;
+      if (emb_count >= 16) steady[n_steady++] = now_ms() - t0;  /* mel + emb + head ran */
     }
   }
   printf("# host-orchestrated time: %.3f ms per chunk (mean of %zu chunks)\n",
          total / (double)(chunks * (size_t)repeat), chunks * (size_t)repeat);
+  printf("# host-orchestrated steady chunks (mel + emb + head + glue): median %.3f ms per chunk (%zu chunks)\n",
+         median_ms(steady, n_steady), n_steady);
   rc = 0;
 out:
+  free(steady);
   free(frames);
   free(embs);
   return rc;
@@ -155,6 +185,8 @@ int main(int argc, char** argv) {
   float score, max_score = 0.0f;
   size_t max_frame = 0;
   double invoke_ms = 0.0, chunk_ms = 0.0;
+  double* steady_ms = NULL;
+  size_t n_steady = 0;
   size_t invokes = 0;
   char err[512];
   int rc = 1, host_stages = 0;
@@ -240,6 +272,11 @@ int main(int argc, char** argv) {
     rc = run_host_stages(device, context, pcm, chunks, repeat);
     goto done;
   }
+  steady_ms = (double*)malloc((chunks * (size_t)repeat + 1) * sizeof(double));
+  if (!steady_ms) {
+    fprintf(stderr, "error: out of memory\n");
+    goto done;
+  }
   for (r = 0; r < repeat; ++r) {
     if ((status = kiln_tensor_create(device, sig_frames.dtype, sig_frames.rank, sig_frames.dims, NULL, 0,
                                      &frames)) ||
@@ -289,6 +326,7 @@ int main(int argc, char** argv) {
       frames = out[1];
       embs = out[2];
       chunk_ms += now_ms() - tc;
+      if (c >= first_emb_chunk + L - 1) steady_ms[n_steady++] = now_ms() - tc;
       if (status) {
         rc = report(status, "reading the score");
         goto done;
@@ -296,6 +334,7 @@ int main(int argc, char** argv) {
       if (r == 0 && c >= first_emb_chunk + L - 1) {
         size_t frame = kEmbWindow + kEmbStep * (c - first_emb_chunk);
         printf("frame %zu score %.6f\n", frame, (double)score);
+        printf("# bits frame %zu 0x%08lx\n", frame, (unsigned long)float_bits(score));
         if (printed == 0 || score > max_score) {
           max_score = score;
           max_frame = frame;
@@ -317,6 +356,8 @@ int main(int argc, char** argv) {
   printf("# invoke time: %.3f ms per chunk (mean of %zu invokes); with the audio upload and the score "
          "readback: %.3f ms per chunk\n",
          invokes ? invoke_ms / (double)invokes : 0.0, invokes, invokes ? chunk_ms / (double)invokes : 0.0);
+  printf("# one-invoke steady chunks (scored; audio upload + invoke + score readback): median %.3f ms per chunk "
+         "(%zu chunks)\n", median_ms(steady_ms, n_steady), n_steady);
   rc = 0;
 
 done:
@@ -328,5 +369,6 @@ done:
   kiln_device_release(device);
   kiln_instance_release(instance);
   free(pcm);
+  free(steady_ms);
   return rc;
 }
