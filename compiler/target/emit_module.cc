@@ -238,6 +238,7 @@ class FunctionEmitter {
   Status AssignStorage(ir::Block* body, uint16_t cmd);
   // Roots of the values passed to `consume` parameters of imports in `body`.
   StatusOr<std::set<ir::Value*>> MovedIntoCalls(ir::Block* body);
+  bool MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type, uint16_t* arg_reg);
   Status Record(ir::Operation* op, uint16_t cmd);
   // Records a barrier first when `reads`/`writes` conflict with work recorded
   // since the last barrier.
@@ -952,6 +953,30 @@ StatusOr<std::set<ir::Value*>> FunctionEmitter::MovedIntoCalls(ir::Block* body) 
   return moved;
 }
 
+// True when `operand` of `call` (in the function's entry block) is this
+// function's own consumed argument, imported and passed on whole and
+// unchanged: the stream.tensor.import (consume = true) of an argument typed
+// exactly as the callee's parameter `type`, with no in-place write of it
+// (copy-on-write and elision have proven no later read: the call moves it).
+// Sets *arg_reg to the argument's view register.
+bool FunctionEmitter::MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type,
+                                      uint16_t* arg_reg) {
+  ir::Operation* def = operand->defining_op();
+  if (call->parent_op() != func_ || !def || !def->is("stream.tensor.import") || !def->bool_attr("consume"))
+    return false;
+  ir::Value* arg = def->operand(0);
+  if (!arg->is_block_argument() || !(arg->type() == type)) return false;
+  auto it = storage_.find(operand);
+  if (it == storage_.end() || it->second.kind != Storage::kArgument || it->second.offset != 0) return false;
+  for (const ir::Use& u : operand->uses()) {
+    if (u.user == call) continue;
+    for (ir::Value* r : u.user->results())
+      if (TiedOperand(u.user, r->index()) == operand) return false;  // written in place (taken storage)
+  }
+  *arg_reg = static_cast<uint16_t>(arg->index());
+  return true;
+}
+
 // func.call of another module's function (CALL_IMPORT of "module.function"):
 //   1. submit and wait for the work recorded so far (the callee reads it);
 //   2. one hal.buffer_view.create per operand, typed as the callee's argument
@@ -961,9 +986,11 @@ StatusOr<std::set<ir::Value*>> FunctionEmitter::MovedIntoCalls(ir::Block* body) 
 //      own work when it returns;
 //   4. each result view's (buffer, offset) becomes the result's storage (an
 //      external allocation the caller now holds), and the views are dropped.
-// A `consume` parameter receives a view the caller made for the call; the
-// callee owns the storage only when nothing else holds it (vm/context.h),
-// otherwise it works on a copy.
+// A `consume` parameter receives the caller's own consumed argument view
+// when the operand is that argument, whole (MovableArgument: ownership
+// passes on, no copy); otherwise a view the caller made for the call, which
+// the callee owns only when nothing else holds the buffer (vm/context.h),
+// else it works on a copy.
 Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
   KILN_ASSIGN_OR_RETURN(const ModuleEmitter::ModuleImport* imp_ptr, m_.ModuleImportFor(module_, op));
   const ModuleEmitter::ModuleImport imp = *imp_ptr;  // module_imports_ may grow later
@@ -993,6 +1020,14 @@ Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
   for (unsigned i = 0; i < op->num_operands(); ++i) {
     const Storage& s = storage_.at(op->operand(i));
     const ir::Type& t = imp.arg_types[i];
+    if (uint16_t arg_reg; imp.consume[i] && MovableArgument(op, op->operand(i), t, &arg_reg)) {
+      // Move: hand the caller's own consumed argument view to the callee
+      // (CALL_IMPORT nulls the register) after dropping the extra buffer
+      // reference, so the callee owns the storage when the caller did.
+      enc.ConstRefZero(s.buffer);
+      args.push_back(Reg::Ref(arg_reg));
+      continue;
+    }
     std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
                               Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
     for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));

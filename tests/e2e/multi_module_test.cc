@@ -52,6 +52,40 @@ const char* kDriver = R"(
 }) {sym_name = "main", arg_names = ["state", "x"], result_names = ["y", "state_next"], arg_ownership = ["consume", "borrow"]} : () -> ()
 )";
 
+// acc.main(x consume) = x + 1, written in place into x's storage (a tied
+// dispatch on a consumed import: take_or_clone, so in place when the frame
+// owns x, else on a counted copy).
+const char* kAccumulate = R"(
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "add"} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %1 = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %2 = "stream.async.dispatch"(%0, %1) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<external>
+  %3 = "stream.tensor.export"(%2) {size = 16 : i64} : (!stream.resource<external>) -> tensor<4xf32>
+  "func.return"(%3) : (tensor<4xf32>) -> ()
+}) {sym_name = "main", arg_ownership = ["consume"]} : () -> ()
+)";
+
+// mover.main(s consume) = acc.main(s), s passed to acc's `consume` parameter:
+// the driver's own consumed argument is moved on (no view of its own).
+const char* kMover = R"(
+"func.func"() ({
+}) {sym_name = "acc.main", import = true, arg_types = [tensor<4xf32>], result_types = [tensor<4xf32>], arg_ownership = ["consume"]} : () -> ()
+"func.func"() ({
+^bb0(%s: tensor<4xf32>):
+  %r = "func.call"(%s) {callee = @acc.main} : (tensor<4xf32>) -> tensor<4xf32> loc("move")
+  "func.return"(%r) : (tensor<4xf32>) -> ()
+}) {sym_name = "main", arg_ownership = ["consume"]} : () -> ()
+)";
+
 std::vector<uint8_t> Compile(const char* kir, const char* name) {
   auto parsed = ir::ParseModule(kir, name);
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
@@ -119,6 +153,48 @@ TEST(MultiModuleTest, DriverCallsAnotherModuleAndFeedsStateBack) {
   }
   kiln_tensor_release(state);
   kiln_tensor_release(x);
+  kiln_context_release(ctx);
+  kiln_module_release(modules[0]);
+  kiln_module_release(modules[1]);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// Ownership passes through two frames: the app consumes s into mover.main,
+// which moves it into acc.main's `consume` parameter; acc owns the storage
+// and adds 1 in place: no copy, no allocation. Borrowed by the app instead,
+// the storage is shared, so acc works on one counted copy and the app's
+// tensor keeps its values.
+//   s = [1, 2, 3, 4] -> [2, 3, 4, 5]
+TEST(MultiModuleTest, ConsumedArgumentIsMovedIntoTheCallee) {
+  ASSERT_NE(SharedDevice(), nullptr);
+  std::vector<uint8_t> acc = Compile(kAccumulate, "acc"), mover = Compile(kMover, "mover");
+  ASSERT_FALSE(acc.empty());
+  ASSERT_FALSE(mover.empty());
+  kiln_module_t modules[2] = {Load(acc), Load(mover)};
+  kiln_context_t ctx = nullptr;
+  kiln_status_t s = kiln_context_create(SharedDevice(), modules, 2, &ctx);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  kiln_function_t fn = nullptr;
+  s = kiln_context_lookup_function(ctx, "mover.main", &fn);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  for (bool consume : {true, false}) {
+    kiln_tensor_t in = Tensor({1, 2, 3, 4});
+    kiln_invoke_arg_t arg = {in, consume ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0};
+    kiln_tensor_t out = nullptr;
+    ASSERT_EQ(kiln_device_stats_reset(SharedDevice()), nullptr);
+    s = kiln_invoke_ex(ctx, fn, &arg, 1, &out, 1);
+    ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+    kiln_device_stats_t st;
+    ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
+    EXPECT_EQ(Read(out), (std::vector<float>{2, 3, 4, 5})) << "consume " << consume;
+    EXPECT_EQ(st.copies, consume ? 0u : 1u) << "consume " << consume;
+    EXPECT_EQ(st.device_allocations, consume ? 0u : 1u) << "consume " << consume;
+    if (!consume) {
+      EXPECT_EQ(Read(in), (std::vector<float>{1, 2, 3, 4}));  // the borrowed tensor is untouched
+      kiln_tensor_release(in);
+    }
+    kiln_tensor_release(out);
+  }
   kiln_context_release(ctx);
   kiln_module_release(modules[0]);
   kiln_module_release(modules[1]);
