@@ -1,6 +1,7 @@
-// kiln-run: runs one function of a compiled module through the C API.
+// kiln-run: runs one function of a compiled module (or of a multi-module
+// program) through the C API.
 //
-//   kiln-run --module=M.kiln [--function=main]
+//   kiln-run --module=M.kiln [--module=M2.kiln ...] [--function=main]
 //            --input=@in.npy | --input=1x16x96xf32=@in.npy | --input=2x2xf32=1,2,3,4 ...
 //            [--output=@out.npy ...] [--device=vulkan] [--device-name=SUBSTR]
 //            [--device-index=N] [--repeat=N] [--stats] [--stats-steady]
@@ -23,6 +24,14 @@
 // consumed (KILN_ARG_CONSUME): the streaming-state pattern, which with
 // --stats-steady should show zero device and host allocations. Argument A's
 // --input is its initial value (consumed by the first invocation).
+//
+// Multi-module programs: repeat --module in dependency order (a module's
+// imports "name.function" resolve against the modules before it), e.g.
+//   kiln-run --module=mel.kiln --module=emb.kiln --module=head.kiln
+//            --module=driver.kiln --function=driver.main ...
+// all linked in one context. A --function without a '.' names a function of
+// the LAST module (main -> driver.main). --stats counts the whole call tree
+// (the device's counters: every module's allocations, copies, dispatches).
 //
 // Errors go to stderr as `error: ...` with exit status 1 (2 for usage).
 // Uses only the public C API (include/kiln/kiln.h).
@@ -50,11 +59,16 @@ using kiln::tools::TypeString;
 using kiln::tools::NpyArray;
 
 const char kUsage[] =
-    "usage: kiln-run --module=M.kiln [--function=main] --input=SPEC ... [--output=@out.npy ...]\n"
+    "usage: kiln-run --module=M.kiln [--module=M2.kiln ...] [--function=main] --input=SPEC ...\n"
+    "                [--output=@out.npy ...]\n"
     "                [--device=vulkan] [--device-name=SUBSTR] [--device-index=N]\n"
     "                [--repeat=N] [--stats] [--stats-steady] [--output-storage]\n"
     "                [--feedback=R:A ...] [--print-device] [--print-full]\n"
     "\n"
+    "  --module=M.kiln              repeatable: modules linked in one context in this order\n"
+    "                               (imports resolve against earlier modules)\n"
+    "  --function=F                 function to run (default main); without a '.', of the last\n"
+    "                               --module (driver.main); MODULE.F names the module\n"
     "  --input=@in.npy              tensor from a .npy file (shape and dtype from the file)\n"
     "  --input=1x16x96xf32=@in.npy  same, checked against the type (a reshape with the same\n"
     "                               element count is allowed; the dtype must match)\n"
@@ -75,7 +89,7 @@ const char kUsage[] =
     "dtypes: f32 f64 f16 i64 i32 i16 i8 u8 i1 (bool)\n";
 
 struct Options {
-  std::string module;
+  std::vector<std::string> modules;  // in dependency order
   std::string function = "main";
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
@@ -145,7 +159,7 @@ bool ParseInt(const std::string& s, long lo, long hi, long* out) {
 struct Handles {
   kiln_instance_t instance = nullptr;
   kiln_device_t device = nullptr;
-  kiln_module_t module = nullptr;
+  std::vector<kiln_module_t> modules;  // in dependency order
   kiln_context_t context = nullptr;
   std::vector<kiln_tensor_t> args;
   std::vector<kiln_tensor_t> results;
@@ -161,7 +175,7 @@ struct Handles {
     for (kiln_tensor_t t : args) kiln_tensor_release(t);
     for (kiln_tensor_t t : storage) kiln_tensor_release(t);
     kiln_context_release(context);
-    kiln_module_release(module);
+    for (kiln_module_t m : modules) kiln_module_release(m);
     kiln_device_release(device);
     kiln_instance_release(instance);
   }
@@ -186,9 +200,10 @@ int Run(const Options& opt) {
   int rc = 0;
   Handles h;
   if (!Check(kiln_instance_create(&h.instance), "creating the instance", &rc)) return rc;
-  if (!Check(kiln_module_load_from_file(h.instance, opt.module.c_str(), &h.module),
-             "loading " + opt.module, &rc)) {
-    return rc;
+  for (const std::string& path : opt.modules) {
+    kiln_module_t m = nullptr;
+    if (!Check(kiln_module_load_from_file(h.instance, path.c_str(), &m), "loading " + path, &rc)) return rc;
+    h.modules.push_back(m);
   }
   if (!Check(kiln_device_create(h.instance, opt.device.c_str(),
                                 opt.device_name.empty() ? nullptr : opt.device_name.c_str(),
@@ -197,12 +212,16 @@ int Run(const Options& opt) {
     return rc;
   }
   if (opt.print_device) std::printf("device: %s\n", kiln_device_name(h.device));
-  if (!Check(kiln_context_create(h.device, &h.module, 1, &h.context), "creating the context",
-             &rc)) {
+  if (!Check(kiln_context_create(h.device, h.modules.data(), h.modules.size(), &h.context),
+             "creating the context", &rc)) {
     return rc;
   }
+  // Several modules: a bare function name is the last module's (the driver's).
+  std::string function = opt.function;
+  if (h.modules.size() > 1 && function.find('.') == std::string::npos)
+    function = std::string(kiln_module_name(h.modules.back())) + "." + function;
   kiln_function_t fn = nullptr;
-  if (!Check(kiln_context_lookup_function(h.context, opt.function.c_str(), &fn),
+  if (!Check(kiln_context_lookup_function(h.context, function.c_str(), &fn),
              "looking up --function", &rc)) {
     return rc;
   }
@@ -365,7 +384,7 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (ParseFlag(a, "--module", &v)) {
-      opt.module = v;
+      opt.modules.push_back(v);
     } else if (ParseFlag(a, "--function", &v)) {
       opt.function = v;
     } else if (ParseFlag(a, "--input", &v)) {
@@ -407,7 +426,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (opt.module.empty()) {
+  if (opt.modules.empty()) {
     Error("--module is required");
     std::fputs(kUsage, stderr);
     return 2;

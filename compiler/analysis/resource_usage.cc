@@ -285,8 +285,28 @@ int TiedOperandOfResult(const ir::Operation* op, unsigned result) {
   return -1;
 }
 
+bool IsConsumedCallOperand(const ir::Operation* call, unsigned operand) {
+  if (!call->is("func.call")) return false;
+  const ir::Attribute* a = call->attr("callee");
+  const ir::SymbolRef* callee = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
+  if (!callee) return false;
+  const ir::Operation* top = call;
+  while (top->parent_op()) top = top->parent_op();
+  const ir::Block* module = top->parent_block();
+  if (!module) return false;
+  for (const auto& o : const_cast<ir::Block*>(module)->ops()) {
+    if (!o->is("func.func") || o->str_attr("sym_name") != callee->name) continue;
+    std::vector<std::string> own = o->strs_attr("arg_ownership");
+    return operand < own.size() && own[operand] == "consume";
+  }
+  return false;
+}
+
 std::vector<unsigned> TiedOperands(const ir::Operation* op) {
   std::set<unsigned> s;
+  if (op->is("func.call"))
+    for (unsigned i = 0; i < op->num_operands(); ++i)
+      if (IsConsumedCallOperand(op, i)) s.insert(i);
   for (unsigned i = 0; i < op->num_results(); ++i) {
     int t = TiedOperandOfResult(op, i);
     if (t >= 0) s.insert(static_cast<unsigned>(t));
@@ -462,7 +482,8 @@ Observer FindLaterObserver(ir::Value* v, ir::Operation* point, const ir::Operati
   std::vector<Value*> aliases = ContentAliases(v, skip_flows_at);
   for (Value* x : aliases)
     for (const ir::Use& u : x->uses())
-      if (u.user->is("util.global.store") || u.user->is("func.call"))
+      if (u.user->is("util.global.store") ||
+          (u.user->is("func.call") && IsConsumedCallOperand(u.user, u.operand_index)))
         return Observer{Observer::Kind::kEscape, u.user, nullptr};
   for (Value* x : aliases)
     if (Observer o = LaterUseOf(x, point)) return o;

@@ -36,7 +36,8 @@
 //    "later"), or, when the alias is defined outside an enclosing scf.for /
 //    scf.while, any op of that loop (a later trip). Passing a value through a
 //    branch, yield or loop init is a use. A value stored to a global or
-//    passed to a call escapes: it is always observed.
+//    passed to a `consume` parameter of a call escapes: it is always
+//    observed. A borrowed call operand is a read at the call.
 #ifndef KILN_COMPILER_ANALYSIS_RESOURCE_USAGE_H_
 #define KILN_COMPILER_ANALYSIS_RESOURCE_USAGE_H_
 
@@ -56,7 +57,16 @@ bool IsResource(const ir::Value* v);
 // fill: operand 0 (the target).
 int TiedOperandOfResult(const ir::Operation* op, unsigned result);
 // Every operand index `op` writes in place, ascending, without duplicates.
+// Also every operand a func.call passes to a `consume` parameter (see
+// IsConsumedCallOperand): the callee may update it in place or reuse it, so
+// copy-on-write treats it like a tied operand.
 std::vector<unsigned> TiedOperands(const ir::Operation* op);
+// True when operand `operand` of the func.call `call` goes to a parameter the
+// callee declares `consume` (arg_ownership of the callee's func.func, a
+// definition or an import declaration of this module): ownership moves to
+// the callee and the caller's storage must not be used after the call.
+// Borrowed operands (the default) are only read by the callee.
+bool IsConsumedCallOperand(const ir::Operation* call, unsigned operand);
 // Byte size of result `result` of `op` from its `sizes`/`size` attribute; -1
 // when unknown.
 int64_t ResultSize(const ir::Operation* op, unsigned result);

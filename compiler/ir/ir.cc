@@ -529,7 +529,14 @@ Operation* Module::LookupFunction(const std::string& name) {
 std::vector<Operation*> Module::functions() {
   std::vector<Operation*> r;
   for (auto& op : body()->ops())
-    if (op->is("func.func")) r.push_back(op.get());
+    if (op->is("func.func") && !op->bool_attr("import")) r.push_back(op.get());
+  return r;
+}
+
+std::vector<Operation*> Module::import_declarations() {
+  std::vector<Operation*> r;
+  for (auto& op : body()->ops())
+    if (op->is("func.func") && op->bool_attr("import")) r.push_back(op.get());
   return r;
 }
 

@@ -324,7 +324,12 @@ class Module {
   Block* body() { return body_region_->block(0); }
   // Finds a func.func by sym_name; nullptr if absent.
   Operation* LookupFunction(const std::string& name);
+  // The func.func ops with a body, in order (import declarations excluded:
+  // every pass and the emitter walk these).
   std::vector<Operation*> functions();
+  // The `func.func {import = true}` declarations (empty region; a function of
+  // another module, named "module.function"), in order.
+  std::vector<Operation*> import_declarations();
 
  private:
   std::unique_ptr<Region> body_region_;

@@ -124,10 +124,28 @@
 //   util.global           () -> ()   attrs: sym_name, type (a resource type); module level
 //   util.global.load      () -> resource<variable>       attrs: global: @sym
 //   util.global.store     (%r) -> ()                      attrs: global: @sym
-//   func.call             (%args...) -> results           attrs: callee: @sym
+//   func.call             (%args...) -> results           attrs: callee: @sym,
+//                         sizes: [result bytes] (added by convert-to-stream).
+//                         At the tensor level operands/results are tensors whose
+//                         types equal the callee's; at the stream level they are
+//                         resources (results !stream.resource<external>).
+//                         Ownership per callee arg_ownership: a `borrow`
+//                         operand is only read by the callee; a `consume`
+//                         operand is moved (the callee may update or reuse
+//                         its storage: copy-on-write treats it as a tied use
+//                         and the caller must not read it afterwards). Results
+//                         are fresh external storage the caller holds.
 //   func.func             may carry `import = true` (a declaration with an empty
 //                         region: a function of another module, or an async
-//                         import taking fences) and arg_ownership.
+//                         import taking fences) and arg_ownership. An import
+//                         declaration is named "module.function" (e.g.
+//                         "mel.main") and carries its types as attributes:
+//                         arg_types: [tensor types], result_types: [tensor
+//                         types]; Module::functions() skips declarations
+//                         (Module::import_declarations() lists them). The
+//                         emitter lowers a call of one to CALL_IMPORT of a
+//                         module import with the typed signature
+//                         ("r_r:1x1760xf32->1x1x8x32xf32").
 // Structured control flow (regions end in scf.yield unless noted):
 //   scf.if       (%cond: i1) -> results; region 0 = then, region 1 = else
 //   scf.index_switch (%index: index) -> results; attrs: cases: [i64]; one

@@ -193,6 +193,86 @@ class Verifier {
     return n == "func.func" || n == "flow.dispatch" || n.compare(0, 4, "scf.") == 0;
   }
 
+  // The module-level block holding `op` (top-level ops are its symbols).
+  static Block* TopLevelBlock(Operation* op) {
+    while (op->parent_op()) op = op->parent_op();
+    return op->parent_block();
+  }
+
+  // Types listed in attribute `name` of an import declaration (each a Type).
+  static bool TypeListAttr(const Operation* op, const char* name, std::vector<Type>* out) {
+    const AttrList* l = op->list_attr(name);
+    if (!l) return false;
+    for (const Attribute& a : *l) {
+      const Type* t = std::get_if<Type>(&a.value);
+      if (!t) return false;
+      out->push_back(*t);
+    }
+    return true;
+  }
+
+  // func.func {import = true}: a declaration of another module's function.
+  bool VerifyImportDecl(Operation* op) {
+    const std::string& name = op->str_attr("sym_name");
+    if (name.find('.') == std::string::npos || name.front() == '.' || name.back() == '.')
+      return Fail(op, "import declaration '" + name + "' must be named \"module.function\"");
+    if (op->num_regions() != 1 || !op->region(0)->empty())
+      return Fail(op, "import declaration '" + name + "' must have one empty region (no body)");
+    std::vector<Type> args, results;
+    if (!TypeListAttr(op, "arg_types", &args) || !TypeListAttr(op, "result_types", &results))
+      return Fail(op, "import declaration '" + name +
+                          "' needs 'arg_types' and 'result_types' (lists of tensor types)");
+    for (const Type& t : args)
+      if (!t.is_tensor() || !CheckStatic(op, t, "import argument type")) return t.is_tensor() ? false : Fail(op, "import argument type " + t.ToString() + " is not a tensor");
+    for (const Type& t : results)
+      if (!t.is_tensor() || !CheckStatic(op, t, "import result type")) return t.is_tensor() ? false : Fail(op, "import result type " + t.ToString() + " is not a tensor");
+    if (const AttrList* l = op->list_attr("arg_ownership"))
+      if (l->size() != args.size())
+        return Fail(op, "'arg_ownership' has " + std::to_string(l->size()) + " entries for " +
+                            std::to_string(args.size()) + " arguments");
+    for (const std::string& s : op->strs_attr("arg_ownership"))
+      if (s != "borrow" && s != "consume")
+        return Fail(op, "unknown arg_ownership '" + s + "' (expected borrow or consume)");
+    return true;
+  }
+
+  // func.call @callee: the callee is a func.func of this module (a definition
+  // or an import declaration) and the operand/result counts match it; at the
+  // tensor level (tensor operands) the types must match exactly.
+  bool VerifyCall(Operation* op) {
+    const Attribute* a = op->attr("callee");
+    const SymbolRef* callee = a ? std::get_if<SymbolRef>(&a->value) : nullptr;
+    if (!callee) return Fail(op, "requires a 'callee' symbol attribute");
+    Operation* target = nullptr;
+    if (Block* top = TopLevelBlock(op))
+      for (auto& o : top->ops())
+        if (o->is("func.func") && o->str_attr("sym_name") == callee->name) target = o.get();
+    if (!target) return Fail(op, "calls @" + callee->name + ", which is not a function of this module (declare it with func.func {import = true})");
+    std::vector<Type> args, results;
+    if (target->bool_attr("import")) {
+      TypeListAttr(target, "arg_types", &args);
+      TypeListAttr(target, "result_types", &results);
+    } else if (target->num_regions() == 1 && !target->region(0)->empty()) {
+      Block* entry = target->region(0)->block(0);
+      for (Value* v : entry->arguments()) args.push_back(v->type());
+      if (Operation* ret = entry->terminator())
+        for (Value* v : ret->operands()) results.push_back(v->type());
+    }
+    if (op->num_operands() != args.size() || op->num_results() != results.size())
+      return Fail(op, "@" + callee->name + " takes " + std::to_string(args.size()) + " arguments and returns " +
+                          std::to_string(results.size()) + " results; the call has " +
+                          std::to_string(op->num_operands()) + " and " + std::to_string(op->num_results()));
+    for (unsigned i = 0; i < op->num_operands(); ++i)
+      if (op->operand(i)->type().is_tensor() && !(op->operand(i)->type() == args[i]))
+        return Fail(op, "operand #" + std::to_string(i) + " is " + op->operand(i)->type().ToString() + ", @" +
+                            callee->name + " expects " + args[i].ToString());
+    for (unsigned i = 0; i < op->num_results(); ++i)
+      if (op->result(i)->type().is_tensor() && !(op->result(i)->type() == results[i]))
+        return Fail(op, "result #" + std::to_string(i) + " is " + op->result(i)->type().ToString() + ", @" +
+                            callee->name + " returns " + results[i].ToString());
+    return true;
+  }
+
   bool VerifyOne(Operation* op) {
     for (unsigned i = 0; i < op->num_operands(); ++i)
       if (!CheckOperand(op, i)) return false;
@@ -218,7 +298,8 @@ class Verifier {
       }
     }
     const std::string& n = op->name();
-    if (n == "func.func") return VerifyFunc(op);
+    if (n == "func.func") return op->bool_attr("import") ? VerifyImportDecl(op) : VerifyFunc(op);
+    if (n == "func.call") return VerifyCall(op);
     if (n == "func.return") {
       Operation* p = op->parent_op();
       if (!p || !p->is("func.func")) return Fail(op, "expects parent op 'func.func'");

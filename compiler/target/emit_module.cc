@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <climits>
 #include <set>
@@ -89,14 +90,91 @@ class ModuleEmitter {
   const EmitOptions& options() const { return options_; }
   EmitReport& report() { return *report_; }
 
+  // --- Imports of other modules (multi-module programs) -------------------
+  // A `func.func {import = true}` declaration ("module.function") the
+  // bytecode calls through CALL_IMPORT. Ordinals follow the native hal
+  // imports (which are never renumbered), in order of first use.
+  struct ModuleImport {
+    ir::Operation* decl = nullptr;
+    uint16_t ordinal = 0;
+    std::vector<ir::Type> arg_types, result_types;
+    std::vector<bool> consume;  // per argument (arg_ownership)
+  };
+  // The import `call` (a func.call) reaches, checked against its declaration.
+  // Errors (kInvalidArgument): a callee that no func.func {import = true}
+  // declares, operand/result counts that differ from the declaration.
+  // kUnimplemented: a call to a function defined in this module.
+  StatusOr<const ModuleImport*> ModuleImportFor(ir::Module& module, ir::Operation* call);
+
  private:
   const EmitOptions& options_;
   EmitReport* report_;
   std::vector<uint8_t> pool_;
   std::map<ir::Operation*, int64_t> constant_offsets_;
   std::vector<ExecutableEntry> executables_;
+  std::deque<ModuleImport> module_imports_;  // in ordinal order (stable addresses)
   friend class FunctionEmitter;
 };
+
+// Types listed in an import declaration's `arg_types` / `result_types`.
+std::vector<ir::Type> DeclTypes(ir::Operation* decl, const char* name) {
+  std::vector<ir::Type> out;
+  if (const ir::AttrList* l = decl->list_attr(name))
+    for (const ir::Attribute& a : *l)
+      if (const ir::Type* t = std::get_if<ir::Type>(&a.value)) out.push_back(*t);
+  return out;
+}
+
+StatusOr<const ModuleEmitter::ModuleImport*> ModuleEmitter::ModuleImportFor(ir::Module& module,
+                                                                           ir::Operation* call) {
+  const ir::Attribute* a = call->attr("callee");
+  const ir::SymbolRef* callee = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
+  if (!callee) return InvalidArgumentError("emit: func.call without a callee (%s)", call->loc().c_str());
+  for (const ModuleImport& m : module_imports_)
+    if (m.decl->str_attr("sym_name") == callee->name) return &m;
+  ir::Operation* decl = module.LookupFunction(callee->name);
+  if (!decl)
+    return InvalidArgumentError(
+        "emit: func.call @%s (%s): no function of that name; declare another module's function with "
+        "func.func {import = true, sym_name = \"module.function\", arg_types = [...], result_types = [...]}",
+        callee->name.c_str(), call->loc().c_str());
+  if (!decl->bool_attr("import"))
+    return UnimplementedError("emit: func.call @%s (%s): calls within one module are not emitted yet "
+                              "(only imports of other modules)",
+                              callee->name.c_str(), call->loc().c_str());
+  ModuleImport m;
+  m.decl = decl;
+  m.arg_types = DeclTypes(decl, "arg_types");
+  m.result_types = DeclTypes(decl, "result_types");
+  std::vector<std::string> own = decl->strs_attr("arg_ownership");
+  for (size_t i = 0; i < m.arg_types.size(); ++i) m.consume.push_back(i < own.size() && own[i] == "consume");
+  if (call->num_operands() != m.arg_types.size() || call->num_results() != m.result_types.size())
+    return InvalidArgumentError("emit: func.call @%s (%s): signature mismatch: the declaration takes %zu arguments "
+                                "and returns %zu results, the call passes %u and expects %u",
+                                callee->name.c_str(), call->loc().c_str(), m.arg_types.size(),
+                                m.result_types.size(), call->num_operands(), call->num_results());
+  for (const ir::Type& t : m.arg_types)
+    if (!t.is_tensor()) return InvalidArgumentError("emit: import @%s: argument type %s is not a tensor", callee->name.c_str(), t.ToString().c_str());
+  for (const ir::Type& t : m.result_types)
+    if (!t.is_tensor()) return InvalidArgumentError("emit: import @%s: result type %s is not a tensor", callee->name.c_str(), t.ToString().c_str());
+  if (kHalImportCount + module_imports_.size() >= 0xffff)
+    return ResourceExhaustedError("emit: too many imports");
+  m.ordinal = static_cast<uint16_t>(kHalImportCount + module_imports_.size());
+  module_imports_.push_back(std::move(m));
+  return &module_imports_.back();
+}
+
+// The typed calling-convention signature of a module import:
+// "rr_r:1x76x32x1xf32,...->1x1x1x96xf32" (vm/isa.h ImportSignature).
+std::string ModuleImportSignature(const ModuleEmitter::ModuleImport& m) {
+  vm::ImportSignature sig;
+  sig.fixed_args.assign(m.arg_types.size(), 'r');
+  sig.results.assign(m.result_types.size(), 'r');
+  sig.typed = true;
+  for (const ir::Type& t : m.arg_types) sig.arg_types.push_back(vm::TensorType{t.dtype, t.shape});
+  for (const ir::Type& t : m.result_types) sig.result_types.push_back(vm::TensorType{t.dtype, t.shape});
+  return sig.ToString();
+}
 
 StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
                                                 codegen::CompiledDispatch* out) {
@@ -158,6 +236,9 @@ class FunctionEmitter {
   }
   int NewGroup() { return next_group_++; }
   Status AssignStorage(ir::Block* body, uint16_t cmd);
+  // Roots of the values passed to `consume` parameters of imports in `body`.
+  StatusOr<std::set<ir::Value*>> MovedIntoCalls(ir::Block* body);
+  bool MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type, uint16_t* arg_reg);
   Status Record(ir::Operation* op, uint16_t cmd);
   // Records a barrier first when `reads`/`writes` conflict with work recorded
   // since the last barrier.
@@ -177,6 +258,23 @@ class FunctionEmitter {
   std::map<ir::Value*, uint16_t> i32_values_;  // host scalars (i1, index) in i32 registers
   Status RecordIf(ir::Operation* op, uint16_t cmd);
   Status RecordFor(ir::Operation* op, uint16_t cmd);
+  // Multi-module calls (func.call of an import declaration).
+  Status RecordCall(ir::Operation* op, uint16_t cmd);
+  // Submits the work recorded so far into `cmd`, waits for it and starts a
+  // fresh command buffer in the same register; nothing is pending after it.
+  // (Blocking today: the one place to change for timepoint/fence submission.)
+  void SubmitAndRestart(uint16_t cmd) {
+    enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
+    enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
+    pending_reads_.clear();  // the host wait ordered everything before it
+    pending_writes_.clear();
+    unsubmitted_work_ = false;
+  }
+  // Whether commands may have been recorded into the current command buffer
+  // since it was created (Sync, take_or_clone and every scf op set it): a
+  // call in the function's entry block with nothing recorded before it
+  // needs no submission of its own (an empty submit is still a queue round trip).
+  bool unsubmitted_work_ = false;
   void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
     if (from.group == to.group && from.dynamic_offset == to.dynamic_offset && from.offset == to.offset &&
         (!from.dynamic_offset || from.offset_reg == to.offset_reg))
@@ -194,7 +292,9 @@ class FunctionEmitter {
   // stream.resource.dealloca / release of one of these (consumed imports
   // neither taken nor donated) drops its registers: the runtime frees the
   // buffer once the command buffers that use it retire (queue-ordered).
-  std::map<ir::Value*, uint16_t> droppable_;  // import result -> argument view register
+  // import result -> its argument view register; call result -> kNoView.
+  static constexpr uint16_t kNoView = UINT16_MAX;
+  std::map<ir::Value*, uint16_t> droppable_;
   Status RecordLifetime(ir::Operation* op);
   std::map<uint16_t, uint16_t> executable_regs_;
   std::vector<Range> pending_reads_, pending_writes_;
@@ -254,6 +354,10 @@ int64_t SizeOf(ir::Value* v) {
   }
   if (def->is("stream.async.slice")) return def->int_attr("length");
   if (def->is("scf.for")) return SizeOf(def->operand(3 + v->index()));  // the init
+  if (def->is("func.call")) {  // sizes: [result bytes] (convert-to-stream)
+    std::vector<int64_t> sizes = def->ints_attr("sizes");
+    return v->index() < sizes.size() ? sizes[v->index()] : 0;
+  }
   return def->int_attr("size");
 }
 
@@ -387,7 +491,9 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     } else if (n == "stream.tensor.import" || n == "stream.async.constant" || n == "stream.tensor.export" ||
                n == "stream.async.update" || n == "stream.async.copy" || n == "stream.async.fill" ||
                n == "stream.async.slice" || n == "func.return" || n == "scf.yield" || n == "stream.async.load" ||
-               n == "arith.constant" || IsLifetimeOp(op) || n == "stream.timepoint.immediate") {
+               n == "arith.constant" || IsLifetimeOp(op) || n == "stream.timepoint.immediate" ||
+               n == "func.call") {
+      // No new allocation (a call's results are the callee's storage).
       // No new allocation.
     } else if (unsupported.ok()) {
       unsupported = UnimplementedError("emit: op '%s' (%s) is not supported by the bytecode emitter yet",
@@ -448,6 +554,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(static_cast<uint16_t>(op->operand(0)->index()))},
                    {Reg::Ref(s.buffer), Reg::I32(s.offset_reg)});
     pending_writes_.push_back(RangeOf(s));  // a possible copy: order later work after it
+    unsubmitted_work_ = true;
     taken[op->result(0)] = s;
   }
 
@@ -456,6 +563,10 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // falls back to a fresh buffer when the caller still shares it); otherwise
   // a per-result cache slot that is reused whenever the app released it.
   std::set<ir::Value*> donors_used;
+  // Imports passed to a `consume` parameter of another module's function
+  // are moved there (the caller's register is null afterwards): never donors.
+  KILN_ASSIGN_OR_RETURN(std::set<ir::Value*> moved, MovedIntoCalls(body));
+  donors_used.insert(moved.begin(), moved.end());
   // Which function result each escaping allocation backs (when exactly one,
   // the caller may have supplied output storage for it).
   std::map<ir::Value*, std::vector<int>> result_of;
@@ -580,6 +691,19 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       ir::Block* loop_body = op->region(0)->block(0);
       for (ir::Value* r : op->results())
         if (storage_.count(r)) storage_[loop_body->argument(1 + r->index())] = storage_[r];
+    } else if (op->is("func.call")) {
+      // The callee's result views: (buffer, offset) registers set by RecordCall.
+      for (ir::Value* r : op->results()) {
+        Storage s;
+        s.kind = Storage::kExternal;
+        s.buffer = NewRef();
+        s.group = NewGroup();
+        s.dynamic_offset = true;
+        s.offset_reg = NewI32();
+        s.length = SizeOf(r);
+        storage_[r] = s;
+        droppable_[r] = kNoView;  // the caller owns it: its dealloca drops the buffer register
+      }
     } else {
       for (ir::Value* r : op->results()) {
         ir::Value* tied = TiedOperand(op, r->index());
@@ -603,6 +727,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
 }
 
 void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes) {
+  unsubmitted_work_ = true;  // the caller records a command next
   bool hazard = false;
   std::vector<Range> barrier_ranges;
   for (const Range& w : pending_writes_) {
@@ -699,8 +824,12 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   if (IsLifetimeOp(op)) return RecordLifetime(op);
   if (n == "stream.timepoint.immediate") return OkStatus();  // one queue: recording order is queue order
   if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
-  if (n == "scf.if") return RecordIf(op, cmd);
-  if (n == "scf.for") return RecordFor(op, cmd);
+  if (n == "scf.if" || n == "scf.for") {
+    Status s = n == "scf.if" ? RecordIf(op, cmd) : RecordFor(op, cmd);
+    unsubmitted_work_ = true;  // conservatively, for calls after the region
+    return s;
+  }
+  if (n == "func.call") return RecordCall(op, cmd);
   if (n == "arith.constant") {
     uint16_t r = NewI32();
     enc.ConstI32(r, static_cast<int32_t>(op->int_attr("value")));
@@ -755,9 +884,11 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
 // command buffer recorded so far retains what it uses until it retires).
 //  - a transient in the arena: nothing to emit; the dealloca ended its
 //    lifetime in the transient plan (AssignStorage);
-//  - a consumed import that kept the caller's allocation (droppable_): drop
-//    the argument view and buffer registers, so the runtime frees the buffer
-//    when the last command buffer using it retires instead of at return.
+//  - a consumed import that kept the caller's allocation, or the result of
+//    a call into another module (droppable_): drop the argument view and
+//    buffer registers, so the runtime frees the buffer (or hands it back to
+//    the callee's allocate_cached slot) when the last command buffer using
+//    it retires instead of when the function returns.
 //    Nothing after the dealloca touches the allocation, so its pending
 //    hazard ranges are dropped too (a later barrier must not name it).
 // stream.resource.retain(%r): the escaping use takes its own reference
@@ -775,7 +906,7 @@ Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
   pending_writes_.erase(std::remove_if(pending_writes_.begin(), pending_writes_.end(), same_group),
                         pending_writes_.end());
   enc.ConstRefZero(s.buffer);
-  enc.ConstRefZero(it->second);
+  if (it->second != kNoView) enc.ConstRefZero(it->second);
   report.dropped_registers++;
   return OkStatus();
 }
@@ -881,6 +1012,119 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   executable_regs_ = exes;
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  return OkStatus();
+}
+
+StatusOr<std::set<ir::Value*>> FunctionEmitter::MovedIntoCalls(ir::Block* body) {
+  std::set<ir::Value*> moved;
+  Status status;
+  ForEachOp(body, [&](ir::Operation* op) {
+    if (!status.ok() || !op->is("func.call")) return;
+    auto imp = m_.ModuleImportFor(module_, op);
+    if (!imp.ok()) {
+      status = imp.status();
+      return;
+    }
+    for (unsigned i = 0; i < op->num_operands(); ++i)
+      if (imp.value()->consume[i]) moved.insert(RootOf(op->operand(i)));
+  });
+  KILN_RETURN_IF_ERROR(status);
+  return moved;
+}
+
+// True when `operand` of `call` (in the function's entry block) is this
+// function's own consumed argument, imported and passed on whole and
+// unchanged: the stream.tensor.import (consume = true) of an argument typed
+// exactly as the callee's parameter `type`, with no in-place write of it
+// (copy-on-write and elision have proven no later read: the call moves it).
+// Sets *arg_reg to the argument's view register.
+bool FunctionEmitter::MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type,
+                                      uint16_t* arg_reg) {
+  ir::Operation* def = operand->defining_op();
+  if (call->parent_op() != func_ || !def || !def->is("stream.tensor.import") || !def->bool_attr("consume"))
+    return false;
+  ir::Value* arg = def->operand(0);
+  if (!arg->is_block_argument() || !(arg->type() == type)) return false;
+  auto it = storage_.find(operand);
+  if (it == storage_.end() || it->second.kind != Storage::kArgument || it->second.offset != 0) return false;
+  for (const ir::Use& u : operand->uses()) {
+    if (u.user == call) continue;
+    for (ir::Value* r : u.user->results())
+      if (TiedOperand(u.user, r->index()) == operand) return false;  // written in place (taken storage)
+  }
+  *arg_reg = static_cast<uint16_t>(arg->index());
+  return true;
+}
+
+// func.call of another module's function (CALL_IMPORT of "module.function"):
+//   1. submit and wait for the work recorded so far (the callee reads it);
+//   2. one hal.buffer_view.create per operand, typed as the callee's argument
+//      (the callee checks dtype/shape at the call; views share the storage:
+//      no copy);
+//   3. CALL_IMPORT; the callee runs in the next frame and has waited for its
+//      own work when it returns;
+//   4. each result view's (buffer, offset) becomes the result's storage (an
+//      external allocation the caller now holds), and the views are dropped.
+// A `consume` parameter receives the caller's own consumed argument view
+// when the operand is that argument, whole (MovableArgument: ownership
+// passes on, no copy); otherwise a view the caller made for the call, which
+// the callee owns only when nothing else holds the buffer (vm/context.h),
+// else it works on a copy.
+Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
+  KILN_ASSIGN_OR_RETURN(const ModuleEmitter::ModuleImport* imp_ptr, m_.ModuleImportFor(module_, op));
+  const ModuleEmitter::ModuleImport imp = *imp_ptr;  // module_imports_ may grow later
+  const std::string callee = imp.decl->str_attr("sym_name");
+  for (unsigned i = 0; i < op->num_operands(); ++i) {
+    auto it = storage_.find(op->operand(i));
+    if (it == storage_.end())
+      return InternalError("emit: operand %u of the call of @%s (%s) has no storage", i, callee.c_str(),
+                           op->loc().c_str());
+    if (it->second.length != imp.arg_types[i].byte_size())
+      return InvalidArgumentError("emit: func.call @%s (%s): operand %u has %lld bytes, the declared argument %s has %lld",
+                                  callee.c_str(), op->loc().c_str(), i, static_cast<long long>(it->second.length),
+                                  imp.arg_types[i].ToString().c_str(),
+                                  static_cast<long long>(imp.arg_types[i].byte_size()));
+  }
+  for (unsigned k = 0; k < op->num_results(); ++k)
+    if (SizeOf(op->result(k)) != imp.result_types[k].byte_size())
+      return InvalidArgumentError("emit: func.call @%s (%s): result %u is sized %lld bytes, the declared result %s has %lld",
+                                  callee.c_str(), op->loc().c_str(), k, static_cast<long long>(SizeOf(op->result(k))),
+                                  imp.result_types[k].ToString().c_str(),
+                                  static_cast<long long>(imp.result_types[k].byte_size()));
+  // Submit what the callee may read. Nested in an scf region, always (a
+  // branch or a later trip may have recorded work the compile-time order
+  // does not show); in the entry block, only when something was recorded.
+  if (op->parent_op() != func_ || unsubmitted_work_) SubmitAndRestart(cmd);
+  std::vector<Reg> args, results;
+  for (unsigned i = 0; i < op->num_operands(); ++i) {
+    const Storage& s = storage_.at(op->operand(i));
+    const ir::Type& t = imp.arg_types[i];
+    if (uint16_t arg_reg; imp.consume[i] && MovableArgument(op, op->operand(i), t, &arg_reg)) {
+      // Move: hand the caller's own consumed argument view to the callee
+      // (CALL_IMPORT nulls the register) after dropping the extra buffer
+      // reference, so the callee owns the storage when the caller did.
+      enc.ConstRefZero(s.buffer);
+      args.push_back(Reg::Ref(arg_reg));
+      continue;
+    }
+    std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
+                              Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
+    for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
+    uint16_t view = NewRef();
+    enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
+    args.push_back(Reg::Ref(view));
+  }
+  for (unsigned k = 0; k < op->num_results(); ++k) results.push_back(Reg::Ref(NewRef()));
+  debug_offsets.push_back(enc.offset());
+  debug_locations.push_back("call @" + callee + " @ " + op->loc());
+  enc.CallImport(imp.ordinal, args, results);
+  for (const Reg& a : args) enc.ConstRefZero(a.index);  // drop the operand views
+  for (unsigned k = 0; k < op->num_results(); ++k) {
+    const Storage& s = storage_.at(op->result(k));
+    enc.CallImport(HalImport::kBufferViewBuffer, {results[k]}, {Reg::Ref(s.buffer)});
+    enc.CallImport(HalImport::kBufferViewOffset, {results[k]}, {Reg::I32(s.offset_reg)});
+    enc.ConstRefZero(results[k].index);
+  }
   return OkStatus();
 }
 
@@ -1023,6 +1267,10 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   std::vector<flatbuffers::Offset<fb::Import>> imports;
   for (const ImportDef& d : kHalImports)
     imports.push_back(fb::CreateImportDirect(fbb, d.name, d.signature));
+  // Imports of other modules, after the native ones (ordinals kHalImportCount..).
+  for (const ModuleImport& m : module_imports_)
+    imports.push_back(fb::CreateImportDirect(fbb, m.decl->str_attr("sym_name").c_str(),
+                                             ModuleImportSignature(m).c_str()));
 
   std::vector<flatbuffers::Offset<fb::RodataSegment>> rodata;
   if (!pool_.empty()) {

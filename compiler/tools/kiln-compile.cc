@@ -5,6 +5,12 @@
 //                [--topology=unified|discrete|FILE]
 //                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
+//                [--module-name=NAME]
+//
+// --module-name names the module (default: the input file name up to its
+// first '.'). Other modules import its exports as "NAME.function", e.g. a
+// driver's func.func {import = true, sym_name = "mel.main"} needs the
+// melspectrogram module compiled with --module-name=mel.
 //
 // --topology gives the device topology (compiler/analysis/topology.h) that
 // elide-transfers uses; it is recorded in the module and checked against the
@@ -60,13 +66,13 @@ void Usage() {
                "                    [--topology=unified|discrete|FILE]\n"
                "                    [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]\n"
                "                    [--print-ir-after-all]\n"
-               "                    [--dump-glsl=FILE] [--report]\n");
+               "                    [--dump-glsl=FILE] [--report] [--module-name=NAME]\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string input, output, emit = "kiln", dump_glsl;
+  std::string input, output, emit = "kiln", dump_glsl, module_name;
   bool print_after_all = false, report = false;
   kiln::onnx_import::ImportOptions import_options;
   std::vector<std::string> consume_args;
@@ -97,6 +103,10 @@ int main(int argc, char** argv) {
       explain_copies = true;
     } else if (a.rfind("--consume=", 0) == 0) {
       consume_args.push_back(a.substr(10));
+    } else if (a.rfind("--module-name=", 0) == 0) {
+      module_name = a.substr(14);
+      if (module_name.empty() || module_name.find_first_of("/ \t") != std::string::npos)
+        return Fail("bad --module-name '" + module_name + "' (want a name like mel, no '/' or spaces)");
     } else if (a.rfind("--emit=", 0) == 0) {
       emit = a.substr(7);
     } else if (a.rfind("--dump-glsl=", 0) == 0) {
@@ -184,7 +194,7 @@ int main(int argc, char** argv) {
 
   kiln::target::EmitOptions emit_options;
   std::string base = input.substr(input.find_last_of('/') == std::string::npos ? 0 : input.find_last_of('/') + 1);
-  emit_options.module_name = base.substr(0, base.find('.'));
+  emit_options.module_name = module_name.empty() ? base.substr(0, base.find('.')) : module_name;
   std::ofstream glsl;
   if (!dump_glsl.empty()) {
     glsl.open(dump_glsl);

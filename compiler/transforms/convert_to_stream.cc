@@ -10,7 +10,11 @@
 //     (sym_name = the dispatch name) and the call site becomes
 //     stream.async.dispatch {entry = @name, tied_operands = [-1, ...]};
 //   - tensor.reshape: disappears (same bytes; the resource is reused);
-//   - func.return operands: stream.tensor.export back to the ABI tensor type.
+//   - func.return operands: stream.tensor.export back to the ABI tensor type;
+//   - func.call (another module's function, declared by a func.func
+//     {import = true}): operands become the resources they name, results
+//     become !stream.resource<external> with `sizes = [bytes...]`; the
+//     callee's tensor types stay on the declaration.
 //
 // Preconditions: dispatch level (fuse-dispatch-regions ran), static shapes,
 // single-block function bodies.
@@ -149,6 +153,18 @@ class ConvertToStreamPass : public ir::Pass {
                                       {{"size", ir::Attribute(tensor_type.byte_size())}});
           op->SetOperand(i, e->result(0));
         }
+      } else if (op->is("func.call")) {
+        // A call of another module's function: operands are already
+        // resources (views pass to the callee); each result is a fresh
+        // external resource the caller holds, sized from its tensor type.
+        std::vector<int64_t> sizes;
+        for (ir::Value* r : op->results()) {
+          if (!r->type().is_tensor())
+            return UnimplementedError("convert-to-stream: func.call (%s) with a non-tensor result", op->loc().c_str());
+          sizes.push_back(r->type().byte_size());
+          r->set_type(ir::Type::Resource(ir::Lifetime::kExternal));
+        }
+        op->set_attr("sizes", ir::Attribute(sizes));
       } else if (op->is("stream.tensor.import") || op->dialect() == "arith") {
         continue;  // imports were inserted above; host arithmetic stays
       } else {

@@ -24,7 +24,8 @@
 //     at this level); otherwise T stays.
 //  3. If T's result may be written in place (a tied use: fill/copy/update
 //     target, a dispatch's tied operand; or it flows into something this
-//     pass does not follow: an scf/branch/yield operand, a call, a global
+//     pass does not follow: an scf/branch/yield operand, a `consume` call
+//     operand (a borrowed call operand is only read), a global
 //     store, an execute capture, a dealloca), eliding T would write the
 //     candidate's storage. That is only allowed when the candidate is a fresh
 //     value (defined in T's block by an async op that makes a new value, or a
@@ -50,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/resource_usage.h"
 #include "compiler/analysis/topology.h"
 #include "compiler/transforms/passes.h"
 
@@ -64,6 +66,8 @@ bool IsTiedUse(ir::Operation* user, unsigned index) {
     for (int64_t t : user->ints_attr("tied_operands"))
       if (t == static_cast<int64_t>(index)) return true;
   }
+  // A `consume` parameter of a call: the callee may update it in place.
+  if (n == "func.call") return analysis::IsConsumedCallOperand(user, index);
   return false;
 }
 
@@ -77,8 +81,8 @@ bool MayBeWritten(ir::Value* v, int depth = 0) {
     if (IsTiedUse(user, use.operand_index)) return true;
     if (n == "stream.async.transfer" || n == "stream.async.clone" || n == "stream.async.dispatch" ||
         n == "stream.async.copy" || n == "stream.async.update" || n == "stream.tensor.export" ||
-        n == "func.return")
-      continue;  // reads (the tied operands were checked above)
+        n == "func.return" || n == "func.call")
+      continue;  // reads (the tied operands, consumed call operands included, were checked above)
     if (n == "stream.async.slice") {  // a view: a write to it writes `v`
       if (MayBeWritten(user->result(0), depth + 1)) return true;
       continue;

@@ -11,12 +11,13 @@
 //    stream.async.clone / alloca / splat / transfer (transients);
 //  - stream.tensor.import with consume = true and func.func resource arguments
 //    marked "consume" in arg_ownership (the callee owns them);
+//  - func.call results (fresh external storage the callee hands the caller);
 //  - a *merged root*: a result of scf.if / scf.index_switch /
 //    stream.async.execute that receives, on every region, a root defined in
 //    that region and handed over through its yield (the region roots are then
 //    freed through the merged value, never inside their region).
 // Never freed: borrowed imports, other function arguments, constants, global
-// loads, call results (not the function's storage).
+// loads.
 //
 // Storage aliases of a root (followed forward from it): tied results
 // (dispatch tied_operands, update/copy/fill target), stream.async.slice
@@ -24,7 +25,8 @@
 // (analysis::FlowTargets: branch/yield/loop init/execute capture and yield).
 //
 // Escapes: an alias used by stream.tensor.export, func.return,
-// util.global.store or func.call. A slice alias that escapes keeps its parent
+// util.global.store or passed to a `consume` parameter of func.call (a
+// borrowed call operand is an ordinary read). A slice alias that escapes keeps its parent
 // alive: the root (the parent) is what is retained.
 //
 // Placement rules (root defined in block B; "touching" op = one that uses or
@@ -98,9 +100,12 @@ bool IsLifetimeOp(const Operation* op) {
          op->is("stream.resource.release");
 }
 
-bool IsEscapeUse(const Operation* op) {
-  return op->is("stream.tensor.export") || op->is("func.return") ||
-         op->is("util.global.store") || op->is("func.call");
+// A use that hands the storage to someone else: an export/return, a global
+// store, or a `consume` parameter of a call (ownership moves to the callee).
+// A borrowed call operand is only read by the callee: an ordinary use.
+bool IsEscapeUse(const Operation* op, unsigned operand) {
+  return op->is("stream.tensor.export") || op->is("func.return") || op->is("util.global.store") ||
+         analysis::IsConsumedCallOperand(op, operand);
 }
 
 bool IsConditionalOp(const Operation* op) {
@@ -128,6 +133,7 @@ bool IsFreshRoot(Value* v) {
     return true;
   if (n == "stream.async.dispatch") return analysis::TiedOperandOfResult(def, v->index()) < 0;
   if (n == "stream.tensor.import") return def->bool_attr("consume");
+  if (n == "func.call") return true;  // the callee's result: the caller holds it
   return false;
 }
 
@@ -419,7 +425,7 @@ class ResourceLifetimePass : public ir::Pass {
     for (Value* x : lt.aliases) {
       for (const ir::Use& u : x->uses()) {
         Operation* e = u.user;
-        if (!IsEscapeUse(e) || !IsWithinBlock(e, lt.block)) continue;
+        if (!IsEscapeUse(e, u.operand_index) || !IsWithinBlock(e, lt.block)) continue;
         escapes.push_back(Escape{e, u.operand_index, x});
         bool cond = false;
         for (const Operation* o = e; o->parent_block() != lt.block;) {
