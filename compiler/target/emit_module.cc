@@ -8,6 +8,7 @@
 
 #include "base/dtype.h"
 #include "compiler/analysis/topology.h"
+#include "compiler/target/lower_timeline.h"
 #include "compiler/target/transient_planner.h"
 #include "schemas/module_integrity.h"
 #include "vm/isa.h"
@@ -847,7 +848,9 @@ Status FunctionEmitter::Emit() {
     }
     results.push_back({v->type(), s});
   }
-  enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
+  // Submit without blocking; "final" (1): the invocation's signal fence rides
+  // on this submission (kiln_invoke_async), a synchronous invoke waits once.
+  enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(1))}, {});
   std::vector<Reg> ret_regs;
   for (auto& [t, s] : results) {
     std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
@@ -887,6 +890,8 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   std::vector<flatbuffers::Offset<fb::Function>> functions;
 
   for (ir::Operation* func : module.functions()) {
+    // Execution regions and timepoints: recorded in queue order.
+    KILN_RETURN_IF_ERROR(LowerTimeline(func).Annotate("function @" + func->str_attr("sym_name")));
     FunctionEmitter fe(*this, module, func);
     KILN_RETURN_IF_ERROR(fe.Emit().Annotate("function @" + func->str_attr("sym_name")));
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> code, fe.enc.Finish());

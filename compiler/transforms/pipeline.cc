@@ -16,6 +16,10 @@ const std::vector<std::string>& DefaultPipeline() {
       "elide-async-copies",
       "elide-transfers",
       "elide-async-copies",
+      // (resource-lifetime goes here once the emitter lowers deallocas.)
+      // Group async work into execution regions, then drop covered awaits.
+      "schedule-execution",
+      "elide-timepoints",
   };
   return kPipeline;
 }
