@@ -38,16 +38,16 @@ TEST(LowerTimelineTest, InlinesRegionsAndDropsTimepoints) {
 "func.func"() ({
 ^bb0(%arg0: !stream.resource<external>, %arg1: !stream.resource<constant>):
   %2:2 = "stream.async.execute"(%arg0, %arg1) ({
-  ^bb0(%x: !stream.resource<external>, %c: !stream.resource<constant>):
-    %d = "stream.async.dispatch"(%x, %c) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<transient> loc("first")
-    "stream.yield"(%d) : (!stream.resource<transient>) -> ()
+  ^bb0(%x_r1: !stream.resource<external>, %c_r1: !stream.resource<constant>):
+    %d_r1 = "stream.async.dispatch"(%x_r1, %c_r1) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<transient> loc("first")
+    "stream.yield"(%d_r1) : (!stream.resource<transient>) -> ()
   }) {operand_segments = [0, 2]} : (!stream.resource<external>, !stream.resource<constant>) -> (!stream.resource<transient>, !stream.timepoint)
   %3 = "stream.timepoint.immediate"() : () -> !stream.timepoint
   %4:2 = "stream.async.execute"(%3, %2#1, %arg0) ({
-  ^bb0(%x: !stream.resource<external>):
-    %s = "stream.async.splat"() {pattern = 0 : i64, size = 16 : i64} : () -> !stream.resource<transient> loc("second")
-    %d = "stream.async.dispatch"(%x, %s) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<transient>) -> !stream.resource<transient> loc("third")
-    "stream.yield"(%d) : (!stream.resource<transient>) -> ()
+  ^bb0(%x_r2: !stream.resource<external>):
+    %s_r2 = "stream.async.splat"() {pattern = 0 : i64, size = 16 : i64} : () -> !stream.resource<transient> loc("second")
+    %d_r2 = "stream.async.dispatch"(%x_r2, %s_r2) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<transient>) -> !stream.resource<transient> loc("third")
+    "stream.yield"(%d_r2) : (!stream.resource<transient>) -> ()
   }) {operand_segments = [2, 1]} : (!stream.timepoint, !stream.timepoint, !stream.resource<external>) -> (!stream.resource<transient>, !stream.timepoint)
   %5 = "stream.timepoint.join"(%2#1, %4#1) : (!stream.timepoint, !stream.timepoint) -> !stream.timepoint
   %6:2 = "stream.timepoint.await"(%5, %2#0, %4#0) : (!stream.timepoint, !stream.resource<transient>, !stream.resource<transient>) -> (!stream.resource<transient>, !stream.resource<transient>)
@@ -100,9 +100,9 @@ TEST(LowerTimelineTest, EscapingTimepointIsAnError) {
 "func.func"() ({
 ^bb0(%arg0: !stream.resource<external>):
   %0:2 = "stream.async.execute"(%arg0) ({
-  ^bb0(%x: !stream.resource<external>):
-    %d = "stream.async.dispatch"(%x) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>) -> !stream.resource<transient>
-    "stream.yield"(%d) : (!stream.resource<transient>) -> ()
+  ^bb0(%x_r3: !stream.resource<external>):
+    %d_r3 = "stream.async.dispatch"(%x_r3) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>) -> !stream.resource<transient>
+    "stream.yield"(%d_r3) : (!stream.resource<transient>) -> ()
   }) {operand_segments = [0, 1]} : (!stream.resource<external>) -> (!stream.resource<transient>, !stream.timepoint)
   "func.return"(%0#1) : (!stream.timepoint) -> ()
 }) {sym_name = "main"} : () -> ()
@@ -117,8 +117,8 @@ TEST(LowerTimelineTest, BadOperandSegmentsAreAnError) {
 "func.func"() ({
 ^bb0(%arg0: !stream.resource<external>):
   %0:2 = "stream.async.execute"(%arg0) ({
-  ^bb0(%x: !stream.resource<external>):
-    "stream.yield"(%x) : (!stream.resource<external>) -> ()
+  ^bb0(%x_r4: !stream.resource<external>):
+    "stream.yield"(%x_r4) : (!stream.resource<external>) -> ()
   }) {operand_segments = [1, 1]} : (!stream.resource<external>) -> (!stream.resource<external>, !stream.timepoint)
   "func.return"(%0#0) : (!stream.resource<external>) -> ()
 }) {sym_name = "main"} : () -> ()

@@ -133,16 +133,16 @@ const char* kTimelineProgram = R"(
   %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
   %1 = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
   %2:2 = "stream.async.execute"(%0, %1) ({
-  ^bb0(%x: !stream.resource<external>, %c: !stream.resource<constant>):
-    %d = "stream.async.dispatch"(%x, %c) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<transient>
-    "stream.yield"(%d) : (!stream.resource<transient>) -> ()
+  ^bb0(%x_r1: !stream.resource<external>, %c_r1: !stream.resource<constant>):
+    %d_r1 = "stream.async.dispatch"(%x_r1, %c_r1) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<transient>
+    "stream.yield"(%d_r1) : (!stream.resource<transient>) -> ()
   }) {operand_segments = [0, 2]} : (!stream.resource<external>, !stream.resource<constant>) -> (!stream.resource<transient>, !stream.timepoint)
   %3 = "stream.timepoint.immediate"() : () -> !stream.timepoint
   %4:2 = "stream.async.execute"(%3, %0) ({
-  ^bb0(%x: !stream.resource<external>):
-    %s = "stream.async.splat"() {pattern = 1073741824 : i64, size = 16 : i64} : () -> !stream.resource<transient>
-    %d = "stream.async.dispatch"(%x, %s) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<transient>) -> !stream.resource<transient>
-    "stream.yield"(%d) : (!stream.resource<transient>) -> ()
+  ^bb0(%x_r2: !stream.resource<external>):
+    %s_r2 = "stream.async.splat"() {pattern = 1073741824 : i64, size = 16 : i64} : () -> !stream.resource<transient>
+    %d_r2 = "stream.async.dispatch"(%x_r2, %s_r2) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<transient>) -> !stream.resource<transient>
+    "stream.yield"(%d_r2) : (!stream.resource<transient>) -> ()
   }) {operand_segments = [1, 1]} : (!stream.timepoint, !stream.resource<external>) -> (!stream.resource<transient>, !stream.timepoint)
   %5 = "stream.timepoint.join"(%2#1, %4#1) : (!stream.timepoint, !stream.timepoint) -> !stream.timepoint
   %6:2 = "stream.timepoint.await"(%5, %2#0, %4#0) : (!stream.timepoint, !stream.resource<transient>, !stream.resource<transient>) -> (!stream.resource<transient>, !stream.resource<transient>)
