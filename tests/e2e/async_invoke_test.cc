@@ -225,5 +225,90 @@ TEST(AsyncInvokeTest, RealModelBackToBack) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+// silero_vad reads a device value on the host (an scf.if on a computed
+// condition: one execute_and_wait per call), and streams its state: each
+// call consumes the previous call's hn/cn. Three chained asynchronous calls
+// (each waiting on the previous fence, state handed over with
+// KILN_ARG_CONSUME) give bit-identical results to the same chain run with
+// synchronous kiln_invoke_ex, and the first call matches ONNX Runtime. The
+// only host waits are the three reads.
+TEST(AsyncInvokeTest, StreamingStateWithHostReads) {
+  std::string dir = std::string(KILN_SOURCE_DIR) + "/tests/golden/silero_vad";
+  std::string model = std::string(KILN_SOURCE_DIR) + "/.cache/models/silero_vad.onnx";
+  if (!std::ifstream(model)) GTEST_SKIP() << "model not fetched (run scripts/setup.sh)";
+  HostTensor in[4], golden;
+  std::string error;
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(ReadNpyTensor(dir + "/input_" + std::to_string(i) + ".npy", &in[i], &error)) << error;
+  ASSERT_TRUE(ReadNpyTensor(dir + "/output_0.npy", &golden, &error)) << error;
+  driver::CompileOptions options;
+  for (const char* flag : {"input=1x512", "h=2x1x64", "c=2x1x64"})
+    ASSERT_TRUE(onnx_import::ParseInputShapeFlag(flag, &options.import).ok());
+  options.consume_args = {"h", "c"};
+  Program p;
+  ASSERT_EQ(p.Load(driver::CompileOnnxFile(model, options)), "OK");
+  auto tensor = [](const HostTensor& h) {
+    kiln_tensor_t t = nullptr;
+    kiln_status_free(kiln_tensor_create(SharedDevice(), h.dtype, h.shape.size(), h.shape.data(), h.data.data(),
+                                        h.data.size(), &t));
+    return t;
+  };
+  kiln_tensor_t audio = tensor(in[0]), sr = tensor(in[1]);
+  constexpr int kCalls = 3;
+  // Synchronous reference chain.
+  std::vector<HostTensor> want;
+  {
+    kiln_tensor_t h = tensor(in[2]), c = tensor(in[3]);
+    for (int i = 0; i < kCalls; ++i) {
+      kiln_invoke_arg_t args[4] = {{audio, KILN_ARG_BORROW, 0}, {sr, KILN_ARG_BORROW, 0},
+                                   {h, KILN_ARG_CONSUME, 0}, {c, KILN_ARG_CONSUME, 0}};
+      kiln_tensor_t r[3] = {};
+      ASSERT_EQ(Str(kiln_invoke_ex(p.context, p.main, args, 4, r, 3)), "OK");
+      if (i == 0) EXPECT_EQ(Compare(Read(r[0]), golden, 1e-4, 1e-3), "");
+      want.push_back(Read(r[0]));
+      if (i == kCalls - 1) {
+        want.push_back(Read(r[1]));
+        want.push_back(Read(r[2]));
+      }
+      kiln_tensor_release(r[0]);
+      h = r[1];
+      c = r[2];
+    }
+    kiln_tensor_release(h);
+    kiln_tensor_release(c);
+  }
+  // The same chain, asynchronously.
+  kiln_tensor_t h = tensor(in[2]), c = tensor(in[3]);
+  kiln_fence_t fences[kCalls] = {};
+  kiln_tensor_t outs[kCalls] = {};
+  kiln_device_stats_t before = Stats();
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_EQ(Str(kiln_fence_create(SharedDevice(), &fences[i])), "OK");
+    kiln_invoke_arg_t args[4] = {{audio, KILN_ARG_BORROW, 0}, {sr, KILN_ARG_BORROW, 0},
+                                 {h, KILN_ARG_CONSUME, 0}, {c, KILN_ARG_CONSUME, 0}};
+    kiln_tensor_t r[3] = {};
+    ASSERT_EQ(Str(kiln_invoke_async(p.context, p.main, args, 4, i ? fences[i - 1] : nullptr, fences[i], r, 3)),
+              "OK");
+    outs[i] = r[0];
+    h = r[1];
+    c = r[2];
+  }
+  kiln_device_stats_t issued = Stats();
+  EXPECT_EQ(issued.host_waits - before.host_waits, static_cast<uint64_t>(kCalls)) << "one per host read";
+  ASSERT_EQ(Str(kiln_fence_wait(fences[kCalls - 1], UINT64_MAX)), "OK");
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(Read(outs[i]).data, want[i].data) << "call " << i;
+  EXPECT_EQ(Read(h).data, want[kCalls].data);
+  EXPECT_EQ(Read(c).data, want[kCalls + 1].data);
+  for (int i = 0; i < kCalls; ++i) {
+    kiln_tensor_release(outs[i]);
+    kiln_fence_release(fences[i]);
+  }
+  kiln_tensor_release(h);
+  kiln_tensor_release(c);
+  kiln_tensor_release(audio);
+  kiln_tensor_release(sr);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::e2e
