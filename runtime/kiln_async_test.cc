@@ -16,6 +16,8 @@
 
 #include "hal/cts/vadd_spirv.h"
 #include "hal/driver.h"
+#include "vm/isa.h"
+#include "vm/testing/module_builder.h"
 #include "vm/testing/test_modules.h"
 
 namespace {
@@ -284,6 +286,98 @@ TEST_P(AsyncTest, ConsumedArgumentSurvivesUntilTheTimepoint) {
   for (kiln_tensor_t t : r) kiln_tensor_release(t);
   kiln_fence_release(wait);
   kiln_fence_release(done);
+}
+
+// A caller module passes its timepoint to a callee module (the design for
+// func.call between modules): "app".main(b) fills x = 1.0 in its own
+// command buffer, flushes it with hal.command_buffer.execute(cb, 0) (not
+// final: its timepoint is what the callee's first submission waits on),
+// then calls vadd_test.main(x, b) (ending in execute(cb, final), which in a
+// nested frame is an ordinary submission). c = 1 + b + bias, with no host
+// wait under kiln_invoke_async.
+std::vector<uint8_t> BuildCallerModule() {
+  using kiln::vm::BytecodeEncoder;
+  using kiln::vm::testing::ModuleBuilder;
+  using kiln::vm::testing::TensorDesc;
+  using R = kiln::vm::Reg;
+  ModuleBuilder b("app");
+  const uint16_t kAlloc = static_cast<uint16_t>(b.AddHalImport("hal.allocator.allocate"));
+  const uint16_t kCreate = static_cast<uint16_t>(b.AddHalImport("hal.command_buffer.create"));
+  const uint16_t kFill = static_cast<uint16_t>(b.AddHalImport("hal.command_buffer.fill"));
+  const uint16_t kExecute = static_cast<uint16_t>(b.AddHalImport("hal.command_buffer.execute"));
+  const uint16_t kView = static_cast<uint16_t>(b.AddHalImport("hal.buffer_view.create"));
+  const uint16_t kVadd = static_cast<uint16_t>(b.AddImport("vadd_test.main", "rr_rrr"));
+  BytecodeEncoder e;
+  e.ConstI32(0, kVaddCount * 4);
+  e.ConstI32(1, 1);           // host visible; also dtype f32 and rank 1
+  e.ConstI32(2, 0);           // offset 0; also flags 0 (not final)
+  e.ConstI32(3, 0x3f800000);  // 1.0f
+  e.ConstI32(4, kVaddCount);
+  e.CallImport(kAlloc, {R::I32(0), R::I32(1)}, {R::Ref(1)});
+  e.CallImport(kCreate, {}, {R::Ref(2)});
+  e.CallImport(kFill, {R::Ref(2), R::Ref(1), R::I32(2), R::I32(0), R::I32(3)}, {});
+  e.CallImport(kExecute, {R::Ref(2), R::I32(2)}, {});
+  e.CallImport(kView, {R::Ref(1), R::I32(2), R::I32(1), R::I32(1), R::I32(4)}, {R::Ref(3)});
+  e.CallImport(kVadd, {R::Ref(3), R::Ref(0)}, {R::Ref(4), R::Ref(5), R::Ref(6)});
+  e.Ret({R::Ref(4)});
+  TensorDesc bd{"b", kiln::DType::kF32, {kVaddCount}}, cd{"c", kiln::DType::kF32, {kVaddCount}};
+  b.AddFunction("main", {bd}, {cd}, 5, 7, e);
+  return b.Finish();
+}
+
+TEST(AsyncCallTest, CallerTimepointIsTheCalleesWait) {
+  kiln_instance_t instance = nullptr;
+  kiln_device_t device = nullptr;
+  ASSERT_EQ(Str(kiln_instance_create(&instance)), "OK");
+  ASSERT_EQ(Str(kiln_device_create(instance, "vulkan", nullptr, -1, &device)), "OK");
+  std::vector<uint8_t> vadd = kiln::vm::testing::BuildVaddModule(kVaddSpirv, kVaddSpirvWordCount, true);
+  std::vector<uint8_t> app = BuildCallerModule();
+  kiln_module_t modules[2] = {};
+  ASSERT_EQ(Str(kiln_module_load_from_memory(instance, vadd.data(), vadd.size(), &modules[0])), "OK");
+  ASSERT_EQ(Str(kiln_module_load_from_memory(instance, app.data(), app.size(), &modules[1])), "OK");
+  kiln_context_t context = nullptr;
+  ASSERT_EQ(Str(kiln_context_create(device, modules, 2, &context)), "OK");
+  kiln_function_t fn = nullptr;
+  ASSERT_EQ(Str(kiln_context_lookup_function(context, "app.main", &fn)), "OK");
+  std::vector<float> bv(kVaddCount);
+  for (int i = 0; i < kVaddCount; ++i) bv[i] = 3.0f * static_cast<float>(i) - 50.0f;
+  int64_t dims[] = {kVaddCount};
+  kiln_tensor_t bt = nullptr;
+  ASSERT_EQ(Str(kiln_tensor_create(device, KILN_DTYPE_F32, 1, dims, bv.data(), bv.size() * 4, &bt)), "OK");
+  for (int async = 0; async < 2; ++async) {
+    kiln_device_stats_t before = {}, issued = {};
+    ASSERT_EQ(Str(kiln_device_stats(device, &before)), "OK");
+    kiln_tensor_t c = nullptr;
+    kiln_fence_t done = nullptr;
+    if (async) {
+      ASSERT_EQ(Str(kiln_fence_create(device, &done)), "OK");
+      kiln_invoke_arg_t arg = {bt, KILN_ARG_BORROW, 0};
+      ASSERT_EQ(Str(kiln_invoke_async(context, fn, &arg, 1, nullptr, done, &c, 1)), "OK");
+      ASSERT_EQ(Str(kiln_device_stats(device, &issued)), "OK");
+      // The flush, the callee's submission, and the signal (the callee's
+      // final execute does not signal the caller's fence: nested frame).
+      EXPECT_EQ(issued.submissions - before.submissions, 3u);
+      EXPECT_EQ(issued.host_waits - before.host_waits, 0u);
+      ASSERT_EQ(Str(kiln_fence_wait(done, UINT64_MAX)), "OK");
+    } else {
+      ASSERT_EQ(Str(kiln_invoke(context, fn, &bt, 1, &c, 1)), "OK");
+      ASSERT_EQ(Str(kiln_device_stats(device, &issued)), "OK");
+      EXPECT_EQ(issued.submissions - before.submissions, 2u);
+      EXPECT_EQ(issued.host_waits - before.host_waits, 1u);
+    }
+    std::vector<float> got(kVaddCount);
+    ASSERT_EQ(Str(kiln_tensor_read(c, got.data(), got.size() * 4)), "OK");
+    for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(got[i], 1.0f + bv[i] + Bias(i)) << i;
+    kiln_tensor_release(c);
+    kiln_fence_release(done);
+  }
+  kiln_tensor_release(bt);
+  kiln_context_release(context);
+  kiln_module_release(modules[0]);
+  kiln_module_release(modules[1]);
+  kiln_device_release(device);
+  kiln_instance_release(instance);
+  EXPECT_EQ(kiln::hal::ValidationMessageCount(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Timeline, AsyncTest, ::testing::Values(true, false),

@@ -152,8 +152,8 @@ class HalModule {
 
  private:
   Status RequireDevice() const;
-  // Ends and submits `cb` (null: an empty batch) with the invocation's wait
-  // fence and the previous timepoint as waits; signals the next timepoint
+  // Ends and submits `cb` (null: an empty batch) waiting on the invocation's
+  // wait fence (queue order orders it after earlier submissions); signals the next timepoint
   // and `extra_signal` when non-null. Blocks when `wait` (host_waits += 1).
   Status Submit(hal::CommandBuffer* cb, bool wait, const hal::SemaphorePoint* extra_signal = nullptr);
 
