@@ -36,6 +36,10 @@ struct Stats {
   uint64_t barriers = 0;                // pipeline/buffer barriers recorded
   uint64_t submissions = 0;             // queue submissions
   uint64_t host_allocations_invoke = 0; // maintained by the VM (see vm/)
+  // Appended (timeline):
+  uint64_t host_waits = 0;      // blocking waits of the VM on the device (vm/hal_module.h)
+  uint64_t deferred_frees = 0;  // buffers whose last reference was a command buffer's
+                                // retention: freed when it retired (queue-ordered free)
 };
 
 // Memory the buffer must live in. On unified-memory devices these may alias.
@@ -113,6 +117,11 @@ class CommandBuffer : public RefObject {
   virtual Status End() = 0;
   // Makes the command buffer recordable again (releases retained buffers).
   virtual Status Reset() = 0;
+  // Whether recorded commands retain `buffer` (each retained buffer holds
+  // exactly one reference from this command buffer until Reset). Lets the VM
+  // tell references held only by in-flight work (queue-ordered) from other
+  // holders. Cost: linear in the distinct buffers recorded.
+  virtual bool Retains(const Buffer* buffer) const = 0;
 };
 
 // Timeline semaphore: a monotonically increasing uint64 payload. A timepoint

@@ -5,6 +5,7 @@
 // handles and returns a kiln_status_t.
 #include "kiln/kiln.h"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -72,6 +73,16 @@ struct kiln_device_s : public kiln::RefObject {
 
 struct kiln_module_s : public kiln::RefObject {
   kiln::Ref<kiln::vm::Module> module;
+};
+
+// A one-shot fence: timepoint 1 of its own timeline semaphore (created at 0).
+struct kiln_fence_s : public kiln::RefObject {
+  kiln::Ref<kiln_device_s> device;
+  kiln::Ref<kiln::hal::Semaphore> semaphore;
+  static constexpr uint64_t kValue = 1;
+  // Set once a signal is scheduled (host signal or an invocation's signal):
+  // a fence is signalled at most once.
+  std::atomic<bool> signal_claimed{false};
 };
 
 struct kiln_function_s {
@@ -255,6 +266,8 @@ kiln_status_t kiln_device_stats(kiln_device_t device, kiln_device_stats_t* out_s
   out_stats->barriers = s.barriers;
   out_stats->submissions = s.submissions;
   out_stats->host_allocations_invoke = s.host_allocations_invoke;
+  out_stats->host_waits = s.host_waits;
+  out_stats->deferred_frees = s.deferred_frees;
   return nullptr;
 }
 
@@ -503,12 +516,14 @@ void Grow(std::vector<T>* v, size_t n) {
 // context->storage_views/storage_tensors are filled in.
 kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, size_t arg_count,
                              bool with_storage, kiln_tensor_t* out_results, size_t result_count,
-                             uint64_t allocations_before) {
+                             uint64_t allocations_before,
+                             kiln::vm::InvokeFences* fences = nullptr) {
   Grow(&context->result_views, result_count);
   uint64_t vm_before = kiln::vm::HostAllocationCount();
   Status s = context->context->InvokeEx(function->ref, context->invoke_args.data(), arg_count,
                                         context->result_views.data(), result_count,
-                                        with_storage ? context->storage_views.data() : nullptr);
+                                        with_storage ? context->storage_views.data() : nullptr,
+                                        fences);
   // Context::InvokeEx added its own allocations to the stats; add the rest.
   uint64_t vm_allocations = kiln::vm::HostAllocationCount() - vm_before;
   if (s.ok()) {
@@ -563,27 +578,34 @@ kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
                         allocations_before);
 }
 
-kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
-                             const kiln_invoke_arg_t* args, size_t arg_count,
-                             kiln_tensor_t* out_results, size_t result_count) {
+}  // extern "C"
+
+namespace {
+
+// kiln_invoke_ex and kiln_invoke_async (`api` names the entry point in
+// messages; `fences` null: synchronous).
+kiln_status_t InvokeExImpl(const char* api, kiln_context_t context, kiln_function_t function,
+                           const kiln_invoke_arg_t* args, size_t arg_count,
+                           kiln::vm::InvokeFences* fences, kiln_tensor_t* out_results,
+                           size_t result_count) {
   auto fail = [&](Status status) {
     ReleaseConsumed(args, arg_count);
     return Wrap(std::move(status));
   };
-  if (!context) return fail(kiln::InvalidArgumentError("kiln_invoke_ex: context is NULL"));
-  if (!function) return fail(kiln::InvalidArgumentError("kiln_invoke_ex: function is NULL"));
+  if (!context) return fail(kiln::InvalidArgumentError("%s: context is NULL", api));
+  if (!function) return fail(kiln::InvalidArgumentError("%s: function is NULL", api));
   if (function->context != context) {
     return fail(kiln::InvalidArgumentError(
-        "kiln_invoke_ex: function '%s' was looked up in a different context",
+        "%s: function '%s' was looked up in a different context", api,
         function->info->name.c_str()));
   }
-  if (!args && arg_count) return NullArg("kiln_invoke_ex", "args");
+  if (!args && arg_count) return NullArg(api, "args");
   if (!out_results && result_count) {
-    return fail(kiln::InvalidArgumentError("kiln_invoke_ex: out_results is NULL"));
+    return fail(kiln::InvalidArgumentError("%s: out_results is NULL", api));
   }
   if (result_count != function->info->result_count) {
     return fail(kiln::InvalidArgumentError(
-        "kiln_invoke_ex: function '%s' returns %u results, %zu result slots given",
+        "%s: function '%s' returns %u results, %zu result slots given", api,
         function->info->name.c_str(), function->info->result_count, result_count));
   }
   uint64_t allocations_before = kiln::vm::HostAllocationCount();
@@ -601,33 +623,33 @@ kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
   for (size_t i = 0; i < arg_count; ++i) {
     const kiln_invoke_arg_t& a = args[i];
     if (!a.tensor) {
-      return fail(kiln::InvalidArgumentError("kiln_invoke_ex: args[%zu].tensor is NULL", i));
+      return fail(kiln::InvalidArgumentError("%s: args[%zu].tensor is NULL", api, i));
     }
     if (a.tensor->device->device.get() != context->device->device.get()) {
       return fail(kiln::InvalidArgumentError(
-          "kiln_invoke_ex: args[%zu] lives on a different device than the context", i));
+          "%s: args[%zu] lives on a different device than the context", api, i));
     }
     if (a.flags & ~static_cast<kiln_arg_flags_t>(KILN_ARG_CONSUME | KILN_ARG_OUTPUT_STORAGE)) {
-      return fail(kiln::InvalidArgumentError("kiln_invoke_ex: args[%zu]: unknown flags 0x%x", i,
+      return fail(kiln::InvalidArgumentError("%s: args[%zu]: unknown flags 0x%x", api, i,
                                              a.flags));
     }
     if ((a.flags & KILN_ARG_CONSUME) && (a.flags & KILN_ARG_OUTPUT_STORAGE)) {
       return fail(kiln::InvalidArgumentError(
-          "kiln_invoke_ex: args[%zu]: KILN_ARG_CONSUME and KILN_ARG_OUTPUT_STORAGE exclude each "
+          "%s: args[%zu]: KILN_ARG_CONSUME and KILN_ARG_OUTPUT_STORAGE exclude each "
           "other",
-          i));
+          api, i));
     }
     if (a.flags & KILN_ARG_OUTPUT_STORAGE) {
       if (a.result_index < 0 || static_cast<size_t>(a.result_index) >= result_count) {
         return fail(kiln::InvalidArgumentError(
-            "kiln_invoke_ex: args[%zu]: output storage for result %d, but function '%s' has %zu "
+            "%s: args[%zu]: output storage for result %d, but function '%s' has %zu "
             "results",
-            i, a.result_index, function->info->name.c_str(), result_count));
+            api, i, a.result_index, function->info->name.c_str(), result_count));
       }
       size_t k = static_cast<size_t>(a.result_index);
       if (context->storage_tensors[k]) {
         return fail(kiln::InvalidArgumentError(
-            "kiln_invoke_ex: args[%zu]: result %zu already has output storage", i, k));
+            "%s: args[%zu]: result %zu already has output storage", api, i, k));
       }
       context->storage_tensors[k] = a.tensor;
       context->storage_views[k] = a.tensor->view.get();
@@ -639,8 +661,8 @@ kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
   }
   if (n != function->info->arg_count) {
     return fail(kiln::InvalidArgumentError(
-        "kiln_invoke_ex: function '%s' expects %u arguments, got %zu (plus %zu output storage "
-        "entries)",
+        "%s: function '%s' expects %u arguments, got %zu (plus %zu output storage "
+        "entries)", api,
         function->info->name.c_str(), function->info->arg_count, n, arg_count - n));
   }
   // Pass 2: adopt consumed references. A handle nobody else holds gives up
@@ -665,7 +687,116 @@ kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
     ++n;
   }
   return InvokePrepared(context, function, n, any_storage, out_results, result_count,
-                        allocations_before);
+                        allocations_before, fences);
+}
+
+}  // namespace
+
+extern "C" {
+
+kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
+                             const kiln_invoke_arg_t* args, size_t arg_count,
+                             kiln_tensor_t* out_results, size_t result_count) {
+  return InvokeExImpl("kiln_invoke_ex", context, function, args, arg_count, nullptr, out_results,
+                      result_count);
+}
+
+kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function,
+                                const kiln_invoke_arg_t* args, size_t arg_count,
+                                kiln_fence_t wait_fence, kiln_fence_t signal_fence,
+                                kiln_tensor_t* out_results, size_t result_count) {
+  auto fail = [&](Status status) {
+    ReleaseConsumed(args, arg_count);
+    return Wrap(std::move(status));
+  };
+  if (!context) return fail(kiln::InvalidArgumentError("kiln_invoke_async: context is NULL"));
+  if (!signal_fence) {
+    return fail(kiln::InvalidArgumentError(
+        "kiln_invoke_async: signal_fence is NULL (the results are valid only once it is "
+        "signalled)"));
+  }
+  if (signal_fence->device->device.get() != context->device->device.get() ||
+      (wait_fence && wait_fence->device->device.get() != context->device->device.get())) {
+    return fail(kiln::InvalidArgumentError(
+        "kiln_invoke_async: a fence belongs to a different device than the context"));
+  }
+  if (wait_fence == signal_fence) {
+    return fail(kiln::InvalidArgumentError(
+        "kiln_invoke_async: wait_fence and signal_fence are the same fence (the call would "
+        "wait on itself)"));
+  }
+  if (signal_fence->signal_claimed.exchange(true)) {
+    return fail(kiln::FailedPreconditionError(
+        "kiln_invoke_async: signal_fence was already signalled or given to another call (fences "
+        "are one-shot: create a new one)"));
+  }
+  kiln::vm::InvokeFences fences;
+  if (wait_fence) fences.wait = {wait_fence->semaphore.get(), kiln_fence_s::kValue};
+  fences.signal = {signal_fence->semaphore.get(), kiln_fence_s::kValue};
+  kiln_status_t status = InvokeExImpl("kiln_invoke_async", context, function, args, arg_count,
+                                      &fences, out_results, result_count);
+  // Failed before any work was submitted: the fence stays usable.
+  if (!fences.signal_submitted) signal_fence->signal_claimed.store(false);
+  return status;
+}
+
+kiln_status_t kiln_context_collect(kiln_context_t context) {
+  if (!context) return NullArg("kiln_context_collect", "context");
+  return Wrap(context->context->Collect());
+}
+
+// --- fences --------------------------------------------------------------------
+
+kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out_fence) {
+  if (!device) return NullArg("kiln_fence_create", "device");
+  if (!out_fence) return NullArg("kiln_fence_create", "out_fence");
+  auto semaphore = device->device->CreateSemaphore(0);
+  if (!semaphore.ok()) {
+    Status s = semaphore.take_status();
+    return Wrap(s.Annotate("kiln_fence_create"));
+  }
+  auto* fence = new (std::nothrow) kiln_fence_s();
+  if (!fence) return Wrap(kiln::ResourceExhaustedError("kiln_fence_create: out of memory"));
+  fence->device = Ref<kiln_device_s>::Retain(device);
+  fence->semaphore = std::move(semaphore).value();
+  *out_fence = fence;
+  return nullptr;
+}
+void kiln_fence_retain(kiln_fence_t fence) { RetainHandle(fence); }
+void kiln_fence_release(kiln_fence_t fence) { ReleaseHandle(fence); }
+
+kiln_status_t kiln_fence_signal(kiln_fence_t fence) {
+  if (!fence) return NullArg("kiln_fence_signal", "fence");
+  if (fence->signal_claimed.exchange(true)) {
+    return Wrap(kiln::FailedPreconditionError(
+        "kiln_fence_signal: the fence was already signalled or is the signal fence of an "
+        "invocation"));
+  }
+  Status s = fence->semaphore->Signal(kiln_fence_s::kValue);
+  if (!s.ok()) fence->signal_claimed.store(false);
+  return Wrap(std::move(s));
+}
+
+kiln_status_t kiln_fence_query(kiln_fence_t fence, int* out_signaled) {
+  if (!fence) return NullArg("kiln_fence_query", "fence");
+  if (!out_signaled) return NullArg("kiln_fence_query", "out_signaled");
+  auto value = fence->semaphore->Query();
+  if (!value.ok()) return Wrap(value.take_status());
+  *out_signaled = value.value() >= kiln_fence_s::kValue ? 1 : 0;
+  return nullptr;
+}
+
+kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns) {
+  if (!fence) return NullArg("kiln_fence_wait", "fence");
+  Status s = fence->semaphore->Wait(kiln_fence_s::kValue, timeout_ns);
+  if (s.ok()) return nullptr;
+  auto value = fence->semaphore->Query();
+  if (value.ok() && value.value() < kiln_fence_s::kValue) {
+    return Wrap(kiln::FailedPreconditionError(
+        "kiln_fence_wait: timeout: the fence was not signalled within %llu ns",
+        static_cast<unsigned long long>(timeout_ns)));
+  }
+  return Wrap(std::move(s));
 }
 
 kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,

@@ -10,8 +10,12 @@
 // timed iteration is one synchronous kiln_invoke (it returns once the results
 // are on the device and complete) followed by releasing its result tensors;
 // the time is wall-clock (UseRealTime: the GPU/driver threads do the work).
+// A second benchmark, .../async, issues back-to-back kiln_invoke_async calls,
+// each waiting on the previous call's signal fence (a chain, as a streaming
+// app would run), with at most kAsyncDepth calls in flight: the host waits
+// only for the fence of the call kAsyncDepth back before reusing its slot.
 // Counters, per invocation, from kiln_device_stats over the timed loop:
-//   dispatches, barriers, submissions, copies, transfers, fills,
+//   dispatches, barriers, submissions, host_waits, copies, transfers, fills,
 //   device_allocations, device_bytes_allocated, host_allocations
 //   (host_allocations = host_allocations_invoke, allocations made inside
 //   kiln_invoke; the steady state should be 0).
@@ -162,6 +166,77 @@ bool Open(const Options& opt, Session* s, std::string* error) {
             "warm-up invocation of '" + opt.function + "'", error);
 }
 
+void Counters(benchmark::State& state, const kiln_device_stats_t& before,
+              const kiln_device_stats_t& after) {
+  auto per_invoke = [&](const char* name, uint64_t a, uint64_t b) {
+    state.counters[name] = benchmark::Counter(static_cast<double>(a - b),
+                                              benchmark::Counter::kAvgIterations);
+  };
+  per_invoke("dispatches", after.dispatches, before.dispatches);
+  per_invoke("barriers", after.barriers, before.barriers);
+  per_invoke("submissions", after.submissions, before.submissions);
+  per_invoke("host_waits", after.host_waits, before.host_waits);
+  per_invoke("copies", after.copies, before.copies);
+  per_invoke("transfers", after.transfers, before.transfers);
+  per_invoke("fills", after.fills, before.fills);
+  per_invoke("device_allocations", after.device_allocations, before.device_allocations);
+  per_invoke("device_bytes_allocated", after.device_bytes_allocated,
+             before.device_bytes_allocated);
+  per_invoke("host_allocations", after.host_allocations_invoke, before.host_allocations_invoke);
+}
+
+constexpr size_t kAsyncDepth = 4;
+
+void BM_InvokeAsync(benchmark::State& state, Session* s) {
+  std::string error;
+  kiln_device_stats_t before = {}, after = {};
+  s->ReleaseResults();
+  kiln_fence_t ring[kAsyncDepth] = {};
+  kiln_fence_t previous = nullptr;
+  std::vector<kiln_invoke_arg_t> args(s->args.size());
+  for (size_t i = 0; i < args.size(); ++i) args[i] = {s->args[i], KILN_ARG_BORROW, 0};
+  if (!Ok(kiln_device_stats(s->device, &before), "reading stats", &error)) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  size_t n = 0;
+  for (auto _ : state) {
+    kiln_fence_t& slot = ring[n++ % kAsyncDepth];
+    if (slot) {  // the call kAsyncDepth back: wait for it before reusing the slot
+      kiln_status_t w = kiln_fence_wait(slot, UINT64_MAX);
+      if (w) {
+        Ok(w, "kiln_fence_wait", &error);
+        state.SkipWithError(error.c_str());
+        break;
+      }
+      kiln_fence_release(slot);
+      slot = nullptr;
+    }
+    kiln_status_t status = kiln_fence_create(s->device, &slot);
+    if (!status) {
+      status = kiln_invoke_async(s->context, s->function, args.data(), args.size(), previous,
+                                 slot, s->results.data(), s->results.size());
+    }
+    if (status) {
+      Ok(status, "kiln_invoke_async", &error);
+      state.SkipWithError(error.c_str());
+      break;
+    }
+    previous = slot;
+    s->ReleaseResults();  // queue-ordered: freed once the call's work is done
+  }
+  for (kiln_fence_t& f : ring) {
+    if (!f) continue;
+    kiln_status_free(kiln_fence_wait(f, UINT64_MAX));
+    kiln_fence_release(f);
+  }
+  if (!Ok(kiln_device_stats(s->device, &after), "reading stats", &error)) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  Counters(state, before, after);
+}
+
 void BM_Invoke(benchmark::State& state, Session* s) {
   std::string error;
   kiln_device_stats_t before = {}, after = {};
@@ -184,20 +259,7 @@ void BM_Invoke(benchmark::State& state, Session* s) {
     state.SkipWithError(error.c_str());
     return;
   }
-  auto per_invoke = [&](const char* name, uint64_t a, uint64_t b) {
-    state.counters[name] = benchmark::Counter(static_cast<double>(a - b),
-                                              benchmark::Counter::kAvgIterations);
-  };
-  per_invoke("dispatches", after.dispatches, before.dispatches);
-  per_invoke("barriers", after.barriers, before.barriers);
-  per_invoke("submissions", after.submissions, before.submissions);
-  per_invoke("copies", after.copies, before.copies);
-  per_invoke("transfers", after.transfers, before.transfers);
-  per_invoke("fills", after.fills, before.fills);
-  per_invoke("device_allocations", after.device_allocations, before.device_allocations);
-  per_invoke("device_bytes_allocated", after.device_bytes_allocated,
-             before.device_bytes_allocated);
-  per_invoke("host_allocations", after.host_allocations_invoke, before.host_allocations_invoke);
+  Counters(state, before, after);
 }
 
 std::string BaseName(const std::string& path) {
@@ -259,6 +321,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kiln_module", opt.module);
   std::string name = "invoke/" + BaseName(opt.module) + "/" + opt.function;
   benchmark::RegisterBenchmark(name.c_str(), BM_Invoke, &session)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark((name + "/async").c_str(), BM_InvokeAsync, &session)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   benchmark::RunSpecifiedBenchmarks();

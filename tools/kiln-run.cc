@@ -194,6 +194,8 @@ void PrintStats(const kiln_device_stats_t& s) {
   std::printf("barriers: %" PRIu64 "\n", s.barriers);
   std::printf("submissions: %" PRIu64 "\n", s.submissions);
   std::printf("host_allocations_invoke: %" PRIu64 "\n", s.host_allocations_invoke);
+  std::printf("host_waits: %" PRIu64 "\n", s.host_waits);
+  std::printf("deferred_frees: %" PRIu64 "\n", s.deferred_frees);
 }
 
 int Run(const Options& opt) {

@@ -367,7 +367,9 @@ bool Context::IsExclusive(const BufferView* view) const {
   if (!view || view->refcount() != 1) return false;
   hal::Buffer* buffer = view->buffer();
   if (buffer->allocation() != buffer) return false;
-  return buffer->refcount() == 1 + (IsCached(buffer) ? 1 : 0);
+  // In-flight work of this context holding it is queue-ordered before
+  // anything the callee records.
+  return buffer->refcount() == 1 + (IsCached(buffer) ? 1 : 0) + hal_.InFlightHolders(buffer);
 }
 
 void Context::ClaimConsumed(Frame* frame, uint16_t index) {
@@ -383,7 +385,10 @@ StatusOr<Ref<hal::Buffer>> Context::AllocateCached(uint32_t m, uint32_t function
   uint64_t alloc = size ? size : 4;
   for (CacheEntry& e : cache_) {
     if (e.module != m || e.function != function || e.slot != slot) continue;
-    if (e.buffer->refcount() == 1 && e.buffer->size() >= size && e.buffer->memory_kind() == kind) {
+    // Held by nobody but the slot and in-flight work of this context (which
+    // every later submission is queue-ordered after): reuse it.
+    if (e.buffer->refcount() == 1 + hal_.InFlightHolders(e.buffer.get()) &&
+        e.buffer->size() >= size && e.buffer->memory_kind() == kind) {
       return e.buffer;
     }
     CountHostAllocation();
@@ -593,7 +598,7 @@ Status Context::FinishOutputStorage(size_t k, const format::TensorSig* sig,
 
 Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count,
                        Ref<BufferView>* results, size_t result_count,
-                       BufferView* const* output_storage) {
+                       BufferView* const* output_storage, InvokeFences* fences) {
   // Consumed references are adopted now, so every path releases them.
   struct ConsumeGuard {
     const InvokeArg* args;
@@ -730,6 +735,12 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
     }
   }
 
+  if (fences && !fences->signal.semaphore) {
+    return InvalidArgumentError("asynchronous invocation without a signal fence");
+  }
+  // Free what finished since the last call (never blocks).
+  KILN_RETURN_IF_ERROR(hal_.Retire());
+
   Frame* frame = AcquireFrame(0, info);
   for (size_t i = 0; i < arg_count; ++i) {
     if (args[i].consume) {
@@ -744,6 +755,10 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
     if (args[i].consume) ClaimConsumed(frame, static_cast<uint16_t>(i));
   }
 
+  // A final execute may carry the signal fence unless the runtime records
+  // work after the program (copies into output storage).
+  hal_.BeginInvocation(fences ? fences->wait : hal::SemaphorePoint{},
+                       fences ? fences->signal : hal::SemaphorePoint{}, !any_storage);
   RegList ret;
   Status status = Run(fn.module, fn.ordinal, 0, &ret);
   if (status.ok()) {
@@ -770,12 +785,19 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
         if (!status.ok()) break;
       }
     }
-    if (status.ok() && copy_cb) status = hal_.ExecuteAndWait(copy_cb.get());
+    if (status.ok() && copy_cb) status = hal_.Execute(copy_cb.get(), /*final=*/false);
     if (!status.ok()) {
       for (size_t i = 0; i < result_count; ++i) results[i].reset();
     }
   }
   ClearFrame(0);
+  // Signal the fence (asynchronous) or wait for the last timepoint.
+  Status end = hal_.EndInvocation();
+  if (fences) fences->signal_submitted = end.ok();
+  if (status.ok() && !end.ok()) {
+    status = end;
+    for (size_t i = 0; i < result_count; ++i) results[i].reset();
+  }
   if (hal_.device()) {
     hal_.device()->stats().host_allocations_invoke += HostAllocationCount() - allocations_before;
   }

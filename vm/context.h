@@ -46,8 +46,9 @@
 // parameter (above). Once all arguments are in place, a consumed view is
 // *owned* by the callee's frame when nothing else holds it: the view's only
 // reference is the frame register, its buffer is a root allocation, and the
-// buffer's only holders are that view and at most this context's
-// allocate_cached slot. An owned argument's storage may be taken by
+// buffer's only holders are that view, at most this context's
+// allocate_cached slot and in-flight command buffers of this context
+// (queue-ordered before anything the callee records). An owned argument's storage may be taken by
 // hal.buffer_view.take_or_allocate / take_or_clone (update in place, return
 // it as a result). Otherwise the argument is treated as borrowed: take_*
 // allocates (take_or_clone also copies, one counted copy), so every other
@@ -109,6 +110,19 @@ struct InvokeArg {
   bool consume = false;
 };
 
+// Fences of an asynchronous invocation (InvokeEx). A fence is a timepoint
+// of a caller-owned timeline semaphore.
+struct InvokeFences {
+  // Every submission of the invocation waits until it is reached (null
+  // semaphore: no wait).
+  hal::SemaphorePoint wait;
+  // Signalled once all of the invocation's device work is done; required.
+  hal::SemaphorePoint signal;
+  // Output: whether the signal was submitted (the call got as far as
+  // starting; from then on it is signalled even when the call fails).
+  bool signal_submitted = false;
+};
+
 class Context : public RefObject {
  public:
   // Maximum CALL depth (a deeper call fails with kResourceExhausted).
@@ -139,9 +153,25 @@ class Context : public RefObject {
   // left null and consumed arguments are released.
   // Cost: the interpretation itself; no host allocation once pools and
   // banks have grown, other than what the program asks for.
+  //
+  // Timeline: without `fences` the call is synchronous: it returns once the
+  // device work is done (one host wait at the end; programs compiled with
+  // hal.command_buffer.execute submit without blocking until then). With
+  // `fences` it is asynchronous: the device work waits on fences->wait, the
+  // call returns as soon as the work is submitted (no host wait unless the
+  // program reads device data on the host: execute_and_wait), results are
+  // valid once fences->signal is reached, and fences->signal is signalled
+  // even when the call fails after submitting work. Either way, finished
+  // submissions are retired first (never blocking), freeing buffers released
+  // while they were in flight.
   Status InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count,
                 Ref<BufferView>* results, size_t result_count,
-                BufferView* const* output_storage = nullptr);
+                BufferView* const* output_storage = nullptr,
+                InvokeFences* fences = nullptr);
+  // Retires finished submissions without blocking (see hal_module.h).
+  Status Collect() { return hal_.Retire(); }
+  // Submissions not yet retired (tests).
+  size_t in_flight_count() const { return hal_.in_flight_count(); }
   // All arguments borrowed, no output storage.
   Status Invoke(FunctionRef fn, BufferView* const* args, size_t arg_count,
                 Ref<BufferView>* results, size_t result_count);
@@ -160,6 +190,8 @@ class Context : public RefObject {
   // Releases frames and globals before modules and the device. Inline: see
   // ~Module.
   ~Context() override {
+    // Queue-ordered frees: wait for the last timepoint, then retire.
+    (void)hal_.WaitIdle();
     frames_.clear();
     output_storage_.clear();
     cache_.clear();

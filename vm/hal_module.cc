@@ -1,5 +1,6 @@
 #include "vm/hal_module.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::vm {
@@ -77,6 +78,7 @@ Status GetCommandBuffer(const RefValue& v, CommandBufferState** out) {
 Status HalModule::Initialize() {
   if (!device_) return OkStatus();
   KILN_ASSIGN_OR_RETURN(timeline_, device_->CreateSemaphore(0));
+  in_flight_.reserve(kInFlightCapacity);
   return OkStatus();
 }
 
@@ -85,11 +87,115 @@ Status HalModule::RequireDevice() const {
   return OkStatus();
 }
 
-Status HalModule::Submit(hal::CommandBuffer* cb) {
-  KILN_RETURN_IF_ERROR(cb->End());
-  hal::SemaphorePoint signal{timeline_.get(), ++timeline_value_};
-  KILN_RETURN_IF_ERROR(device_->QueueExecute(cb, nullptr, 0, &signal, 1));
-  return timeline_->Wait(signal.value, UINT64_MAX);
+Status HalModule::Submit(hal::CommandBuffer* cb, bool wait,
+                         const hal::SemaphorePoint* extra_signal) {
+  if (cb) KILN_RETURN_IF_ERROR(cb->End());
+  hal::SemaphorePoint waits[1];
+  uint32_t wait_count = 0;
+  if (invocation_wait_.semaphore) waits[wait_count++] = invocation_wait_;
+  // No wait on the previous timepoint: submissions of a context go to one
+  // queue in order, and every command buffer begins with a full barrier
+  // (vulkan_command_buffer.h), so each submission is already ordered after
+  // everything submitted before it (a callee's work after its caller's
+  // flush); an empty signal batch's signal covers all earlier submissions.
+  // (A batch waiting on and signalling the same timeline semaphore also made
+  // lavapipe 22.3 leak under LSan.)
+  hal::SemaphorePoint signals[2] = {{timeline_.get(), timeline_value_ + 1}, {}};
+  uint32_t signal_count = 1;
+  if (extra_signal) signals[signal_count++] = *extra_signal;
+  KILN_RETURN_IF_ERROR(device_->QueueExecute(cb, waits, wait_count, signals, signal_count));
+  ++timeline_value_;
+  if (!wait) return OkStatus();
+  ++device_->stats().host_waits;
+  KILN_RETURN_IF_ERROR(timeline_->Wait(timeline_value_, UINT64_MAX));
+  completed_value_ = timeline_value_;
+  return OkStatus();
+}
+
+Status HalModule::Execute(CommandBufferState* cb, bool final) {
+  cb->submitted = true;
+  const hal::SemaphorePoint* signal = nullptr;
+  if (final && attach_signal_ && !signal_attached_ && invocation_signal_.semaphore) {
+    signal = &invocation_signal_;
+  }
+  if (in_flight_.size() == in_flight_.capacity()) {
+    KILN_RETURN_IF_ERROR(Retire());
+    if (in_flight_.size() == in_flight_.capacity()) CountHostAllocation();
+  }
+  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get(), /*wait=*/false, signal));
+  if (signal) signal_attached_ = true;
+  in_flight_.push_back(InFlight{Ref<CommandBufferState>::Retain(cb), timeline_value_});
+  return OkStatus();
+}
+
+void HalModule::BeginInvocation(hal::SemaphorePoint wait, hal::SemaphorePoint signal,
+                                bool attach_signal) {
+  invocation_wait_ = wait;
+  invocation_signal_ = signal;
+  attach_signal_ = attach_signal;
+  signal_attached_ = false;
+}
+
+Status HalModule::EndInvocation() {
+  Status status;
+  if (device_) {
+    if (invocation_signal_.semaphore) {
+      if (!signal_attached_) {
+        // No final execute carried the signal: an empty batch after all of
+        // the invocation's work (it waits on the wait fence too, so the
+        // signal never overtakes it even when nothing was submitted).
+        status = Submit(nullptr, /*wait=*/false, &invocation_signal_);
+      }
+    } else if (timeline_value_ > completed_value_) {
+      ++device_->stats().host_waits;
+      status = timeline_->Wait(timeline_value_, UINT64_MAX);
+      if (status.ok()) completed_value_ = timeline_value_;
+    }
+  }
+  invocation_wait_ = {};
+  invocation_signal_ = {};
+  attach_signal_ = signal_attached_ = false;
+  if (!status.ok()) return status;
+  return Retire();
+}
+
+Status HalModule::Retire() {
+  if (in_flight_.empty()) return OkStatus();
+  if (completed_value_ < in_flight_.back().value) {
+    KILN_ASSIGN_OR_RETURN(uint64_t reached, timeline_->Query());
+    completed_value_ = std::max(completed_value_, reached);
+  }
+  size_t kept = 0;
+  Status status;
+  for (size_t i = 0; i < in_flight_.size(); ++i) {
+    InFlight& f = in_flight_[i];
+    if (f.value <= completed_value_ && status.ok()) {
+      // Drops the command buffer's retention of the buffers it used.
+      status = f.cb->command_buffer->Reset();
+      if (status.ok()) f.cb->reset = true;
+      f.cb.reset();
+      continue;
+    }
+    if (kept != i) in_flight_[kept] = std::move(f);
+    ++kept;
+  }
+  in_flight_.resize(kept);
+  return status;
+}
+
+int32_t HalModule::InFlightHolders(const hal::Buffer* buffer) const {
+  int32_t n = 0;
+  for (const InFlight& f : in_flight_) n += f.cb->command_buffer->Retains(buffer) ? 1 : 0;
+  return n;
+}
+
+Status HalModule::WaitIdle() {
+  if (!device_ || !timeline_) return OkStatus();
+  if (timeline_value_ > completed_value_) {
+    KILN_RETURN_IF_ERROR(timeline_->Wait(timeline_value_, UINT64_MAX));
+    completed_value_ = timeline_value_;
+  }
+  return Retire();
 }
 
 StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, size_t size) {
@@ -111,7 +217,7 @@ StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, s
   KILN_RETURN_IF_ERROR(staging->Write(0, data, size));
   KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
   KILN_RETURN_IF_ERROR(cb->CopyBuffer(staging.get(), 0, buffer.get(), 0, size));
-  KILN_RETURN_IF_ERROR(Submit(cb.get()));
+  KILN_RETURN_IF_ERROR(Submit(cb.get(), /*wait=*/true));
   return buffer;
 }
 
@@ -153,12 +259,13 @@ StatusOr<Ref<CommandBufferState>> HalModule::AcquireCommandBuffer() {
 
 Status HalModule::ExecuteAndWait(CommandBufferState* cb) {
   cb->submitted = true;
-  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get()));
+  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get(), /*wait=*/true));
   // The work is done: release what the command buffer retained, so results
   // and consumed buffers are held only by their views.
   KILN_RETURN_IF_ERROR(cb->command_buffer->Reset());
   cb->reset = true;
-  return OkStatus();
+  // Everything submitted before it is done too.
+  return Retire();
 }
 
 Status HalModule::Call(HalImport id, const ImportCall& call,
@@ -368,6 +475,13 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       CommandBufferState* cb;
       KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
       return ExecuteAndWait(cb);
+    }
+    case HalImport::kCommandBufferExecute: {
+      CommandBufferState* cb;
+      KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
+      int32_t flags = call.ArgI32(1);
+      if (flags & ~1) return InvalidArgumentError("execute: unknown flags 0x%x", flags);
+      return Execute(cb, (flags & 1) != 0 && call.frame->depth == 0);
     }
     case HalImport::kBufferSubspan: {
       BufferArg buf;

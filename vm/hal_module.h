@@ -9,6 +9,16 @@
 // Sizes and offsets are i32 bytes and must be >= 0 (kInvalidArgument);
 // ranges are bounds-checked against the buffer (kOutOfRange).
 //
+// Timeline: every submission signals the next value of one per-context
+// timeline semaphore (its timepoint). hal.command_buffer.execute submits
+// without blocking and keeps the command buffer (and so every buffer it
+// uses) in a preallocated in-flight list until its timepoint is reached;
+// Retire() polls the timeline (never blocks) and resets what finished, which
+// frees buffers released meanwhile (queue-ordered frees). An invocation
+// brackets its work with BeginInvocation / EndInvocation, which apply the
+// caller's wait fence to every submission and signal the caller's signal
+// fence (asynchronous) or wait once for the last timepoint (synchronous).
+//
 // Steady state: command buffers come from a per-context pool (a pooled
 // CommandBufferState that no register, global or caller still holds is
 // reset and handed out again), and execute_and_wait resets the hal command
@@ -97,8 +107,41 @@ class HalModule {
   // allocations, plus pool growth). Released by dropping the reference.
   StatusOr<Ref<CommandBufferState>> AcquireCommandBuffer();
   // Ends, submits, waits, then resets `cb` (it retains nothing afterwards)
-  // and marks it submitted.
+  // and marks it submitted. One host wait (stats host_waits).
   Status ExecuteAndWait(CommandBufferState* cb);
+  // Ends and submits `cb` without blocking (hal.command_buffer.execute);
+  // `cb` stays in the in-flight list until its timepoint is reached. `final`
+  // (top-level frame only) attaches the invocation's signal fence when the
+  // invocation allows it (BeginInvocation).
+  Status Execute(CommandBufferState* cb, bool final);
+
+  // Starts an invocation. `wait` (semaphore may be null: none) is waited on
+  // by every submission until EndInvocation; `signal` (null semaphore:
+  // synchronous) is signalled once all of the invocation's device work is
+  // done. `attach_signal`: a final execute may carry the signal (false when
+  // the runtime itself records work after the program, e.g. output copies).
+  void BeginInvocation(hal::SemaphorePoint wait, hal::SemaphorePoint signal, bool attach_signal);
+  // Ends the invocation: asynchronous, submits an empty batch signalling the
+  // fence unless a final execute carried it (never blocks); synchronous,
+  // waits once for the last timepoint (one host wait, none when nothing is
+  // pending). Then retires what finished. Also called on error paths so an
+  // asynchronous caller's fence is still signalled.
+  Status EndInvocation();
+  // Polls the timeline and resets finished in-flight command buffers (never
+  // blocks). Cost: one semaphore query when anything is in flight.
+  Status Retire();
+  // Blocks until every submission of this context has completed, then
+  // retires them (context release).
+  Status WaitIdle();
+  size_t in_flight_count() const { return in_flight_.size(); }
+  // References to `buffer` held by in-flight command buffers (one per
+  // command buffer whose commands use it): holders that are queue-ordered
+  // before any later submission of this context.
+  int32_t InFlightHolders(const hal::Buffer* buffer) const;
+  // The context timeline and the value of its last submission (the
+  // timepoint a callee's work is ordered after).
+  hal::Semaphore* timeline() const { return timeline_.get(); }
+  uint64_t timeline_value() const { return timeline_value_; }
   // Required alignment of a binding's absolute offset (bytes; >= 1).
   uint64_t binding_alignment() const;
   size_t command_buffer_pool_size() const { return cb_pool_.size(); }
@@ -109,12 +152,26 @@ class HalModule {
 
  private:
   Status RequireDevice() const;
-  Status Submit(hal::CommandBuffer* cb);
+  // Ends and submits `cb` (null: an empty batch) waiting on the invocation's
+  // wait fence (queue order orders it after earlier submissions); signals the next timepoint
+  // and `extra_signal` when non-null. Blocks when `wait` (host_waits += 1).
+  Status Submit(hal::CommandBuffer* cb, bool wait, const hal::SemaphorePoint* extra_signal = nullptr);
 
   Ref<hal::Device> device_;
   std::vector<Ref<CommandBufferState>> cb_pool_;
   Ref<hal::Semaphore> timeline_;
-  uint64_t timeline_value_ = 0;
+  uint64_t timeline_value_ = 0;   // value of the last submission
+  uint64_t completed_value_ = 0;  // largest value known reached
+  struct InFlight {
+    Ref<CommandBufferState> cb;
+    uint64_t value = 0;  // its timepoint
+  };
+  std::vector<InFlight> in_flight_;  // preallocated (kInFlightCapacity)
+  static constexpr size_t kInFlightCapacity = 64;
+  hal::SemaphorePoint invocation_wait_{};
+  hal::SemaphorePoint invocation_signal_{};
+  bool attach_signal_ = false;
+  bool signal_attached_ = false;
   std::vector<hal::BufferBinding> bindings_;  // scratch, reused across calls
   std::vector<hal::BufferBarrier> barriers_;  // scratch, reused across calls
 };

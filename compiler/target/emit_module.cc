@@ -9,6 +9,7 @@
 
 #include "base/dtype.h"
 #include "compiler/analysis/topology.h"
+#include "compiler/target/lower_timeline.h"
 #include "compiler/target/transient_planner.h"
 #include "schemas/module_integrity.h"
 #include "vm/isa.h"
@@ -260,11 +261,15 @@ class FunctionEmitter {
   Status RecordFor(ir::Operation* op, uint16_t cmd);
   // Multi-module calls (func.call of an import declaration).
   Status RecordCall(ir::Operation* op, uint16_t cmd);
-  // Submits the work recorded so far into `cmd`, waits for it and starts a
-  // fresh command buffer in the same register; nothing is pending after it.
-  // (Blocking today: the one place to change for timepoint/fence submission.)
+  // Submits the work recorded so far into `cmd` WITHOUT a host wait (not
+  // final: its timepoint is what the callee's work is ordered after) and
+  // starts a fresh command buffer in the same register. The context's queue
+  // runs submissions in order and every command buffer begins with a full
+  // barrier, so the callee's submissions, and then the caller's next ones,
+  // see everything submitted before them: nothing is pending after it, and
+  // the invocation's wait fence covers both modules.
   void SubmitAndRestart(uint16_t cmd) {
-    enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
+    enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(0))}, {});
     enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
     pending_reads_.clear();  // the host wait ordered everything before it
     pending_writes_.clear();
@@ -1164,7 +1169,9 @@ Status FunctionEmitter::Emit() {
     }
     results.push_back({v->type(), s});
   }
-  enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
+  // Submit without blocking; "final" (1): the invocation's signal fence rides
+  // on this submission (kiln_invoke_async), a synchronous invoke waits once.
+  enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(1))}, {});
   std::vector<Reg> ret_regs;
   for (auto& [t, s] : results) {
     std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
@@ -1204,6 +1211,8 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   std::vector<flatbuffers::Offset<fb::Function>> functions;
 
   for (ir::Operation* func : module.functions()) {
+    // Execution regions and timepoints: recorded in queue order.
+    KILN_RETURN_IF_ERROR(LowerTimeline(func).Annotate("function @" + func->str_attr("sym_name")));
     FunctionEmitter fe(*this, module, func);
     KILN_RETURN_IF_ERROR(fe.Emit().Annotate("function @" + func->str_attr("sym_name")));
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> code, fe.enc.Finish());

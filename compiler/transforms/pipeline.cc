@@ -19,6 +19,9 @@ const std::vector<std::string>& DefaultPipeline() {
       // Dealloca at the known last use, retain/release where a resource
       // escapes; the emitter ends transient lifetimes at the deallocas.
       "resource-lifetime",
+      // Group async work into execution regions, then drop covered awaits.
+      "schedule-execution",
+      "elide-timepoints",
   };
   return kPipeline;
 }

@@ -204,6 +204,36 @@ TEST_P(CommandBufferTest, PendingCommandBufferCannotBeResetOrResubmitted) {
   KILN_EXPECT_OK(cb->Reset());
 }
 
+// Retention is per distinct buffer (Retains), and a buffer whose last
+// reference is the command buffer's is freed at Reset after the work is
+// done, counted in Stats::deferred_frees (queue-ordered frees).
+TEST_P(CommandBufferTest, RetainsDistinctBuffersAndCountsDeferredFrees) {
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> src, device()->AllocateBuffer(64, MemoryKind::kHostVisible));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> dst, device()->AllocateBuffer(64, MemoryKind::kHostVisible));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> kept, device()->AllocateBuffer(64, MemoryKind::kHostVisible));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> unused, device()->AllocateBuffer(64, MemoryKind::kHostVisible));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, device()->CreateCommandBuffer());
+  KILN_ASSERT_OK(cb->CopyBuffer(src.get(), 0, dst.get(), 0, 32));
+  KILN_ASSERT_OK(cb->CopyBuffer(src.get(), 32, dst.get(), 32, 32));
+  KILN_ASSERT_OK(cb->FillBuffer(kept.get(), 0, 64, 7u));
+  EXPECT_TRUE(cb->Retains(src.get()));
+  EXPECT_TRUE(cb->Retains(dst.get()));
+  EXPECT_TRUE(cb->Retains(kept.get()));
+  EXPECT_FALSE(cb->Retains(unused.get()));
+  EXPECT_EQ(src->refcount(), 2);  // the test's and one of the command buffer's
+  EXPECT_EQ(dst->refcount(), 2);
+  KILN_ASSERT_OK(cb->End());
+  KILN_ASSERT_OK(SubmitAndWait(cb.get()));
+  uint64_t live = device()->stats().device_bytes_live;
+  src.reset();
+  dst.reset();
+  EXPECT_EQ(device()->stats().device_bytes_live, live);  // still held by the command buffer
+  KILN_ASSERT_OK(cb->Reset());
+  EXPECT_EQ(device()->stats().deferred_frees, 2u);  // src and dst; `kept` is still ours
+  EXPECT_EQ(device()->stats().device_bytes_live, live - 128);
+  EXPECT_FALSE(cb->Retains(kept.get()));
+}
+
 KILN_CTS_INSTANTIATE(CommandBufferTest);
 
 }  // namespace

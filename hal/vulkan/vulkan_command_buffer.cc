@@ -98,8 +98,19 @@ Status VulkanCommandBuffer::CheckBuffer(const char* op, Buffer* buffer) const {
 }
 
 void VulkanCommandBuffer::RetainBuffer(Buffer* buffer) {
-  if (!retained_buffers_.empty() && retained_buffers_.back().get() == buffer) return;
+  // Distinct buffers only (a program binds few: arena, constants, arguments,
+  // results), newest first since consecutive commands repeat them.
+  for (size_t i = retained_buffers_.size(); i-- > 0;) {
+    if (retained_buffers_[i].get() == buffer) return;
+  }
   retained_buffers_.push_back(Ref<Buffer>::Retain(buffer));
+}
+
+bool VulkanCommandBuffer::Retains(const Buffer* buffer) const {
+  for (const Ref<Buffer>& retained : retained_buffers_) {
+    if (retained.get() == buffer) return true;
+  }
+  return false;
 }
 
 void VulkanCommandBuffer::RetainExecutable(Executable* executable) {
@@ -442,6 +453,12 @@ Status VulkanCommandBuffer::Reset() {
     pool.descriptors_left = pool.descriptors;
   }
   current_pool_ = 0;
+  // A buffer held only by this command buffer was released by everyone else
+  // while the work was in flight: it is freed now, after its timepoint.
+  for (Ref<Buffer>& buffer : retained_buffers_) {
+    if (buffer->refcount() == 1) ++device_->stats().deferred_frees;
+    buffer.reset();
+  }
   retained_buffers_.clear();
   retained_executables_.clear();
   submission_signals_.clear();

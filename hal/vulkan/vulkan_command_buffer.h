@@ -9,7 +9,8 @@
 // the last reference while a submission is in flight blocks until it retires.
 //
 // Retention: every buffer and executable a recorded command references is
-// retained until Reset() or destruction.
+// retained (once: one reference per distinct buffer) until Reset() or
+// destruction.
 //
 // Implicit synchronization (not counted in Stats::barriers):
 //  - Begin (creation / Reset) records a global memory barrier
@@ -75,6 +76,7 @@ class VulkanCommandBuffer final : public CommandBuffer {
                     uint32_t pattern) override;
   Status End() override;
   Status Reset() override;
+  bool Retains(const Buffer* buffer) const override;
 
   // Driver-internal (QueueExecute).
   VkCommandBuffer handle() const { return command_buffer_; }

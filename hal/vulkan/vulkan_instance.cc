@@ -21,8 +21,17 @@
 // Kiln's memory; suppressed by module name (the layer is pinned with
 // RTLD_NODELETE below so its frames symbolize). Kiln's own leaks still report.
 // If another library in a sanitizer binary defines this hook too, merge them.
+//
+// lavapipe (Mesa 22.3.6) intermittently leaks one 160-byte object (+112
+// bytes indirect) allocated inside libvulkan_lvp.so when timeline
+// semaphores are waited on by the queue: seen in the pre-existing HAL CTS
+// semaphore tests (11 of 16 runs of `kiln_hal_cts_test
+// --gtest_filter=*Semaphore*` under the asan preset) and in the async C API
+// tests, with and without the validation layer; a race in the driver's
+// queue thread, not Kiln memory (every stack frame is in the driver).
+// Suppressed by module name like the layer; Kiln's own leaks still report.
 extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libVkLayer_khronos_validation.so\n";
+  return "leak:libVkLayer_khronos_validation.so\nleak:libvulkan_lvp.so\n";
 }
 #endif
 

@@ -41,9 +41,14 @@
  * (results that alias, slices) keep it alive, and it is freed exactly once,
  * when the last of them is released.
  *
- * Compatibility: functions are only ever added. Planned additions (not yet
- * present): asynchronous invocation with wait/signal fences, as a new
- * function taking an options struct; kiln_invoke keeps its current meaning.
+ * Asynchronous invocation (kiln_invoke_async): the device work of a call
+ * waits on a fence and signals another; the calling thread does not block
+ * on the device, results come back at once and hold valid contents once the
+ * signal fence is reached. Chains of calls pass a result and a fence from
+ * one call to the next without any host wait.
+ *
+ * Compatibility: functions are only ever added; kiln_invoke and
+ * kiln_invoke_ex stay synchronous.
  */
 #ifndef KILN_KILN_H_
 #define KILN_KILN_H_
@@ -128,6 +133,7 @@ typedef struct kiln_context_s* kiln_context_t;
  * released by the caller. */
 typedef const struct kiln_function_s* kiln_function_t;
 typedef struct kiln_tensor_s* kiln_tensor_t;
+typedef struct kiln_fence_s* kiln_fence_t;
 
 /* ------------------------------------------------------------------------ */
 /* Instance                                                                 */
@@ -172,6 +178,16 @@ typedef struct kiln_device_stats_t {
   uint64_t barriers;                /* barriers recorded */
   uint64_t submissions;             /* queue submissions */
   uint64_t host_allocations_invoke; /* host allocations made inside kiln_invoke */
+  /* Appended (timeline): */
+  uint64_t host_waits;      /* times the runtime blocked the host on the device inside
+                             * an invoke: one at the end of a synchronous invoke, one
+                             * per device value read on the host (branch conditions,
+                             * trip counts), none for an asynchronous invoke of a
+                             * program without such reads. Application fence waits
+                             * are not counted. */
+  uint64_t deferred_frees;  /* buffers released by every holder while device work
+                             * using them was in flight, freed when that work's
+                             * timepoint was reached (queue-ordered frees) */
 } kiln_device_stats_t;
 
 /* Copies the current counters into *out_stats. */
@@ -381,6 +397,84 @@ typedef struct kiln_invoke_arg_t {
 kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
                              const kiln_invoke_arg_t* args, size_t arg_count,
                              kiln_tensor_t* out_results, size_t result_count);
+
+/* ------------------------------------------------------------------------ */
+/* Fences and asynchronous invocation                                       */
+/* ------------------------------------------------------------------------ */
+
+/* A fence is a one-shot point on a device timeline (a timeline semaphore and
+ * a value): it starts unsignalled and is signalled exactly once, by the host
+ * (kiln_fence_signal) or by the device when an asynchronous invocation
+ * finishes (kiln_invoke_async's signal_fence). Any number of invocations may
+ * wait on it. Create a new fence for each new point in time.
+ * Errors: INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED, driver errors.
+ * Cost: one timeline semaphore (a few microseconds). */
+kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out_fence);
+void kiln_fence_retain(kiln_fence_t fence);
+/* Releasing the last reference of a fence that submitted work still waits
+ * on or signals blocks until that work has retired: signal every wait fence
+ * you handed to kiln_invoke_async before releasing it. */
+void kiln_fence_release(kiln_fence_t fence);
+/* Signals `fence` from the host: device work waiting on it may start.
+ * Errors: FAILED_PRECONDITION when it was already signalled or is the
+ * signal fence of an invocation. Never blocks. */
+kiln_status_t kiln_fence_signal(kiln_fence_t fence);
+/* *out_signaled = 1 when the fence has been reached, else 0. Never blocks. */
+kiln_status_t kiln_fence_query(kiln_fence_t fence, int* out_signaled);
+/* Blocks until `fence` is signalled or `timeout_ns` nanoseconds elapse
+ * (0 polls; UINT64_MAX waits forever). Errors: FAILED_PRECONDITION with
+ * "timeout" in the message when the time ran out (the fence is unchanged:
+ * wait again or query), driver errors (device lost). */
+kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns);
+
+/* Runs `function` asynchronously, with the ownership rules of
+ * kiln_invoke_ex (`args` as there: borrowed, consumed and output-storage
+ * entries).
+ *
+ *  - The device work of the call waits until `wait_fence` is signalled
+ *    (NULL: no wait; it is still ordered after every earlier invocation of
+ *    this context, which runs on the same queue).
+ *  - `signal_fence` (required, unsignalled, not used as a signal fence
+ *    before) is signalled once all of the call's device work is done.
+ *  - The call returns as soon as the work is recorded and submitted:
+ *    `out_results` receive new tensors at once, whose contents are valid
+ *    only once `signal_fence` is reached (kiln_fence_wait before
+ *    kiln_tensor_read). They may be passed straight to another
+ *    kiln_invoke_async whose wait_fence is this signal_fence: the second
+ *    call's device work then starts after the first one's, with no host
+ *    wait in between.
+ *  - Tensors may be released at any time, also while the work using them
+ *    is in flight: their memory is freed once that work's timepoint is
+ *    reached (queue-ordered free; stats deferred_frees), which the context
+ *    notices without blocking at its next invoke, kiln_context_collect, or
+ *    at kiln_context_release (which waits for the context's work).
+ *  - The calling thread does not block on the device, except for programs
+ *    that read device values on the host to decide control flow (a data
+ *    dependent branch or trip count): each such read waits for the work
+ *    before it, including for `wait_fence` (stats host_waits). Programs
+ *    compiled before the timeline existed (ending in execute_and_wait) also
+ *    block until their work is done.
+ *  - Arguments, output storage and consumed tensors must not be written by
+ *    the host until `signal_fence` is reached.
+ *
+ * Errors: as kiln_invoke_ex; INVALID_ARGUMENT (NULL signal_fence, a fence
+ * of another device, wait_fence == signal_fence), FAILED_PRECONDITION
+ * (signal_fence already signalled or claimed by another call). When the
+ * call fails before submitting anything, signal_fence is left untouched
+ * (reusable); once work was submitted it is signalled even if a later step
+ * fails, so waiters never hang (the results are then left unchanged).
+ * Cost: recording + submission; once warm, with results released, no host
+ * allocation. */
+kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function,
+                                const kiln_invoke_arg_t* args, size_t arg_count,
+                                kiln_fence_t wait_fence, kiln_fence_t signal_fence,
+                                kiln_tensor_t* out_results, size_t result_count);
+
+/* Frees the memory of tensors released while device work using them was in
+ * flight, for the work that has finished. Never blocks (one timeline
+ * query). Every invoke does this first; call it after kiln_fence_wait to
+ * reclaim memory without invoking again. */
+kiln_status_t kiln_context_collect(kiln_context_t context);
 
 #ifdef __cplusplus
 }  /* extern "C" */

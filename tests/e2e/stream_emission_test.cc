@@ -112,6 +112,62 @@ TEST(StreamEmissionTest, LoopCarriedValueIsUpdatedInPlace) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+// Execution regions and timepoints (already scheduled, as schedule-execution
+// and elide-timepoints leave them): two regions read x, a join of their
+// timepoints is awaited, and a third dispatch adds their results. On one
+// queue the emitter records the bodies in place: one submission, no host
+// wait inside the program (kiln_invoke's single wait at its end).
+//   x = [1, 2, 3, 4], c = [1, 2, 3, 4], s = splat 2.0
+//   e1 = x + c = [2, 4, 6, 8]; e2 = x + s = [3, 4, 5, 6]; r = e1 + e2 = [5, 8, 11, 14]
+const char* kTimelineProgram = R"(
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "add"} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %1 = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %2:2 = "stream.async.execute"(%0, %1) ({
+  ^bb0(%x_r1: !stream.resource<external>, %c_r1: !stream.resource<constant>):
+    %d_r1 = "stream.async.dispatch"(%x_r1, %c_r1) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<transient>
+    "stream.yield"(%d_r1) : (!stream.resource<transient>) -> ()
+  }) {operand_segments = [0, 2]} : (!stream.resource<external>, !stream.resource<constant>) -> (!stream.resource<transient>, !stream.timepoint)
+  %3 = "stream.timepoint.immediate"() : () -> !stream.timepoint
+  %4:2 = "stream.async.execute"(%3, %0) ({
+  ^bb0(%x_r2: !stream.resource<external>):
+    %s_r2 = "stream.async.splat"() {pattern = 1073741824 : i64, size = 16 : i64} : () -> !stream.resource<transient>
+    %d_r2 = "stream.async.dispatch"(%x_r2, %s_r2) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<transient>) -> !stream.resource<transient>
+    "stream.yield"(%d_r2) : (!stream.resource<transient>) -> ()
+  }) {operand_segments = [1, 1]} : (!stream.timepoint, !stream.resource<external>) -> (!stream.resource<transient>, !stream.timepoint)
+  %5 = "stream.timepoint.join"(%2#1, %4#1) : (!stream.timepoint, !stream.timepoint) -> !stream.timepoint
+  %6:2 = "stream.timepoint.await"(%5, %2#0, %4#0) : (!stream.timepoint, !stream.resource<transient>, !stream.resource<transient>) -> (!stream.resource<transient>, !stream.resource<transient>)
+  %7 = "stream.async.dispatch"(%6#0, %6#1) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<transient>, !stream.resource<transient>) -> !stream.resource<transient>
+  %8 = "stream.tensor.export"(%7) {size = 16 : i64} : (!stream.resource<transient>) -> tensor<4xf32>
+  "func.return"(%8) : (tensor<4xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(StreamEmissionTest, ExecutionRegionsJoinAndAwait) {
+  kiln_device_stats_t before, after;
+  ASSERT_EQ(kiln_device_stats(SharedDevice(), &before), nullptr);
+  std::vector<HostTensor> out;
+  ASSERT_EQ(CompileTextAndRun(kTimelineProgram, {F32({4}, {1, 2, 3, 4})}, &out), "");
+  ASSERT_EQ(kiln_device_stats(SharedDevice(), &after), nullptr);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{5, 8, 11, 14}));
+  EXPECT_EQ(after.dispatches - before.dispatches, 3u);
+  // The module initializer's constant upload is one more submission + wait
+  // (or none on unified memory); the invocation itself is one of each.
+  EXPECT_LE(after.submissions - before.submissions, 2u);
+  EXPECT_LE(after.host_waits - before.host_waits, 2u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 TEST(StreamEmissionTest, UnsupportedOpIsNamed) {
   const char* program = R"(
 "func.func"() ({

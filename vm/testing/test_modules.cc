@@ -7,7 +7,8 @@
 
 namespace kiln::vm::testing {
 
-std::vector<uint8_t> BuildVaddModule(const uint32_t* vadd_spirv, size_t word_count) {
+std::vector<uint8_t> BuildVaddModule(const uint32_t* vadd_spirv, size_t word_count,
+                                     bool async_end) {
   ModuleBuilder b("vadd_test");
   auto imp = [&](const char* name) { return static_cast<uint16_t>(b.AddHalImport(name)); };
   const uint16_t kAlloc = imp("hal.allocator.allocate");
@@ -19,7 +20,8 @@ std::vector<uint8_t> BuildVaddModule(const uint32_t* vadd_spirv, size_t word_cou
   const uint16_t kBarrier = imp("hal.command_buffer.barrier");
   const uint16_t kFill = imp("hal.command_buffer.fill");
   const uint16_t kCopy = imp("hal.command_buffer.copy");
-  const uint16_t kExec = imp("hal.command_buffer.execute_and_wait");
+  const uint16_t kExec = imp(async_end ? "hal.command_buffer.execute"
+                                       : "hal.command_buffer.execute_and_wait");
   const uint16_t kViewCreate = imp("hal.buffer_view.create");
   const uint16_t kViewBuffer = imp("hal.buffer_view.buffer");
   const uint16_t kViewOffset = imp("hal.buffer_view.offset");
@@ -102,7 +104,11 @@ std::vector<uint8_t> BuildVaddModule(const uint32_t* vadd_spirv, size_t word_cou
     e.CallImport(kCopy, {R::Ref(4), R::Ref(12), R::I32(10), R::Ref(7), R::I32(1), R::I32(5)},
                  {});
     e.CallImport(kBarrier, {R::Ref(4)}, {});
-    e.CallImport(kExec, {R::Ref(4)}, {});
+    if (async_end) {
+      e.CallImport(kExec, {R::Ref(4), R::I32(2)}, {});  // i2 = 1: final
+    } else {
+      e.CallImport(kExec, {R::Ref(4)}, {});
+    }
     e.CallImport(kViewCreate, {R::Ref(3), R::I32(1), R::I32(2), R::I32(2), R::I32(3)},
                  {R::Ref(8)});
     e.CallImport(kViewCreate, {R::Ref(7), R::I32(1), R::I32(2), R::I32(2), R::I32(3)},

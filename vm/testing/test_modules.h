@@ -21,7 +21,12 @@ constexpr int kVaddCount = 100;
 //     d = fill(1.0) then copy a[0..50) over the first half
 //     e = c[4..12) through hal.buffer.subspan
 //   i32_only() -> ()                 pure i32 arithmetic, FAILs if wrong
-std::vector<uint8_t> BuildVaddModule(const uint32_t* vadd_spirv, size_t word_count);
+//
+// `async_end`: main ends with hal.command_buffer.execute(cb, final) instead
+// of execute_and_wait (submits without blocking; the runtime's timeline does
+// the rest), as compiled modules do.
+std::vector<uint8_t> BuildVaddModule(const uint32_t* vadd_spirv, size_t word_count,
+                                     bool async_end = false);
 
 }  // namespace kiln::vm::testing
 
