@@ -50,6 +50,11 @@ struct Storage {
   int64_t length = 0;          // bytes
 };
 
+bool SameStorage(const Storage& a, const Storage& b) {
+  return a.group == b.group && a.dynamic_offset == b.dynamic_offset && a.offset == b.offset &&
+         (!a.dynamic_offset || a.offset_reg == b.offset_reg);
+}
+
 // A byte range touched by a dispatch, for hazard tracking.
 struct Range {
   int group;        // allocation identity
@@ -241,7 +246,7 @@ class FunctionEmitter {
   Status RecordHostArith(ir::Operation* op);
   // Function bodies of several blocks (cf.br / cf.cond_br): copies a
   // branch's operands into `target`'s argument storage / registers.
-  Status BranchInto(ir::Block* target, const std::vector<ir::Value*>& operands, uint16_t cmd);
+  Status BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count, uint16_t cmd);
   Status EmitReturn(ir::Operation* ret, uint16_t cmd);
   // Storage of module global `sym` in this function (its buffer register is
   // loaded once in the prologue).
@@ -249,6 +254,46 @@ class FunctionEmitter {
   // Byte ranges of every storage an op in `blocks` touches (not the pool).
   std::vector<Range> TouchedRanges(const std::vector<ir::Block*>& blocks);
   std::map<std::string, Storage> global_storage_;
+  // A consumed import written in place, taken at its first write.
+  struct LazyTake {
+    uint16_t arg = 0;  // argument (view) register
+    Storage storage;   // registers that view the argument until taken
+    uint16_t flag = 0; // i32 register: 1 once taken
+  };
+  std::map<ir::Value*, LazyTake> lazy_takes_;
+  // Before an op that writes a consumed import in place: if not taken yet,
+  // (buffer, offset) = take_or_clone(cmd, arg) and set the flag.
+  void EnsureTaken(ir::Operation* op, uint16_t cmd) {
+    for (ir::Value* r : op->results()) {
+      ir::Value* t = TiedOperandOf(op, r->index());
+      if (!t) continue;
+      auto it = lazy_takes_.find(RootOfValue(t));
+      if (it == lazy_takes_.end()) continue;
+      const LazyTake& lt = it->second;
+      vm::Label take = enc.NewLabel(), done = enc.NewLabel();
+      enc.CondBr(lt.flag, done, take);
+      enc.Bind(take);
+      enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(lt.arg)},
+                     {Reg::Ref(lt.storage.buffer), Reg::I32(lt.storage.offset_reg)});
+      enc.ConstI32(lt.flag, 1);
+      enc.Bind(done);
+      pending_writes_.push_back(RangeOf(lt.storage));  // a possible copy: order the write after it
+    }
+  }
+  static ir::Value* TiedOperandOf(ir::Operation* op, unsigned index);
+  // One parallel copy of an edge: operand indices of `op` and the storage
+  // each is copied into (nullptr: a host value).
+  struct EdgeGroup {
+    std::vector<unsigned> operands;
+    std::vector<const Storage*> dsts;
+  };
+  std::vector<EdgeGroup> EdgeGroupsOf(ir::Operation* op);
+  // Copies the edge's operands into `dsts` as one parallel copy (through
+  // the temporaries planned for conflicting operands).
+  void CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
+                const std::vector<const Storage*>& dsts);
+  std::map<std::pair<ir::Operation*, unsigned>, Storage> edge_temps_;
+  static ir::Value* RootOfValue(ir::Value* v);
   // util.global.load results that need their own copy of the global (the
   // global is stored to while the loaded value is still read).
   std::set<ir::Value*> global_snapshots_;
@@ -298,6 +343,11 @@ ir::Value* RootOf(ir::Value* v) {
   }
   return v;
 }
+
+ir::Value* FunctionEmitter::TiedOperandOf(ir::Operation* op, unsigned index) {
+  return op->is("stream.async.slice") ? nullptr : TiedOperand(op, index);
+}
+ir::Value* FunctionEmitter::RootOfValue(ir::Value* v) { return RootOf(v); }
 
 // Pre-order walk of `block` and the blocks of nested regions (scf.*).
 template <typename F>
@@ -616,7 +666,11 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     }
   }
   // Consumed imports written in place: take the caller's storage when the
-  // runtime says this frame owns it, else work on a counted copy of it.
+  // runtime says this frame owns it, else work on a counted copy of it. The
+  // take happens at the first write that runs (EnsureTaken, guarded by a
+  // flag register), not in the prologue: a write in a branch that is not
+  // taken then costs no copy. Until then the storage registers view the
+  // argument itself (same bytes).
   std::map<ir::Value*, Storage> taken;
   for (auto& owned : body->ops()) {
     ir::Operation* op = owned.get();
@@ -624,12 +678,18 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     if (!op->bool_attr("consume"))
       return FailedPreconditionError("emit: borrowed argument %u is written in place (run materialize-copy-on-write)",
                                      op->operand(0)->index());
-    Storage s = args[op->operand(0)->index()];
+    const Storage& a = args[op->operand(0)->index()];
+    Storage s = a;
     s.buffer = NewRef();
     s.offset_reg = NewI32();
-    enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(static_cast<uint16_t>(op->operand(0)->index()))},
-                   {Reg::Ref(s.buffer), Reg::I32(s.offset_reg)});
-    pending_writes_.push_back(RangeOf(s));  // a possible copy: order later work after it
+    enc.MovRef(s.buffer, a.buffer);
+    enc.MovI32(s.offset_reg, a.offset_reg);
+    LazyTake t;
+    t.arg = static_cast<uint16_t>(op->operand(0)->index());
+    t.storage = s;
+    t.flag = NewI32();
+    enc.ConstI32(t.flag, 0);  // not from ConstReg: the register changes
+    lazy_takes_[op->result(0)] = t;
     taken[op->result(0)] = s;
   }
 
@@ -806,7 +866,100 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     }
   });
   KILN_RETURN_IF_ERROR(view_error);
-  return OkStatus();
+
+  // Edges that copy several values at once (loop yields, scf.while's
+  // forwarded values, branch operands) are parallel copies: a value that
+  // lives in another destination of the same edge (carried values yielded
+  // at swapped positions, a slice of a carried value) would be overwritten
+  // before it is read. Each such value gets a temporary (a cached buffer,
+  // reused across calls) and is copied there first.
+  Status edge_error;
+  walk([&](ir::Operation* op) {
+    if (!edge_error.ok()) return;
+    for (const EdgeGroup& g : EdgeGroupsOf(op)) {
+      for (size_t i = 0; i < g.operands.size(); ++i) {
+        auto src = storage_.find(op->operand(g.operands[i]));
+        if (src == storage_.end() || !g.dsts[i]) continue;
+        bool conflict = false;
+        for (size_t j = 0; j < g.operands.size(); ++j) {
+          if (!g.dsts[j]) continue;
+          const Storage& d = *g.dsts[j];
+          bool overlaps = RangeOf(src->second).Overlaps(RangeOf(d));
+          if (j != i ? overlaps : (overlaps && !SameStorage(src->second, d))) conflict = true;
+        }
+        if (!conflict) continue;
+        Storage t;
+        t.kind = Storage::kTransient;
+        t.buffer = NewRef();
+        t.group = NewGroup();
+        t.length = g.dsts[i]->length;
+        enc.CallImport(HalImport::kAllocatorAllocateCached,
+                       {Reg::I32(ConstReg(slot++)), Reg::I32(ConstReg(AlignUp(t.length, 16))), Reg::I32(ConstReg(0))},
+                       {Reg::Ref(t.buffer)});
+        edge_temps_[{op, g.operands[i]}] = t;
+      }
+    }
+  });
+  return edge_error;
+}
+
+std::vector<FunctionEmitter::EdgeGroup> FunctionEmitter::EdgeGroupsOf(ir::Operation* op) {
+  std::vector<EdgeGroup> groups;
+  auto storage_of = [&](ir::Value* v) -> const Storage* {
+    auto it = storage_.find(v);
+    return it == storage_.end() ? nullptr : &it->second;
+  };
+  auto block_group = [&](ir::Block* target, unsigned first, unsigned count) {
+    EdgeGroup g;
+    for (unsigned i = 0; i < count && i < target->num_arguments(); ++i) {
+      g.operands.push_back(first + i);
+      g.dsts.push_back(storage_of(target->argument(i)));
+    }
+    groups.push_back(g);
+  };
+  ir::Operation* parent = op->parent_block() && op->parent_block()->parent()
+                              ? op->parent_block()->parent()->parent_op()
+                              : nullptr;
+  if (op->is("scf.yield") && parent && parent->is("scf.for")) {
+    EdgeGroup g;
+    for (unsigned i = 0; i < op->num_operands(); ++i) {
+      g.operands.push_back(i);
+      g.dsts.push_back(storage_of(parent->region(0)->block(0)->argument(1 + i)));
+    }
+    groups.push_back(g);
+  } else if (op->is("scf.yield") && parent && parent->is("scf.while") &&
+             op->parent_block() == parent->region(1)->block(0)) {
+    block_group(parent->region(0)->block(0), 0, op->num_operands());
+  } else if (op->is("scf.condition") && parent && parent->is("scf.while")) {
+    EdgeGroup g;
+    for (unsigned i = 1; i < op->num_operands() && i - 1 < parent->num_results(); ++i) {
+      g.operands.push_back(i);
+      g.dsts.push_back(storage_of(parent->result(i - 1)));
+    }
+    groups.push_back(g);
+  } else if (op->is("cf.br") && op->num_successors() == 1) {
+    block_group(op->successor(0), 0, op->num_operands());
+  } else if (op->is("cf.cond_br") && op->num_successors() == 2) {
+    std::vector<int64_t> seg = op->ints_attr("operand_segments");
+    if (seg.size() == 3) {
+      block_group(op->successor(0), 1, static_cast<unsigned>(seg[1]));
+      block_group(op->successor(1), static_cast<unsigned>(1 + seg[1]), static_cast<unsigned>(seg[2]));
+    }
+  }
+  return groups;
+}
+
+void FunctionEmitter::CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
+                               const std::vector<const Storage*>& dsts) {
+  for (unsigned i : operands) {
+    auto t = edge_temps_.find({edge, i});
+    if (t != edge_temps_.end()) CopyInto(cmd, storage_.at(edge->operand(i)), t->second);
+  }
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (!dsts[k]) continue;
+    auto t = edge_temps_.find({edge, operands[k]});
+    CopyInto(cmd, t != edge_temps_.end() ? t->second : storage_.at(edge->operand(operands[k])), *dsts[k]);
+  }
 }
 
 void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes) {
@@ -903,6 +1056,9 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
                    {});
   };
   const std::string& n = op->name();
+  if (n == "stream.async.dispatch" || n == "stream.async.update" || n == "stream.async.copy" ||
+      n == "stream.async.fill")
+    EnsureTaken(op, cmd);
   if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
   if (n == "scf.if") return RecordIf(op, cmd);
   if (n == "scf.for") return RecordFor(op, cmd);
@@ -1063,8 +1219,8 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
     KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   }
   ir::Operation* yield = loop_body->terminator();
-  for (unsigned i = 0; yield && i < yield->num_operands(); ++i)
-    CopyInto(cmd, storage_.at(yield->operand(i)), storage_.at(loop_body->argument(1 + i)));
+  if (yield)
+    for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
   enc.AddI32(iv, iv, bounds[2]);
   enc.Br(header);
   enc.Bind(exit);
@@ -1142,12 +1298,6 @@ Status FunctionEmitter::RecordHostArith(ir::Operation* op) {
   return OkStatus();
 }
 
-namespace {
-bool SameStorage(const Storage& a, const Storage& b) {
-  return a.group == b.group && a.dynamic_offset == b.dynamic_offset && a.offset == b.offset &&
-         (!a.dynamic_offset || a.offset_reg == b.offset_reg);
-}
-}  // namespace
 
 // scf.while, recorded as a bytecode loop:
 //   (copy each init into its carried storage)
@@ -1206,17 +1356,12 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   auto c = i32_values_.find(cond->operand(0));
   if (c == i32_values_.end())
     return UnimplementedError("emit: scf.while condition is not a host value (%s)", op->loc().c_str());
-  // Forward: copy into result storage (nothing in the usual form). A value
-  // forwarded into another position's storage would be overwritten first.
+  // Forward: copy into result storage (nothing in the usual form), as one
+  // parallel copy.
+  for (const EdgeGroup& g : EdgeGroupsOf(cond)) CopyEdge(cmd, cond, g.operands, g.dsts);
   for (ir::Value* r : op->results()) {
     ir::Value* fwd = cond->operand(1 + r->index());
-    if (r->type().kind == ir::TypeKind::kResource) {
-      for (ir::Value* other : op->results())
-        if (other != r && other->type().kind == ir::TypeKind::kResource &&
-            SameStorage(storage_.at(fwd), storage_.at(other)) && other->index() < r->index())
-          return UnimplementedError("emit: scf.condition forwards values across positions (%s)", op->loc().c_str());
-      CopyInto(cmd, storage_.at(fwd), storage_.at(r));
-    } else {
+    if (r->type().kind != ir::TypeKind::kResource) {
       auto it = i32_values_.find(fwd);
       if (it == i32_values_.end())
         return UnimplementedError("emit: scf.condition operand is not a host value (%s)", op->loc().c_str());
@@ -1227,17 +1372,12 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   enc.Bind(trip);
   for (auto& owned : after->ops())
     if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
-  // Next values into the carried storage / registers.
+  // Next values into the carried storage (one parallel copy) / registers.
+  for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
   std::vector<std::pair<uint16_t, uint16_t>> moves;  // (temp, carried)
   for (ir::Value* a : before->arguments()) {
     ir::Value* y = yield->operand(a->index());
-    if (a->type().kind == ir::TypeKind::kResource) {
-      for (ir::Value* other : before->arguments())
-        if (other != a && other->type().kind == ir::TypeKind::kResource && other->index() < a->index() &&
-            SameStorage(storage_.at(y), storage_.at(other)))
-          return UnimplementedError("emit: scf.while yields carried values across positions (%s)", op->loc().c_str());
-      CopyInto(cmd, storage_.at(y), storage_.at(a));
-    } else {
+    if (a->type().kind != ir::TypeKind::kResource) {
       auto it = i32_values_.find(y);
       if (it == i32_values_.end())
         return UnimplementedError("emit: scf.yield operand is not a host value (%s)", op->loc().c_str());
@@ -1322,27 +1462,26 @@ Status FunctionEmitter::RecordSwitch(ir::Operation* op, uint16_t cmd) {
   return OkStatus();
 }
 
-// Copies a branch's operands into the storage (resources) or registers (host
-// values) of `target`'s arguments, in order, skipping a copy when the value
-// already lives there. An operand living in the storage of an argument
-// written before it would be overwritten before it is read: rejected (a
-// permutation of block arguments), never silently wrong. Host values go
-// through temporaries.
-Status FunctionEmitter::BranchInto(ir::Block* target, const std::vector<ir::Value*>& operands, uint16_t cmd) {
-  if (operands.size() != target->num_arguments())
-    return InvalidArgumentError("emit: branch passes %zu values to a block of %u arguments", operands.size(),
+// Copies a branch's operands `first`..`first + count` into the storage
+// (resources) or registers (host values) of `target`'s arguments, as one
+// parallel copy: a copy is skipped when the value already lives there, and an
+// operand living in another argument's storage goes through its temporary
+// (planned in AssignStorage). Host values go through temporary registers.
+Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count,
+                                   uint16_t cmd) {
+  if (count != target->num_arguments() || first + count > edge->num_operands())
+    return InvalidArgumentError("emit: branch passes %u values to a block of %u arguments", count,
                                 target->num_arguments());
+  EdgeGroup g;
   std::vector<std::pair<uint16_t, uint16_t>> moves;
-  for (unsigned i = 0; i < operands.size(); ++i) {
+  for (unsigned i = 0; i < count; ++i) {
     ir::Value* a = target->argument(i);
+    ir::Value* v = edge->operand(first + i);
     if (a->type().kind == ir::TypeKind::kResource) {
-      for (unsigned j = 0; j < i; ++j)
-        if (target->argument(j)->type().kind == ir::TypeKind::kResource &&
-            SameStorage(storage_.at(operands[i]), storage_.at(target->argument(j))))
-          return UnimplementedError("emit: a branch permutes block arguments (argument %u into %u)", j, i);
-      CopyInto(cmd, storage_.at(operands[i]), storage_.at(a));
+      g.operands.push_back(first + i);
+      g.dsts.push_back(&storage_.at(a));
     } else {
-      auto src = i32_values_.find(operands[i]);
+      auto src = i32_values_.find(v);
       auto dst = i32_values_.find(a);
       if (src == i32_values_.end() || dst == i32_values_.end())
         return UnimplementedError("emit: branch operand %u is not a host value or a resource", i);
@@ -1351,6 +1490,7 @@ Status FunctionEmitter::BranchInto(ir::Block* target, const std::vector<ir::Valu
       moves.push_back({t, dst->second});
     }
   }
+  CopyEdge(cmd, edge, g.operands, g.dsts);
   for (auto& [t, dst] : moves) enc.MovI32(dst, t);
   return OkStatus();
 }
@@ -1460,7 +1600,7 @@ Status FunctionEmitter::Emit() {
       KILN_RETURN_IF_ERROR(EmitReturn(t, cmd));
     } else if (t->is("cf.br")) {
       if (t->num_successors() != 1) return InvalidArgumentError("emit: cf.br needs one successor");
-      KILN_RETURN_IF_ERROR(BranchInto(t->successor(0), t->operands(), cmd));
+      KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(0), 0, t->num_operands(), cmd));
       enc.Br(labels[index.at(t->successor(0))]);
     } else {
       std::vector<int64_t> seg = t->ints_attr("operand_segments");
@@ -1481,8 +1621,7 @@ Status FunctionEmitter::Emit() {
         pending_writes_ = writes;
         unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
         unsigned count = static_cast<unsigned>(seg[1 + k]);
-        std::vector<ir::Value*> ops(t->operands().begin() + first, t->operands().begin() + first + count);
-        KILN_RETURN_IF_ERROR(BranchInto(t->successor(k), ops, cmd));
+        KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(k), first, count, cmd));
         enc.Br(labels[index.at(t->successor(k))]);
       }
     }
