@@ -479,7 +479,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     int st = 0;
     std::vector<std::pair<ir::Operation*, size_t>> open;
     walk([&](ir::Operation* op) {
-      if (op->is("scf.for") || op->is("scf.while")) loop_begin[op] = st;
+      if (op->num_regions() > 0) loop_begin[op] = st;  // every region op (scf.*): its step extent
       ++st;
     });
     for (auto& [loop, begin] : loop_begin) {
@@ -580,7 +580,9 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
         if (r->type().kind != ir::TypeKind::kResource || TiedOperand(op, r->index()) || yield_into.count(r)) continue;
         if (escaping.count(r)) externals.push_back(r);
         // Loop-carried storage lives through every trip of its loop.
-        int last = (n == "scf.for" || n == "scf.while") ? loop_end.at(op) : step;
+        // Region results are written by the regions' yields: they live at
+        // least to the end of the regions (loops: through every trip).
+        int last = op->num_regions() > 0 ? loop_end.at(op) : step;
         requests[r] = TransientRequest{SizeOf(r), step, last};
         request_order.push_back(r);
         def_step[r] = step;
@@ -1214,6 +1216,8 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   enc.Bind(trip);
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  // A zero-trip loop reaches the exit in this state: keep it for the join.
+  const auto header_reads = pending_reads_, header_writes = pending_writes_;
   for (auto& owned : loop_body->ops()) {
     if (owned->is("scf.yield")) continue;
     KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
@@ -1228,6 +1232,8 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   executable_regs_ = exes;
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  pending_writes_.insert(pending_writes_.end(), header_writes.begin(), header_writes.end());
+  pending_reads_.insert(pending_reads_.end(), header_reads.begin(), header_reads.end());
   return OkStatus();
 }
 
@@ -1368,6 +1374,9 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
       enc.MovI32(i32_values_.at(r), it->second);
     }
   }
+  // The exit is reached from here (the after region may never run): keep
+  // this state for the join.
+  const auto exit_reads = pending_reads_, exit_writes = pending_writes_;
   enc.CondBr(c->second, trip, exit);
   enc.Bind(trip);
   for (auto& owned : after->ops())
@@ -1393,6 +1402,8 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   executable_regs_ = exes;
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  pending_writes_.insert(pending_writes_.end(), exit_writes.begin(), exit_writes.end());
+  pending_reads_.insert(pending_reads_.end(), exit_reads.begin(), exit_reads.end());
   return OkStatus();
 }
 
