@@ -150,6 +150,8 @@
 //   arith.cmpi   (index, index) -> i1   attrs: predicate: "eq"|"ne"|"slt"|
 //                "sle"|"sgt"|"sge". Host scalars (loop counters, switch
 //                indices): the emitter keeps them in i32 registers.
+//   A block argument or iter_arg of type !stream.resource<*> accepts any
+//   resource (inits, branch operands, yields); otherwise types match exactly.
 //   Regions of scf ops take no arguments except as listed (scf.for, scf.while)
 //   and may use any value defined above them (captured values); scf.yield /
 //   scf.condition operand types equal the op's result types, and iter_args /
