@@ -406,5 +406,21 @@ TEST(ControlFlowEmissionTest, UnknownGlobalIsAnError) {
   EXPECT_NE(error.find("names no util.global @missing"), std::string::npos) << error;
 }
 
+TEST(ControlFlowEmissionTest, GlobalWithoutSizeIsAnError) {
+  std::string program = std::string(R"(
+"util.global"() {sym_name = "state", type = !stream.resource<variable>} : () -> ()
+)") + kExecutables + R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %g = "util.global.load"() {global = @state} : () -> !stream.resource<variable>
+  %e = "stream.tensor.export"(%g) {size = 16 : i64} : (!stream.resource<variable>) -> tensor<4xf32>
+  "func.return"(%e) : (tensor<4xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+  Session s;
+  std::string error = s.Load(program);
+  EXPECT_NE(error.find("util.global @state needs a positive byte `size`"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace kiln::e2e
