@@ -516,17 +516,20 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   });
   // A util.global.load is a view of the global's buffer unless the global is
   // stored to while the loaded value (or a value tied to it or sliced from
-  // it) may still be read: every store of the global must follow the load in
-  // its block, and every read of the loaded value must come before the first
-  // of those stores (or be that store). Otherwise the load copies the global
-  // into storage of its own (a snapshot).
+  // it) may still be read: every store of the global (and every func.call,
+  // whose callee may store it) must follow the load in its block, and every
+  // read of the loaded value must come before the first of those (or be
+  // that store). Otherwise the load copies the global into storage of its
+  // own (a snapshot).
   {
     std::map<ir::Value*, std::vector<ir::Value*>> family;  // root -> values viewing it
     std::map<std::string, std::vector<ir::Operation*>> stores;
+    std::vector<ir::Operation*> calls;
     walk([&](ir::Operation* op) {
       for (ir::Value* r : op->results())
         if (r->type().kind == ir::TypeKind::kResource) family[RootOf(r)].push_back(r);
       if (op->is("util.global.store")) stores[op->str_attr("global")].push_back(op);
+      if (op->is("func.call")) calls.push_back(op);  // the callee may store any global
     });
     auto position_in = [](ir::Block* b, ir::Operation* op, ir::Operation** anc) -> int {
       while (op && op->parent_block() != b) op = op->parent_op();
@@ -541,13 +544,15 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     };
     walk([&](ir::Operation* op) {
       if (!op->is("util.global.load")) return;
+      std::vector<ir::Operation*> writers = calls;
       auto st = stores.find(op->str_attr("global"));
-      if (st == stores.end()) return;
+      if (st != stores.end()) writers.insert(writers.end(), st->second.begin(), st->second.end());
+      if (writers.empty()) return;
       ir::Block* b = op->parent_block();
       ir::Operation* anc = nullptr;
       int load_pos = position_in(b, op, &anc), first = INT_MAX;
       bool snapshot = false;
-      for (ir::Operation* store : st->second) {
+      for (ir::Operation* store : writers) {
         int p = position_in(b, store, &anc);
         if (p < 0 || p <= load_pos) snapshot = true;
         first = std::min(first, p);
