@@ -106,6 +106,8 @@ class CommandBuffer : public RefObject {
                           const void* push_constants, uint32_t push_constant_bytes,
                           const BufferBinding* bindings, uint32_t binding_count) = 0;
   // Records compute->compute/transfer barriers for the given byte ranges.
+  // Retains each named buffer until Reset, as dispatches, copies and fills
+  // do (a barrier may be the only command naming a buffer).
   virtual Status Barrier(const BufferBarrier* barriers, uint32_t count) = 0;
   // Full execution + memory barrier (used when ranges are unknown).
   virtual Status ExecutionBarrier() = 0;

@@ -121,9 +121,17 @@
 //   stream.resource.dealloca (%r, %tp) -> ()  free once %tp is reached (queue-ordered)
 //   stream.resource.retain   (%r) -> ()       runtime refcount (escaping values)
 //   stream.resource.release  (%r) -> ()
-//   util.global           () -> ()   attrs: sym_name, type (a resource type); module level
+//   util.global           () -> ()   attrs: sym_name, type (a resource type), size
+//                         (bytes; the emitter requires it); module level. A
+//                         module global (variable lifetime): zero-filled when
+//                         the context is created, persists across calls.
 //   util.global.load      () -> resource<variable>       attrs: global: @sym
+//                         (the emitter records `size` on it). Value
+//                         semantics: the contents at the load.
 //   util.global.store     (%r) -> ()                      attrs: global: @sym
+//                         The global holds a copy of %r from here on (the
+//                         emitter copies unless %r already lives in the
+//                         global's buffer: a state updated in place).
 //   func.call             (%args...) -> results           attrs: callee: @sym,
 //                         sizes: [result bytes] (added by convert-to-stream).
 //                         At the tensor level operands/results are tensors whose
@@ -156,11 +164,21 @@
 //                ... scf.condition(%cond: i1, %forwarded...); region 1
 //                ("after"): ^bb(%forwarded...): ... scf.yield(%next...)
 //   arith.constant () -> index|i1   attrs: value: i64 (0 or 1 for i1)
+//   arith.addi / arith.subi / arith.muli (index, index) -> index
+//   arith.cmpi   (index, index) -> i1   attrs: predicate: "eq"|"ne"|"slt"|
+//                "sle"|"sgt"|"sge". Host scalars (loop counters, switch
+//                indices): the emitter keeps them in i32 registers.
+//   A block argument or iter_arg of type !stream.resource<*> accepts any
+//   resource (inits, branch operands, yields); otherwise types match exactly.
 //   Regions of scf ops take no arguments except as listed (scf.for, scf.while)
 //   and may use any value defined above them (captured values); scf.yield /
 //   scf.condition operand types equal the op's result types, and iter_args /
 //   block arguments have the types of the corresponding inits.
-//   cf.br / cf.cond_br: see ir.h (successors with block arguments).
+//   scf.index_switch / scf.while / cf.br / cf.cond_br may carry host values
+//   (index, i1) as well as resources.
+//   cf.br / cf.cond_br: see ir.h (successors with block arguments). A
+//   function body may have several blocks; every block ends in func.return,
+//   cf.br or cf.cond_br.
 #ifndef KILN_COMPILER_IR_OPS_H_
 #define KILN_COMPILER_IR_OPS_H_
 

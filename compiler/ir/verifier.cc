@@ -418,7 +418,9 @@ class Verifier {
     }
     for (size_t s = 0; s < groups.size(); ++s) {
       Block* dest = op->successor(static_cast<unsigned>(s));
-      if (TypesOf(groups[s]) != TypesOf(dest->arguments()))
+      // A block argument of type !stream.resource<*> accepts any resource
+      // (as scf.for iter_args and scf results do).
+      if (!Compatible(TypesOf(groups[s]), TypesOf(dest->arguments())))
         return Fail(op, "operands " + TypeList(TypesOf(groups[s])) + " for successor #" +
                             std::to_string(s) + " do not match its arguments " +
                             TypeList(TypesOf(dest->arguments())));
@@ -508,8 +510,14 @@ class Verifier {
                          TypeList(rt));
     std::vector<Type> want = {Type::I1()};
     want.insert(want.end(), rt.begin(), rt.end());
-    if (!CheckRegion(op, 0, inits, "scf.condition", want)) return false;
-    return CheckRegion(op, 1, rt, "scf.yield", inits);
+    // "before" arguments of type !stream.resource<*> accept any resource init
+    // (as scf.for iter_args do); the after region yields their types.
+    if (before->empty()) return Fail(op, "region #0 must have exactly one block");
+    std::vector<Type> bargs = TypesOf(before->block(0)->arguments());
+    if (!Compatible(inits, bargs))
+      return Fail(op, "region #0 arguments " + TypeList(bargs) + " should be " + TypeList(inits));
+    if (!CheckRegion(op, 0, bargs, "scf.condition", want)) return false;
+    return CheckRegion(op, 1, rt, "scf.yield", bargs);
   }
 
   bool VerifyScfSwitch(Operation* op) {

@@ -241,6 +241,38 @@ TEST(VerifierTest, Branches) {
                             "^bb1:\n"
                             "  \"func.return\"(%x) : (tensor<2xf32>) -> ()")),
             "'cf.cond_br' op: expects 'operand_segments' = [1, n_true, n_false] summing to the operand count");
+  // A !stream.resource<*> block argument accepts any resource; a concrete
+  // lifetime must match exactly.
+  EXPECT_EQ(VerifyText(Func("%x: !stream.resource<external>",
+                            "  \"cf.br\"(%x)[^bb1] : (!stream.resource<external>) -> ()\n"
+                            "^bb1(%y: !stream.resource<*>):\n"
+                            "  \"func.return\"(%y) : (!stream.resource<*>) -> ()")),
+            "");
+  EXPECT_EQ(VerifyText(Func("%x: !stream.resource<external>",
+                            "  \"cf.br\"(%x)[^bb1] : (!stream.resource<external>) -> ()\n"
+                            "^bb1(%y: !stream.resource<transient>):\n"
+                            "  \"func.return\"(%y) : (!stream.resource<transient>) -> ()")),
+            "'cf.br' op: operands (!stream.resource<external>) for successor #0 do not match its arguments "
+            "(!stream.resource<transient>)");
+}
+
+// scf.while: "before" arguments of type !stream.resource<*> accept any
+// resource init; the after region yields the argument types.
+TEST(VerifierTest, WhileCarriedResourceTypes) {
+  const char* body =
+      "  %w = \"scf.while\"(%x) ({\n"
+      "  ^bb0(%a: !stream.resource<*>):\n"
+      "    \"scf.condition\"(%c, %a) : (i1, !stream.resource<*>) -> ()\n"
+      "  }, {\n"
+      "  ^bb0(%b: !stream.resource<*>):\n"
+      "    \"scf.yield\"(%b) : (!stream.resource<*>) -> ()\n"
+      "  }) : (!stream.resource<external>) -> !stream.resource<*>\n"
+      "  \"func.return\"(%w) : (!stream.resource<*>) -> ()";
+  EXPECT_EQ(VerifyText(Func("%x: !stream.resource<external>, %c: i1", body)), "");
+  std::string bad = body;
+  bad.replace(bad.find("^bb0(%a: !stream.resource<*>)"), 29, "^bb0(%a: !stream.resource<transient>)");
+  bad.replace(bad.find("(i1, !stream.resource<*>)"), 25, "(i1, !stream.resource<transient>)");
+  EXPECT_NE(VerifyText(Func("%x: !stream.resource<external>, %c: i1", bad)), "");  // external init, transient arg
 }
 
 TEST(VerifierTest, VerifyOpOnNestedOp) {

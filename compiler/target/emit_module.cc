@@ -42,7 +42,8 @@ const ImportDef kHalImports[] = {
 
 // Where a tensor's bytes live at run time.
 struct Storage {
-  enum Kind { kArgument, kConstant, kTransient, kExternal } kind = kTransient;
+  // kVariable: a module global's buffer (util.global; persists across calls).
+  enum Kind { kArgument, kConstant, kTransient, kExternal, kVariable } kind = kTransient;
   uint16_t buffer = 0;         // ref register holding the buffer
   int group = 0;               // allocation identity for hazards (registers may alias)
   bool dynamic_offset = false; // offset in an i32 register (argument views)
@@ -50,6 +51,11 @@ struct Storage {
   int64_t offset = 0;          // static byte offset
   int64_t length = 0;          // bytes
 };
+
+bool SameStorage(const Storage& a, const Storage& b) {
+  return a.group == b.group && a.dynamic_offset == b.dynamic_offset && a.offset == b.offset &&
+         (!a.dynamic_offset || a.offset_reg == b.offset_reg);
+}
 
 // A byte range touched by a dispatch, for hazard tracking.
 struct Range {
@@ -106,8 +112,23 @@ class ModuleEmitter {
   // declares, operand/result counts that differ from the declaration.
   // kUnimplemented: a call to a function defined in this module.
   StatusOr<const ModuleImport*> ModuleImportFor(ir::Module& module, ir::Operation* call);
+  // Module globals (util.global): global ordinal (0 is the constant pool,
+  // user globals are 1..N in declaration order) and byte size.
+  struct GlobalInfo {
+    uint16_t ordinal = 0;
+    int64_t size = 0;
+  };
+  const GlobalInfo* FindGlobal(const std::string& sym) const {
+    auto it = globals_.find(sym);
+    return it == globals_.end() ? nullptr : &it->second;
+  }
+  // Collects util.global ops, checks every util.global.load/store names one,
+  // and records each load's byte size on it (`size`).
+  Status CollectGlobals(ir::Module& module);
 
  private:
+  std::map<std::string, GlobalInfo> globals_;
+  std::vector<std::string> global_order_;
   const EmitOptions& options_;
   EmitReport* report_;
   std::vector<uint8_t> pool_;
@@ -201,6 +222,48 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
   return static_cast<uint16_t>(executables_.size() - 1);
 }
 
+Status ModuleEmitter::CollectGlobals(ir::Module& module) {
+  for (auto& owned : module.body()->ops()) {
+    ir::Operation* op = owned.get();
+    if (!op->is("util.global")) continue;
+    std::string sym = op->str_attr("sym_name");
+    int64_t size = op->int_attr("size", -1);
+    if (sym.empty()) return InvalidArgumentError("emit: util.global without sym_name (%s)", op->loc().c_str());
+    if (size <= 0)
+      return InvalidArgumentError("emit: util.global @%s needs a positive byte `size` attribute (%s)", sym.c_str(),
+                                  op->loc().c_str());
+    if (globals_.count(sym)) return InvalidArgumentError("emit: util.global @%s declared twice", sym.c_str());
+    if (global_order_.size() >= 0xFFFE) return InvalidArgumentError("emit: too many util.global ops");
+    globals_[sym] = GlobalInfo{static_cast<uint16_t>(1 + global_order_.size()), size};
+    global_order_.push_back(sym);
+  }
+  Status status;
+  for (ir::Operation* func : module.functions()) {
+    func->Walk([&](ir::Operation* op) {
+      if (!status.ok() || (!op->is("util.global.load") && !op->is("util.global.store"))) return;
+      std::string sym = op->str_attr("global");
+      const GlobalInfo* g = FindGlobal(sym);
+      if (!g) {
+        status = InvalidArgumentError("emit: %s names no util.global @%s (%s)", op->name().c_str(), sym.c_str(),
+                                      op->loc().c_str());
+        return;
+      }
+      if (op->is("util.global.load")) {
+        if (op->num_results() != 1 || op->result(0)->type().kind != ir::TypeKind::kResource) {
+          status = InvalidArgumentError("emit: util.global.load @%s must give one resource (%s)", sym.c_str(),
+                                        op->loc().c_str());
+          return;
+        }
+        op->set_attr("size", ir::Attribute(g->size));
+      } else if (op->num_operands() != 1 || op->operand(0)->type().kind != ir::TypeKind::kResource) {
+        status = InvalidArgumentError("emit: util.global.store @%s takes one resource (%s)", sym.c_str(),
+                                      op->loc().c_str());
+      }
+    });
+  }
+  return status;
+}
+
 // Emits one func.func (at the stream level) as one bytecode function.
 class FunctionEmitter {
  public:
@@ -280,6 +343,64 @@ class FunctionEmitter {
   // call in the function's entry block with nothing recorded before it
   // needs no submission of its own (an empty submit is still a queue round trip).
   bool unsubmitted_work_ = false;
+  Status RecordWhile(ir::Operation* op, uint16_t cmd);
+  Status RecordSwitch(ir::Operation* op, uint16_t cmd);
+  Status RecordHostArith(ir::Operation* op);
+  // Function bodies of several blocks (cf.br / cf.cond_br): copies a
+  // branch's operands into `target`'s argument storage / registers.
+  Status BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count, uint16_t cmd);
+  Status EmitReturn(ir::Operation* ret, uint16_t cmd);
+  // Storage of module global `sym` in this function (its buffer register is
+  // loaded once in the prologue).
+  const Storage& GlobalStorage(const std::string& sym) { return global_storage_.at(sym); }
+  // Byte ranges of every storage an op in `blocks` touches (not the pool).
+  std::vector<Range> TouchedRanges(const std::vector<ir::Block*>& blocks);
+  std::map<std::string, Storage> global_storage_;
+  // A consumed import written in place, taken at its first write.
+  struct LazyTake {
+    uint16_t arg = 0;  // argument (view) register
+    Storage storage;   // registers that view the argument until taken
+    uint16_t flag = 0; // i32 register: 1 once taken
+  };
+  std::map<ir::Value*, LazyTake> lazy_takes_;
+  // Before an op that writes a consumed import in place: if not taken yet,
+  // (buffer, offset) = take_or_clone(cmd, arg) and set the flag.
+  void EnsureTaken(ir::Operation* op, uint16_t cmd) {
+    for (ir::Value* r : op->results()) {
+      ir::Value* t = TiedOperandOf(op, r->index());
+      if (!t) continue;
+      auto it = lazy_takes_.find(RootOfValue(t));
+      if (it == lazy_takes_.end()) continue;
+      const LazyTake& lt = it->second;
+      vm::Label take = enc.NewLabel(), done = enc.NewLabel();
+      enc.CondBr(lt.flag, done, take);
+      enc.Bind(take);
+      enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(lt.arg)},
+                     {Reg::Ref(lt.storage.buffer), Reg::I32(lt.storage.offset_reg)});
+      enc.ConstI32(lt.flag, 1);
+      enc.Bind(done);
+      unsubmitted_work_ = true;  // take_or_clone may have recorded a copy
+      pending_writes_.push_back(RangeOf(lt.storage));  // a possible copy: order the write after it
+    }
+  }
+  static ir::Value* TiedOperandOf(ir::Operation* op, unsigned index);
+  // One parallel copy of an edge: operand indices of `op` and the storage
+  // each is copied into (nullptr: a host value).
+  struct EdgeGroup {
+    std::vector<unsigned> operands;
+    std::vector<const Storage*> dsts;
+  };
+  std::vector<EdgeGroup> EdgeGroupsOf(ir::Operation* op);
+  // Copies the edge's operands into `dsts` as one parallel copy (through
+  // the temporaries planned for conflicting operands).
+  void CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
+                const std::vector<const Storage*>& dsts);
+  std::map<std::pair<ir::Operation*, unsigned>, Storage> edge_temps_;
+  static ir::Value* RootOfValue(ir::Value* v);
+  // util.global.load results that need their own copy of the global (the
+  // global is stored to while the loaded value is still read).
+  std::set<ir::Value*> global_snapshots_;
+  bool multi_block_ = false;
   void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
     if (from.group == to.group && from.dynamic_offset == to.dynamic_offset && from.offset == to.offset &&
         (!from.dynamic_offset || from.offset_reg == to.offset_reg))
@@ -337,6 +458,10 @@ ir::Value* RootOf(ir::Value* v) {
 bool IsLifetimeOp(ir::Operation* op) {
   return op->is("stream.resource.dealloca") || op->is("stream.resource.retain") || op->is("stream.resource.release");
 }
+ir::Value* FunctionEmitter::TiedOperandOf(ir::Operation* op, unsigned index) {
+  return op->is("stream.async.slice") ? nullptr : TiedOperand(op, index);
+}
+ir::Value* FunctionEmitter::RootOfValue(ir::Value* v) { return RootOf(v); }
 
 // Pre-order walk of `block` and the blocks of nested regions (scf.*).
 template <typename F>
@@ -348,17 +473,63 @@ void ForEachOp(ir::Block* block, F&& f) {
   }
 }
 
+int64_t SizeOf(ir::Value* v, int depth = 0);
+
+// Byte size of a block argument: the loop-carried value's init (scf.for,
+// scf.while "before"), the forwarded value (scf.while "after"), or an
+// incoming branch operand (a successor block of a function body).
+int64_t BlockArgumentSize(ir::Value* v, int depth) {
+  ir::Block* b = v->parent_block();
+  ir::Operation* owner = b && b->parent() ? b->parent()->parent_op() : nullptr;
+  if (!owner || depth > 32) return 0;
+  unsigned i = v->index();
+  if (owner->is("scf.for")) return i >= 1 && 3 + i - 1 < owner->num_operands() ? SizeOf(owner->operand(3 + i - 1), depth + 1) : 0;
+  if (owner->is("scf.while")) {
+    if (b == owner->region(0)->block(0)) return i < owner->num_operands() ? SizeOf(owner->operand(i), depth + 1) : 0;
+    return i < owner->num_results() ? SizeOf(owner->result(i), depth + 1) : 0;
+  }
+  if (owner->is("func.func")) {
+    for (auto& blk : owner->region(0)->blocks()) {
+      ir::Operation* t = blk->terminator();
+      if (!t) continue;
+      // The first incoming edge whose size is known (a back edge may lead
+      // around a cycle of block arguments).
+      int64_t size = 0;
+      if (t->is("cf.br") && t->num_successors() == 1 && t->successor(0) == b && i < t->num_operands())
+        size = SizeOf(t->operand(i), depth + 1);
+      if (t->is("cf.cond_br") && t->num_successors() == 2) {
+        std::vector<int64_t> seg = t->ints_attr("operand_segments");
+        if (seg.size() != 3) continue;
+        if (t->successor(0) == b && i < static_cast<unsigned>(seg[1])) size = SizeOf(t->operand(1 + i), depth + 1);
+        if (!size && t->successor(1) == b && i < static_cast<unsigned>(seg[2]))
+          size = SizeOf(t->operand(static_cast<unsigned>(1 + seg[1]) + i), depth + 1);
+      }
+      if (size > 0) return size;
+    }
+  }
+  return 0;
+}
+
 // Byte size of a resource value.
-int64_t SizeOf(ir::Value* v) {
+int64_t SizeOf(ir::Value* v, int depth) {
   ir::Operation* def = v->defining_op();
-  if (!def) return 0;
+  if (!def) return v->is_block_argument() ? BlockArgumentSize(v, depth) : 0;
+  if (depth > 32) return 0;
+  if (def->is("scf.index_switch")) {  // what the case regions yield
+    ir::Operation* y = def->region(0)->block(0)->terminator();
+    return y && v->index() < y->num_operands() ? SizeOf(y->operand(v->index()), depth + 1) : 0;
+  }
+  if (def->is("scf.while")) {  // what the condition forwards
+    ir::Operation* c = def->region(0)->block(0)->terminator();
+    return c && 1 + v->index() < c->num_operands() ? SizeOf(c->operand(1 + v->index()), depth + 1) : 0;
+  }
   if (def->is("stream.async.dispatch")) return def->ints_attr("sizes").at(v->index());
   if (def->is("scf.if")) {  // what the branches yield
     ir::Operation* y = def->region(0)->block(0)->terminator();
-    return y ? SizeOf(y->operand(v->index())) : 0;
+    return y ? SizeOf(y->operand(v->index()), depth + 1) : 0;
   }
   if (def->is("stream.async.slice")) return def->int_attr("length");
-  if (def->is("scf.for")) return SizeOf(def->operand(3 + v->index()));  // the init
+  if (def->is("scf.for")) return SizeOf(def->operand(3 + v->index()), depth + 1);  // the init
   if (def->is("func.call")) {  // sizes: [result bytes] (convert-to-stream)
     std::vector<int64_t> sizes = def->ints_attr("sizes");
     return v->index() < sizes.size() ? sizes[v->index()] : 0;
@@ -367,6 +538,11 @@ int64_t SizeOf(ir::Value* v) {
 }
 
 Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
+  // Every op of the function: the entry block, then the other blocks of a
+  // body with branches (cf.br / cf.cond_br), each with its nested regions.
+  auto walk = [&](auto&& f) {
+    for (auto& b : func_->region(0)->blocks()) ForEachOp(b.get(), f);
+  };
   // Arguments: views from the caller, in ref registers 0..N-1.
   std::vector<Storage> args(body->num_arguments());
   for (unsigned i = 0; i < body->num_arguments(); ++i) {
@@ -385,7 +561,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
 
   // Escaping roots: allocations that back a function result.
   std::set<ir::Value*> escaping;
-  ForEachOp(body, [&](ir::Operation* op) {
+  walk([&](ir::Operation* op) {
     if (op->is("stream.tensor.export")) escaping.insert(RootOf(op->operand(0)));
   });
 
@@ -395,7 +571,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   std::map<ir::Value*, int> import_last_use;
   {
     int st = 0;
-    ForEachOp(body, [&](ir::Operation* op) {
+    walk([&](ir::Operation* op) {
       if (!op->is("stream.async.slice"))
         for (ir::Value* r : op->results())
           if (ir::Value* t = TiedOperand(op, r->index())) written.insert(RootOf(t));
@@ -421,8 +597,8 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   {
     int st = 0;
     std::vector<std::pair<ir::Operation*, size_t>> open;
-    ForEachOp(body, [&](ir::Operation* op) {
-      if (op->is("scf.for")) loop_begin[op] = st;
+    walk([&](ir::Operation* op) {
+      if (op->num_regions() > 0) loop_begin[op] = st;  // every region op (scf.*): its step extent
       ++st;
     });
     for (auto& [loop, begin] : loop_begin) {
@@ -434,14 +610,14 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   }
   auto use_step = [&](ir::Operation* user, int st, int def) {
     for (ir::Operation* p = user->parent_op(); p && !p->is("func.func"); p = p->parent_op())
-      if (p->is("scf.for") && def < loop_begin.at(p)) st = std::max(st, loop_end.at(p));
+      if ((p->is("scf.for") || p->is("scf.while")) && def < loop_begin.at(p)) st = std::max(st, loop_end.at(p));
     return st;
   };
   // A fresh value a branch creates only to yield it is written straight into
-  // the scf.if's result storage (no copy at the yield).
+  // the scf.if's (or scf.index_switch's) result storage (no copy at the yield).
   std::map<ir::Value*, ir::Value*> yield_into;
-  ForEachOp(body, [&](ir::Operation* op) {
-    if (!op->is("scf.if")) return;
+  walk([&](ir::Operation* op) {
+    if (!op->is("scf.if") && !op->is("scf.index_switch")) return;
     for (unsigned r = 0; r < op->num_regions(); ++r) {
       if (op->region(r)->empty()) continue;
       ir::Block* b = op->region(r)->block(0);
@@ -457,6 +633,58 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       }
     }
   });
+  // A util.global.load is a view of the global's buffer unless the global is
+  // stored to while the loaded value (or a value tied to it or sliced from
+  // it) may still be read: every store of the global (and every func.call,
+  // whose callee may store it) must follow the load in its block, and every
+  // read of the loaded value must come before the first of those (or be
+  // that store). Otherwise the load copies the global into storage of its
+  // own (a snapshot).
+  {
+    std::map<ir::Value*, std::vector<ir::Value*>> family;  // root -> values viewing it
+    std::map<std::string, std::vector<ir::Operation*>> stores;
+    std::vector<ir::Operation*> calls;
+    walk([&](ir::Operation* op) {
+      for (ir::Value* r : op->results())
+        if (r->type().kind == ir::TypeKind::kResource) family[RootOf(r)].push_back(r);
+      if (op->is("util.global.store")) stores[op->str_attr("global")].push_back(op);
+      if (op->is("func.call")) calls.push_back(op);  // the callee may store any global
+    });
+    auto position_in = [](ir::Block* b, ir::Operation* op, ir::Operation** anc) -> int {
+      while (op && op->parent_block() != b) op = op->parent_op();
+      if (!op) return -1;
+      *anc = op;
+      int i = 0;
+      for (auto& o : b->ops()) {
+        if (o.get() == op) return i;
+        ++i;
+      }
+      return -1;
+    };
+    walk([&](ir::Operation* op) {
+      if (!op->is("util.global.load")) return;
+      std::vector<ir::Operation*> writers = calls;
+      auto st = stores.find(op->str_attr("global"));
+      if (st != stores.end()) writers.insert(writers.end(), st->second.begin(), st->second.end());
+      if (writers.empty()) return;
+      ir::Block* b = op->parent_block();
+      ir::Operation* anc = nullptr;
+      int load_pos = position_in(b, op, &anc), first = INT_MAX;
+      bool snapshot = false;
+      for (ir::Operation* store : writers) {
+        int p = position_in(b, store, &anc);
+        if (p < 0 || p <= load_pos) snapshot = true;
+        first = std::min(first, p);
+      }
+      for (ir::Value* v : family[op->result(0)])
+        for (const ir::Use& u : v->uses()) {
+          int p = position_in(b, u.user, &anc);
+          if (p < 0 || p > first || (p == first && !(u.user == anc && u.user->is("util.global.store"))))
+            snapshot = true;
+        }
+      if (snapshot) global_snapshots_.insert(op->result(0));
+    });
+  }
   int step = 0;
   Status unsupported;
   // A transient's lifetime ends at its stream.resource.dealloca (the last one
@@ -464,7 +692,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // before it, or the lifetime pass and the planner disagree.
   std::map<ir::Value*, int> dealloca_step, last_real_use;
   std::map<ir::Value*, ir::Operation*> dealloca_of;
-  ForEachOp(body, [&](ir::Operation* op) {
+  walk([&](ir::Operation* op) {
     for (ir::Value* operand : op->operands()) {
       if (operand->type().kind != ir::TypeKind::kResource) continue;
       ir::Value* root = RootOf(operand);
@@ -481,23 +709,44 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     }
     const std::string& n = op->name();
     if (n == "stream.async.dispatch" || n == "stream.async.clone" || n == "stream.async.transfer" ||
-        n == "stream.async.alloca" || n == "stream.async.splat" || n == "scf.if" || n == "scf.for") {
+        n == "stream.async.alloca" || n == "stream.async.splat" || n == "scf.if" || n == "scf.for" ||
+        n == "scf.index_switch" || n == "scf.while" ||
+        (n == "util.global.load" && global_snapshots_.count(op->result(0)))) {
       // scf.if results are allocations the branches write their yields into;
       // they live from the scf.if (before its branches' steps) to their last use.
       for (ir::Value* r : op->results()) {
         if (r->type().kind != ir::TypeKind::kResource || TiedOperand(op, r->index()) || yield_into.count(r)) continue;
         if (escaping.count(r)) externals.push_back(r);
         // Loop-carried storage lives through every trip of its loop.
-        int last = n == "scf.for" ? loop_end.at(op) : step;
+        // Region results are written by the regions' yields: they live at
+        // least to the end of the regions (loops: through every trip).
+        int last = op->num_regions() > 0 ? loop_end.at(op) : step;
         requests[r] = TransientRequest{SizeOf(r), step, last};
         request_order.push_back(r);
         def_step[r] = step;
+      }
+      // scf.while: a "before" argument gets the storage of the result it is
+      // forwarded to at the same position (the usual loop-carried value);
+      // any other carried argument gets storage of its own.
+      if (n == "scf.while") {
+        ir::Block* before = op->region(0)->block(0);
+        ir::Operation* cond = before->terminator();
+        for (ir::Value* a : before->arguments()) {
+          if (a->type().kind != ir::TypeKind::kResource) continue;
+          unsigned i = a->index();
+          if (cond && 1 + i < cond->num_operands() && cond->operand(1 + i) == a && i < op->num_results()) continue;
+          requests[a] = TransientRequest{SizeOf(a), step, loop_end.at(op)};
+          request_order.push_back(a);
+          def_step[a] = step;
+        }
       }
     } else if (n == "stream.tensor.import" || n == "stream.async.constant" || n == "stream.tensor.export" ||
                n == "stream.async.update" || n == "stream.async.copy" || n == "stream.async.fill" ||
                n == "stream.async.slice" || n == "func.return" || n == "scf.yield" || n == "stream.async.load" ||
                n == "arith.constant" || IsLifetimeOp(op) || n == "stream.timepoint.immediate" ||
-               n == "func.call") {
+               n == "func.call" || n == "scf.condition" || n == "util.global.load" ||
+               n == "util.global.store" || n == "cf.br" || n == "cf.cond_br" || n == "arith.addi" ||
+               n == "arith.subi" || n == "arith.muli" || n == "arith.cmpi") {
       // No new allocation (a call's results are the callee's storage).
       // No new allocation.
     } else if (unsupported.ok()) {
@@ -508,11 +757,32 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   });
   KILN_RETURN_IF_ERROR(unsupported);
   for (auto& [root, at] : dealloca_step) {
+    if (multi_block_) break;  // block order is not execution order
     auto use = last_real_use.find(root);
     if (use != last_real_use.end() && use->second > at)
       return InternalError("emit: the resource defined at %s is used after its stream.resource.dealloca",
                            root->defining_op() ? root->defining_op()->loc().c_str() : "an argument");
   }
+  // Arguments of the other blocks of a body with branches: one storage each,
+  // written by every branch to the block.
+  for (size_t bi = 1; bi < func_->region(0)->blocks().size(); ++bi) {
+    ir::Block* b = func_->region(0)->block(static_cast<unsigned>(bi));
+    for (ir::Value* a : b->arguments()) {
+      if (a->type().kind != ir::TypeKind::kResource) continue;
+      if (SizeOf(a) <= 0) return InvalidArgumentError("emit: block argument %u of block %zu has no known size", a->index(), bi);
+      if (escaping.count(a)) externals.push_back(a);
+      requests[a] = TransientRequest{SizeOf(a), 0, step};
+      request_order.push_back(a);
+      def_step[a] = 0;
+    }
+  }
+  // With branches between blocks, program order is not execution order (a
+  // branch may go back): every transient lives for the whole function.
+  if (multi_block_)
+    for (auto& [v, r] : requests) {
+      r.first_use = 0;
+      r.last_use = step;
+    }
   for (ir::Value* v : externals) requests.erase(v);
 
   std::vector<ir::Value*> transient_values;
@@ -545,7 +815,11 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     }
   }
   // Consumed imports written in place: take the caller's storage when the
-  // runtime says this frame owns it, else work on a counted copy of it.
+  // runtime says this frame owns it, else work on a counted copy of it. The
+  // take happens at the first write that runs (EnsureTaken, guarded by a
+  // flag register), not in the prologue: a write in a branch that is not
+  // taken then costs no copy. Until then the storage registers view the
+  // argument itself (same bytes).
   std::map<ir::Value*, Storage> taken;
   for (auto& owned : body->ops()) {
     ir::Operation* op = owned.get();
@@ -553,13 +827,18 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     if (!op->bool_attr("consume"))
       return FailedPreconditionError("emit: borrowed argument %u is written in place (run materialize-copy-on-write)",
                                      op->operand(0)->index());
-    Storage s = args[op->operand(0)->index()];
+    const Storage& a = args[op->operand(0)->index()];
+    Storage s = a;
     s.buffer = NewRef();
     s.offset_reg = NewI32();
-    enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(static_cast<uint16_t>(op->operand(0)->index()))},
-                   {Reg::Ref(s.buffer), Reg::I32(s.offset_reg)});
-    pending_writes_.push_back(RangeOf(s));  // a possible copy: order later work after it
-    unsubmitted_work_ = true;
+    enc.MovRef(s.buffer, a.buffer);
+    enc.MovI32(s.offset_reg, a.offset_reg);
+    LazyTake t;
+    t.arg = static_cast<uint16_t>(op->operand(0)->index());
+    t.storage = s;
+    t.flag = NewI32();
+    enc.ConstI32(t.flag, 0);  // not from ConstReg: the register changes
+    lazy_takes_[op->result(0)] = t;
     taken[op->result(0)] = s;
   }
 
@@ -575,7 +854,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // Which function result each escaping allocation backs (when exactly one,
   // the caller may have supplied output storage for it).
   std::map<ir::Value*, std::vector<int>> result_of;
-  if (ir::Operation* ret = body->terminator())
+  if (ir::Operation* ret = body->terminator(); ret && ret->is("func.return"))
     for (unsigned k = 0; k < ret->num_operands(); ++k)
       if (ir::Operation* exp = ret->operand(k)->defining_op())
         if (exp->is("stream.tensor.export") && exp->operand(0) == RootOf(exp->operand(0)))
@@ -589,6 +868,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     (void)op;
     ir::Operation* donor = nullptr;
     for (auto& owned : body->ops()) {
+      if (multi_block_) break;  // step order is not execution order
       ir::Operation* imp = owned.get();
       if (!imp->is("stream.tensor.import") || !imp->bool_attr("consume")) continue;
       ir::Value* iv = imp->result(0);
@@ -666,9 +946,26 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     }
   }
 
+  // Module globals this function reads or writes: one register each, loaded
+  // in the prologue (the buffers live for the whole context).
+  walk([&](ir::Operation* op) {
+    if (!op->is("util.global.load") && !op->is("util.global.store")) return;
+    std::string sym = op->str_attr("global");
+    if (global_storage_.count(sym)) return;
+    const ModuleEmitter::GlobalInfo* g = m_.FindGlobal(sym);
+    if (!g) return;  // checked by CollectGlobals
+    Storage s;
+    s.kind = Storage::kVariable;
+    s.buffer = NewRef();
+    s.group = NewGroup();
+    s.length = g->size;
+    enc.GlobalLoadRef(s.buffer, g->ordinal);
+    global_storage_[sym] = s;
+  });
+
   // Everything else views an allocation: imports, constants, tied results, slices.
   Status view_error;
-  ForEachOp(body, [&](ir::Operation* op) {
+  walk([&](ir::Operation* op) {
     if (!view_error.ok()) return;
     if (op->is("stream.tensor.import")) {
       ir::Value* arg = op->operand(0);
@@ -709,6 +1006,23 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
         storage_[r] = s;
         droppable_[r] = kNoView;  // the caller owns it: its dealloca drops the buffer register
       }
+    } else if (op->is("scf.while")) {
+      // "after" argument j and result j share one storage; a "before"
+      // argument forwarded at its own position shares it too.
+      ir::Block* before = op->region(0)->block(0);
+      ir::Block* after = op->region(1)->block(0);
+      ir::Operation* cond = before->terminator();
+      for (ir::Value* r : op->results()) {
+        if (!storage_.count(r)) continue;
+        unsigned j = r->index();
+        if (j < after->num_arguments()) storage_[after->argument(j)] = storage_[r];
+        if (j < before->num_arguments() && cond && 1 + j < cond->num_operands() &&
+            cond->operand(1 + j) == before->argument(j))
+          storage_[before->argument(j)] = storage_[r];
+      }
+    } else if (op->is("util.global.load")) {
+      if (global_snapshots_.count(op->result(0))) return;  // storage of its own (a request)
+      storage_[op->result(0)] = global_storage_.at(op->str_attr("global"));
     } else {
       for (ir::Value* r : op->results()) {
         ir::Value* tied = TiedOperand(op, r->index());
@@ -728,7 +1042,100 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     }
   });
   KILN_RETURN_IF_ERROR(view_error);
-  return OkStatus();
+
+  // Edges that copy several values at once (loop yields, scf.while's
+  // forwarded values, branch operands) are parallel copies: a value that
+  // lives in another destination of the same edge (carried values yielded
+  // at swapped positions, a slice of a carried value) would be overwritten
+  // before it is read. Each such value gets a temporary (a cached buffer,
+  // reused across calls) and is copied there first.
+  Status edge_error;
+  walk([&](ir::Operation* op) {
+    if (!edge_error.ok()) return;
+    for (const EdgeGroup& g : EdgeGroupsOf(op)) {
+      for (size_t i = 0; i < g.operands.size(); ++i) {
+        auto src = storage_.find(op->operand(g.operands[i]));
+        if (src == storage_.end() || !g.dsts[i]) continue;
+        bool conflict = false;
+        for (size_t j = 0; j < g.operands.size(); ++j) {
+          if (!g.dsts[j]) continue;
+          const Storage& d = *g.dsts[j];
+          bool overlaps = RangeOf(src->second).Overlaps(RangeOf(d));
+          if (j != i ? overlaps : (overlaps && !SameStorage(src->second, d))) conflict = true;
+        }
+        if (!conflict) continue;
+        Storage t;
+        t.kind = Storage::kTransient;
+        t.buffer = NewRef();
+        t.group = NewGroup();
+        t.length = g.dsts[i]->length;
+        enc.CallImport(HalImport::kAllocatorAllocateCached,
+                       {Reg::I32(ConstReg(slot++)), Reg::I32(ConstReg(AlignUp(t.length, 16))), Reg::I32(ConstReg(0))},
+                       {Reg::Ref(t.buffer)});
+        edge_temps_[{op, g.operands[i]}] = t;
+      }
+    }
+  });
+  return edge_error;
+}
+
+std::vector<FunctionEmitter::EdgeGroup> FunctionEmitter::EdgeGroupsOf(ir::Operation* op) {
+  std::vector<EdgeGroup> groups;
+  auto storage_of = [&](ir::Value* v) -> const Storage* {
+    auto it = storage_.find(v);
+    return it == storage_.end() ? nullptr : &it->second;
+  };
+  auto block_group = [&](ir::Block* target, unsigned first, unsigned count) {
+    EdgeGroup g;
+    for (unsigned i = 0; i < count && i < target->num_arguments(); ++i) {
+      g.operands.push_back(first + i);
+      g.dsts.push_back(storage_of(target->argument(i)));
+    }
+    groups.push_back(g);
+  };
+  ir::Operation* parent = op->parent_block() && op->parent_block()->parent()
+                              ? op->parent_block()->parent()->parent_op()
+                              : nullptr;
+  if (op->is("scf.yield") && parent && parent->is("scf.for")) {
+    EdgeGroup g;
+    for (unsigned i = 0; i < op->num_operands(); ++i) {
+      g.operands.push_back(i);
+      g.dsts.push_back(storage_of(parent->region(0)->block(0)->argument(1 + i)));
+    }
+    groups.push_back(g);
+  } else if (op->is("scf.yield") && parent && parent->is("scf.while") &&
+             op->parent_block() == parent->region(1)->block(0)) {
+    block_group(parent->region(0)->block(0), 0, op->num_operands());
+  } else if (op->is("scf.condition") && parent && parent->is("scf.while")) {
+    EdgeGroup g;
+    for (unsigned i = 1; i < op->num_operands() && i - 1 < parent->num_results(); ++i) {
+      g.operands.push_back(i);
+      g.dsts.push_back(storage_of(parent->result(i - 1)));
+    }
+    groups.push_back(g);
+  } else if (op->is("cf.br") && op->num_successors() == 1) {
+    block_group(op->successor(0), 0, op->num_operands());
+  } else if (op->is("cf.cond_br") && op->num_successors() == 2) {
+    std::vector<int64_t> seg = op->ints_attr("operand_segments");
+    if (seg.size() == 3) {
+      block_group(op->successor(0), 1, static_cast<unsigned>(seg[1]));
+      block_group(op->successor(1), static_cast<unsigned>(1 + seg[1]), static_cast<unsigned>(seg[2]));
+    }
+  }
+  return groups;
+}
+
+void FunctionEmitter::CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
+                               const std::vector<const Storage*>& dsts) {
+  for (unsigned i : operands) {
+    auto t = edge_temps_.find({edge, i});
+    if (t != edge_temps_.end()) CopyInto(cmd, storage_.at(edge->operand(i)), t->second);
+  }
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (!dsts[k]) continue;
+    auto t = edge_temps_.find({edge, operands[k]});
+    CopyInto(cmd, t != edge_temps_.end() ? t->second : storage_.at(edge->operand(operands[k])), *dsts[k]);
+  }
 }
 
 void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes) {
@@ -828,13 +1235,33 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   const std::string& n = op->name();
   if (IsLifetimeOp(op)) return RecordLifetime(op);
   if (n == "stream.timepoint.immediate") return OkStatus();  // one queue: recording order is queue order
+  if (n == "stream.async.dispatch" || n == "stream.async.update" || n == "stream.async.copy" ||
+      n == "stream.async.fill")
+    EnsureTaken(op, cmd);
   if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
-  if (n == "scf.if" || n == "scf.for") {
-    Status s = n == "scf.if" ? RecordIf(op, cmd) : RecordFor(op, cmd);
+  if (n == "scf.if" || n == "scf.for" || n == "scf.while" || n == "scf.index_switch") {
+    Status s = n == "scf.if"    ? RecordIf(op, cmd)
+               : n == "scf.for" ? RecordFor(op, cmd)
+               : n == "scf.while" ? RecordWhile(op, cmd)
+                                  : RecordSwitch(op, cmd);
     unsubmitted_work_ = true;  // conservatively, for calls after the region
     return s;
   }
   if (n == "func.call") return RecordCall(op, cmd);
+  if (n == "arith.addi" || n == "arith.subi" || n == "arith.muli" || n == "arith.cmpi") return RecordHostArith(op);
+  if (n == "util.global.load") {
+    // A snapshot copies the global into the value's own storage; a view
+    // records nothing.
+    if (global_snapshots_.count(op->result(0)))
+      CopyInto(cmd, GlobalStorage(op->str_attr("global")), storage_.at(op->result(0)));
+    return OkStatus();
+  }
+  if (n == "util.global.store") {
+    // Copy into the global's buffer unless the value already lives there (a
+    // state updated in place by tied ops on a loaded global: no copy).
+    CopyInto(cmd, storage_.at(op->operand(0)), GlobalStorage(op->str_attr("global")));
+    return OkStatus();
+  }
   if (n == "arith.constant") {
     uint16_t r = NewI32();
     enc.ConstI32(r, static_cast<int32_t>(op->int_attr("value")));
@@ -902,7 +1329,10 @@ Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
   EmitReport& report = m_.report();
   (op->is("stream.resource.retain") ? report.retains
    : op->is("stream.resource.release") ? report.releases : report.deallocas)++;
-  if (op->is("stream.resource.retain")) return OkStatus();
+  // Several blocks: block order is not execution order, so a drop placed by
+  // program position could run before a use in a later-executed block; keep
+  // the registers (freed at return, as without the pass).
+  if (op->is("stream.resource.retain") || multi_block_) return OkStatus();
   auto it = droppable_.find(RootOf(op->operand(0)));
   if (it == droppable_.end()) return OkStatus();
   const Storage& s = storage_.at(it->first);
@@ -1003,13 +1433,15 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   enc.Bind(trip);
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  // A zero-trip loop reaches the exit in this state: keep it for the join.
+  const auto header_reads = pending_reads_, header_writes = pending_writes_;
   for (auto& owned : loop_body->ops()) {
     if (owned->is("scf.yield")) continue;
     KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   }
   ir::Operation* yield = loop_body->terminator();
-  for (unsigned i = 0; yield && i < yield->num_operands(); ++i)
-    CopyInto(cmd, storage_.at(yield->operand(i)), storage_.at(loop_body->argument(1 + i)));
+  if (yield)
+    for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
   enc.AddI32(iv, iv, bounds[2]);
   enc.Br(header);
   enc.Bind(exit);
@@ -1017,6 +1449,8 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   executable_regs_ = exes;
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  pending_writes_.insert(pending_writes_.end(), header_writes.begin(), header_writes.end());
+  pending_reads_.insert(pending_reads_.end(), header_reads.begin(), header_reads.end());
   return OkStatus();
 }
 
@@ -1133,26 +1567,287 @@ Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
   return OkStatus();
 }
 
-Status FunctionEmitter::Emit() {
-  ir::Block* body = func_->region(0)->block(0);
-  ir::Operation* ret = body->terminator();
-  if (!ret || !ret->is("func.return")) return InvalidArgumentError("emit: function without func.return");
-  // Arguments occupy ref registers 0..N-1; the command buffer comes next.
-  ref_count = static_cast<uint16_t>(body->num_arguments());
-  uint16_t cmd = NewRef();
-  enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
-  KILN_RETURN_IF_ERROR(AssignStorage(body, cmd));
-  for (auto& owned : body->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+std::vector<Range> FunctionEmitter::TouchedRanges(const std::vector<ir::Block*>& blocks) {
+  std::vector<Range> ranges;
+  auto add = [&](ir::Value* v) {
+    auto it = storage_.find(v);
+    if (it != storage_.end() && it->second.kind != Storage::kConstant) ranges.push_back(RangeOf(it->second));
+  };
+  for (ir::Block* b : blocks) {
+    for (ir::Value* a : b->arguments()) add(a);
+    ForEachOp(b, [&](ir::Operation* inner) {
+      for (ir::Value* v : inner->results()) add(v);
+      for (ir::Value* v : inner->operands()) add(v);
+      if (inner->is("util.global.load") || inner->is("util.global.store")) {
+        auto g = global_storage_.find(inner->str_attr("global"));
+        if (g != global_storage_.end()) ranges.push_back(RangeOf(g->second));
+      }
+      for (unsigned r = 0; r < inner->num_regions(); ++r)
+        for (auto& nb : inner->region(r)->blocks())
+          for (ir::Value* a : nb->arguments()) add(a);
+    });
+  }
+  return ranges;
+}
 
-  // Results backed by the constant pool get their own copy (the pool is
-  // immutable and shared by every invocation).
+// Host index arithmetic (i32 registers): arith.addi / subi / muli, and
+// arith.cmpi {predicate = "eq"|"ne"|"slt"|"sle"|"sgt"|"sge"} -> i1.
+Status FunctionEmitter::RecordHostArith(ir::Operation* op) {
+  if (op->num_operands() != 2 || op->num_results() != 1)
+    return InvalidArgumentError("emit: %s expects two operands and one result (%s)", op->name().c_str(),
+                                op->loc().c_str());
+  auto a = i32_values_.find(op->operand(0)), b = i32_values_.find(op->operand(1));
+  if (a == i32_values_.end() || b == i32_values_.end())
+    return UnimplementedError("emit: %s operand is not a host value (%s)", op->name().c_str(), op->loc().c_str());
+  uint16_t r = NewI32();
+  const std::string& n = op->name();
+  if (n == "arith.addi") {
+    enc.AddI32(r, a->second, b->second);
+  } else if (n == "arith.subi") {
+    enc.SubI32(r, a->second, b->second);
+  } else if (n == "arith.muli") {
+    enc.MulI32(r, a->second, b->second);
+  } else {
+    std::string pred = op->str_attr("predicate");
+    uint16_t t = NewI32();
+    if (pred == "eq") {
+      enc.CmpEqI32(r, a->second, b->second);
+    } else if (pred == "ne") {
+      enc.CmpEqI32(t, a->second, b->second);
+      enc.SubI32(r, ConstReg(1), t);
+    } else if (pred == "slt") {
+      enc.CmpLtI32(r, a->second, b->second);
+    } else if (pred == "sgt") {
+      enc.CmpLtI32(r, b->second, a->second);
+    } else if (pred == "sle") {
+      enc.CmpLtI32(t, b->second, a->second);
+      enc.SubI32(r, ConstReg(1), t);
+    } else if (pred == "sge") {
+      enc.CmpLtI32(t, a->second, b->second);
+      enc.SubI32(r, ConstReg(1), t);
+    } else {
+      return InvalidArgumentError("emit: arith.cmpi predicate '%s' (eq, ne, slt, sle, sgt, sge) (%s)", pred.c_str(),
+                                  op->loc().c_str());
+    }
+  }
+  i32_values_[op->result(0)] = r;
+  return OkStatus();
+}
+
+
+// scf.while, recorded as a bytecode loop:
+//   (copy each init into its carried storage)
+//   header: <before region>; copy forwarded values into the result storage;
+//           COND_BR cond, body, exit
+//   body:   <after region>; copy yields into the carried storage; BR header
+//   exit:
+// One storage per loop-carried value: "before" argument i, result i and
+// "after" argument i share it when the condition forwards argument i at
+// position i (the usual form), so a tied update in the after region writes
+// the carried value in place and its yield copies nothing. Host values
+// (index, i1) are carried in i32 registers. Hazards: as scf.for, everything
+// the regions touch is pending at the top of each trip (trip k+1 is ordered
+// after trip k) and after the loop.
+Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
+  if (op->num_regions() != 2 || op->region(0)->empty() || op->region(1)->empty())
+    return InvalidArgumentError("emit: scf.while needs a before and an after region (%s)", op->loc().c_str());
+  ir::Block* before = op->region(0)->block(0);
+  ir::Block* after = op->region(1)->block(0);
+  ir::Operation* cond = before->terminator();
+  ir::Operation* yield = after->terminator();
+  if (!cond || !cond->is("scf.condition") || cond->num_operands() != 1 + op->num_results() ||
+      before->num_arguments() != op->num_operands() || after->num_arguments() != op->num_results() || !yield ||
+      !yield->is("scf.yield") || yield->num_operands() != before->num_arguments())
+    return InvalidArgumentError("emit: malformed scf.while (%s)", op->loc().c_str());
+  // Host results: one register each, shared with the after argument.
+  for (ir::Value* r : op->results()) {
+    if (r->type().kind == ir::TypeKind::kResource) continue;
+    uint16_t reg = NewI32();
+    i32_values_[r] = reg;
+    i32_values_[after->argument(r->index())] = reg;
+  }
+  std::vector<uint16_t> carried_regs(before->num_arguments(), 0);
+  for (ir::Value* a : before->arguments()) {
+    ir::Value* init = op->operand(a->index());
+    if (a->type().kind == ir::TypeKind::kResource) {
+      CopyInto(cmd, storage_.at(init), storage_.at(a));
+    } else {
+      auto it = i32_values_.find(init);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.while init %u is not a host value (%s)", a->index(), op->loc().c_str());
+      carried_regs[a->index()] = NewI32();
+      enc.MovI32(carried_regs[a->index()], it->second);
+      i32_values_[a] = carried_regs[a->index()];
+    }
+  }
+  std::vector<Range> body_ranges = TouchedRanges({before, after});
+  vm::Label header = enc.NewLabel(), trip = enc.NewLabel(), exit = enc.NewLabel();
+  const auto consts = consts_;
+  const auto exes = executable_regs_;
+  enc.Bind(header);
+  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
+  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  for (auto& owned : before->ops())
+    if (owned.get() != cond) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  auto c = i32_values_.find(cond->operand(0));
+  if (c == i32_values_.end())
+    return UnimplementedError("emit: scf.while condition is not a host value (%s)", op->loc().c_str());
+  // Forward: copy into result storage (nothing in the usual form), as one
+  // parallel copy.
+  for (const EdgeGroup& g : EdgeGroupsOf(cond)) CopyEdge(cmd, cond, g.operands, g.dsts);
+  for (ir::Value* r : op->results()) {
+    ir::Value* fwd = cond->operand(1 + r->index());
+    if (r->type().kind != ir::TypeKind::kResource) {
+      auto it = i32_values_.find(fwd);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.condition operand is not a host value (%s)", op->loc().c_str());
+      enc.MovI32(i32_values_.at(r), it->second);
+    }
+  }
+  // The exit is reached from here (the after region may never run): keep
+  // this state for the join.
+  const auto exit_reads = pending_reads_, exit_writes = pending_writes_;
+  enc.CondBr(c->second, trip, exit);
+  enc.Bind(trip);
+  for (auto& owned : after->ops())
+    if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  // Next values into the carried storage (one parallel copy) / registers.
+  for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
+  std::vector<std::pair<uint16_t, uint16_t>> moves;  // (temp, carried)
+  for (ir::Value* a : before->arguments()) {
+    ir::Value* y = yield->operand(a->index());
+    if (a->type().kind != ir::TypeKind::kResource) {
+      auto it = i32_values_.find(y);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.yield operand is not a host value (%s)", op->loc().c_str());
+      uint16_t t = NewI32();
+      enc.MovI32(t, it->second);
+      moves.push_back({t, carried_regs[a->index()]});
+    }
+  }
+  for (auto& [t, dst] : moves) enc.MovI32(dst, t);
+  enc.Br(header);
+  enc.Bind(exit);
+  consts_ = consts;  // constants first made in the regions may not have run
+  executable_regs_ = exes;
+  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
+  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  pending_writes_.insert(pending_writes_.end(), exit_writes.begin(), exit_writes.end());
+  pending_reads_.insert(pending_reads_.end(), exit_reads.begin(), exit_reads.end());
+  return OkStatus();
+}
+
+// scf.index_switch on a host index: a compare-and-branch chain (all case
+// constants materialized before the first branch), then each region records
+// into the same command buffer as in RecordIf and copies its yields into the
+// result storage unless the yielded value already lives there (a fresh value
+// a region creates only to yield it is written straight into it).
+Status FunctionEmitter::RecordSwitch(ir::Operation* op, uint16_t cmd) {
+  auto index = i32_values_.find(op->operand(0));
+  if (index == i32_values_.end())
+    return UnimplementedError("emit: scf.index_switch index is not a host value (%s)", op->loc().c_str());
+  std::vector<int64_t> cases = op->ints_attr("cases");
+  if (op->num_regions() != cases.size() + 1)
+    return InvalidArgumentError("emit: scf.index_switch has %u regions for %zu cases (+ default) (%s)",
+                                op->num_regions(), cases.size(), op->loc().c_str());
+  std::vector<uint16_t> case_regs;
+  for (int64_t c : cases) case_regs.push_back(ConstReg(c));
+  std::vector<vm::Label> labels;
+  for (unsigned r = 0; r < op->num_regions(); ++r) labels.push_back(enc.NewLabel());
+  vm::Label join = enc.NewLabel();
+  for (size_t k = 0; k < cases.size(); ++k) {
+    uint16_t eq = NewI32();
+    vm::Label next = enc.NewLabel();
+    enc.CmpEqI32(eq, index->second, case_regs[k]);
+    enc.CondBr(eq, labels[k], next);
+    enc.Bind(next);
+  }
+  enc.Br(labels.back());
+  const auto consts = consts_;
+  const auto exes = executable_regs_;
+  const auto reads = pending_reads_, writes = pending_writes_;
+  std::vector<Range> after_reads, after_writes;
+  for (unsigned r = 0; r < op->num_regions(); ++r) {
+    enc.Bind(labels[r]);
+    consts_ = consts;
+    executable_regs_ = exes;
+    pending_reads_ = reads;
+    pending_writes_ = writes;
+    if (op->region(r)->empty()) return InvalidArgumentError("emit: empty scf.index_switch region (%s)", op->loc().c_str());
+    ir::Block* block = op->region(r)->block(0);
+    ir::Operation* yield = block->terminator();
+    for (auto& owned : block->ops())
+      if (owned.get() != yield || !yield->is("scf.yield")) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    for (unsigned i = 0; yield && yield->is("scf.yield") && i < yield->num_operands(); ++i) {
+      ir::Value* y = yield->operand(i);
+      if (y->type().kind == ir::TypeKind::kResource) {
+        CopyInto(cmd, storage_.at(y), storage_.at(op->result(i)));
+      } else {
+        auto it = i32_values_.find(y);
+        if (it == i32_values_.end())
+          return UnimplementedError("emit: scf.yield operand is not a host value (%s)", op->loc().c_str());
+        auto res = i32_values_.find(op->result(i));
+        if (res == i32_values_.end()) res = i32_values_.emplace(op->result(i), NewI32()).first;
+        enc.MovI32(res->second, it->second);
+      }
+    }
+    enc.Br(join);
+    after_reads.insert(after_reads.end(), pending_reads_.begin(), pending_reads_.end());
+    after_writes.insert(after_writes.end(), pending_writes_.begin(), pending_writes_.end());
+  }
+  enc.Bind(join);
+  consts_ = consts;
+  executable_regs_ = exes;
+  pending_reads_ = after_reads;
+  pending_writes_ = after_writes;
+  return OkStatus();
+}
+
+// Copies a branch's operands `first`..`first + count` into the storage
+// (resources) or registers (host values) of `target`'s arguments, as one
+// parallel copy: a copy is skipped when the value already lives there, and an
+// operand living in another argument's storage goes through its temporary
+// (planned in AssignStorage). Host values go through temporary registers.
+Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count,
+                                   uint16_t cmd) {
+  if (count != target->num_arguments() || first + count > edge->num_operands())
+    return InvalidArgumentError("emit: branch passes %u values to a block of %u arguments", count,
+                                target->num_arguments());
+  EdgeGroup g;
+  std::vector<std::pair<uint16_t, uint16_t>> moves;
+  for (unsigned i = 0; i < count; ++i) {
+    ir::Value* a = target->argument(i);
+    ir::Value* v = edge->operand(first + i);
+    if (a->type().kind == ir::TypeKind::kResource) {
+      g.operands.push_back(first + i);
+      g.dsts.push_back(&storage_.at(a));
+    } else {
+      auto src = i32_values_.find(v);
+      auto dst = i32_values_.find(a);
+      if (src == i32_values_.end() || dst == i32_values_.end())
+        return UnimplementedError("emit: branch operand %u is not a host value or a resource", i);
+      uint16_t t = NewI32();
+      enc.MovI32(t, src->second);
+      moves.push_back({t, dst->second});
+    }
+  }
+  CopyEdge(cmd, edge, g.operands, g.dsts);
+  for (auto& [t, dst] : moves) enc.MovI32(dst, t);
+  return OkStatus();
+}
+
+// func.return: results backed by the constant pool or a module global get
+// their own copy (the pool is shared and immutable; a global changes on the
+// next call), then the command buffer is submitted and waited on and each
+// result is returned as a view.
+Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
   std::vector<std::pair<ir::Type, Storage>> results;
   for (ir::Value* v : ret->operands()) {
     ir::Operation* exp = v->defining_op();
     if (!exp || !exp->is("stream.tensor.export"))
       return InvalidArgumentError("emit: function result is not a stream.tensor.export");
     Storage s = storage_.at(exp->operand(0));
-    if (s.kind == Storage::kConstant) {
+    if (s.kind == Storage::kConstant || s.kind == Storage::kVariable) {
       Storage copy;
       copy.kind = Storage::kExternal;
       copy.buffer = NewRef();
@@ -1162,7 +1857,7 @@ Status FunctionEmitter::Emit() {
                      {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
       Sync(cmd, {RangeOf(s)}, {RangeOf(copy)});
       enc.CallImport(HalImport::kCommandBufferCopy,
-                     {Reg::Ref(cmd), Reg::Ref(s.buffer), Reg::I32(ConstReg(s.offset)), Reg::Ref(copy.buffer),
+                     {Reg::Ref(cmd), Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)), Reg::Ref(copy.buffer),
                       Reg::I32(ConstReg(0)), Reg::I32(ConstReg(s.length))},
                      {});
       s = copy;
@@ -1182,6 +1877,98 @@ Status FunctionEmitter::Emit() {
     ret_regs.push_back(Reg::Ref(view));
   }
   enc.Ret(ret_regs);
+  return OkStatus();
+}
+
+Status FunctionEmitter::Emit() {
+  ir::Region* region = func_->region(0);
+  ir::Block* body = region->block(0);
+  multi_block_ = region->num_blocks() > 1;
+  ir::Operation* ret = body->terminator();
+  if (!multi_block_ && (!ret || !ret->is("func.return")))
+    return InvalidArgumentError("emit: function without func.return");
+  for (auto& b : region->blocks()) {
+    ir::Operation* t = b->terminator();
+    if (!t || !(t->is("func.return") || t->is("cf.br") || t->is("cf.cond_br")))
+      return InvalidArgumentError("emit: a block of the function does not end in func.return, cf.br or cf.cond_br");
+  }
+  // Arguments occupy ref registers 0..N-1; the command buffer comes next.
+  ref_count = static_cast<uint16_t>(body->num_arguments());
+  uint16_t cmd = NewRef();
+  enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
+  KILN_RETURN_IF_ERROR(AssignStorage(body, cmd));
+  if (!multi_block_) {
+    for (auto& owned : body->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    return EmitReturn(ret, cmd);
+  }
+
+  // A body of several blocks (cf.br / cf.cond_br): each block gets a label
+  // and each host block argument (i1, index) an i32 register. A block other
+  // than the entry may be reached from anywhere, so it starts with every
+  // storage of the function pending (the first conflicting command gets a
+  // barrier) and with only the constants and executables the entry block
+  // made before its terminator (the entry dominates every block).
+  std::vector<vm::Label> labels;
+  std::map<ir::Block*, size_t> index;
+  std::vector<ir::Block*> all;
+  for (auto& b : region->blocks()) {
+    index[b.get()] = labels.size();
+    labels.push_back(enc.NewLabel());
+    all.push_back(b.get());
+    if (b.get() == body) continue;
+    for (ir::Value* a : b->arguments())
+      if (a->type().kind != ir::TypeKind::kResource) i32_values_[a] = NewI32();
+  }
+  const std::vector<Range> everything = TouchedRanges(all);
+  std::map<int64_t, uint16_t> entry_consts;
+  std::map<uint16_t, uint16_t> entry_exes;
+  for (ir::Block* b : all) {
+    enc.Bind(labels[index[b]]);
+    if (b != body) {
+      consts_ = entry_consts;
+      executable_regs_ = entry_exes;
+      pending_reads_ = everything;
+      pending_writes_ = everything;
+    }
+    ir::Operation* t = b->terminator();
+    for (auto& owned : b->ops())
+      if (owned.get() != t) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    if (b == body) {
+      entry_consts = consts_;
+      entry_exes = executable_regs_;
+    }
+    const auto consts = consts_;
+    const auto exes = executable_regs_;
+    if (t->is("func.return")) {
+      KILN_RETURN_IF_ERROR(EmitReturn(t, cmd));
+    } else if (t->is("cf.br")) {
+      if (t->num_successors() != 1) return InvalidArgumentError("emit: cf.br needs one successor");
+      KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(0), 0, t->num_operands(), cmd));
+      enc.Br(labels[index.at(t->successor(0))]);
+    } else {
+      std::vector<int64_t> seg = t->ints_attr("operand_segments");
+      if (t->num_successors() != 2 || seg.size() != 3 || seg[0] != 1 ||
+          1 + seg[1] + seg[2] != static_cast<int64_t>(t->num_operands()))
+        return InvalidArgumentError("emit: malformed cf.cond_br (%s)", t->loc().c_str());
+      auto c = i32_values_.find(t->operand(0));
+      if (c == i32_values_.end())
+        return UnimplementedError("emit: cf.cond_br condition is not a host value (%s)", t->loc().c_str());
+      vm::Label edges[2] = {enc.NewLabel(), enc.NewLabel()};
+      enc.CondBr(c->second, edges[0], edges[1]);
+      const auto reads = pending_reads_, writes = pending_writes_;
+      for (unsigned k = 0; k < 2; ++k) {
+        enc.Bind(edges[k]);
+        consts_ = consts;
+        executable_regs_ = exes;
+        pending_reads_ = reads;
+        pending_writes_ = writes;
+        unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
+        unsigned count = static_cast<unsigned>(seg[1 + k]);
+        KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(k), first, count, cmd));
+        enc.Br(labels[index.at(t->successor(k))]);
+      }
+    }
+  }
   return OkStatus();
 }
 
@@ -1209,6 +1996,7 @@ flatbuffers::Offset<fb::TensorSig> MakeSig(flatbuffers::FlatBufferBuilder& fbb, 
 StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   std::vector<flatbuffers::Offset<fb::Function>> functions;
+  KILN_RETURN_IF_ERROR(CollectGlobals(module));
 
   for (ir::Operation* func : module.functions()) {
     // Execution regions and timepoints: recorded in queue order.
@@ -1228,6 +2016,11 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
                              body->argument(i)->type(), own));
     }
     ir::Operation* ret = body->terminator();
+    for (auto& b : func->region(0)->blocks())  // a body with branches: its (first) func.return
+      if (b->terminator() && b->terminator()->is("func.return")) {
+        ret = b->terminator();
+        break;
+      }
     for (unsigned i = 0; i < ret->num_operands(); ++i)
       results.push_back(MakeSig(fbb, i < result_names.size() ? result_names[i] : "result" + std::to_string(i),
                                 ret->operand(i)->type(), fb::Ownership::borrow));
@@ -1250,13 +2043,37 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     functions.push_back(b.Finish());
   }
 
-  // Initializer: upload the constant pool once per context into global 0.
+  // Initializer, run once per context: upload the constant pool into global
+  // 0; allocate each util.global (global 1..N) as a host-visible buffer of
+  // its size (rounded up to 16 bytes) and fill it with zeros. The buffers
+  // live as long as the context (variable lifetime): a store copies into
+  // them, a load views them.
   int initializer = -1;
-  if (!pool_.empty()) {
+  if (!pool_.empty() || !global_order_.empty()) {
     vm::BytecodeEncoder enc;
-    enc.Rodata(0, 0);
-    enc.CallImport(HalImport::kAllocatorAllocateInitialized, {Reg::Ref(0)}, {Reg::Ref(1)});
-    enc.GlobalStoreRef(1, 0);
+    uint16_t i32s = 0;
+    if (!pool_.empty()) {
+      enc.Rodata(0, 0);
+      enc.CallImport(HalImport::kAllocatorAllocateInitialized, {Reg::Ref(0)}, {Reg::Ref(1)});
+      enc.GlobalStoreRef(1, 0);
+    }
+    if (!global_order_.empty()) {
+      const uint16_t cmd = 2, buf = 3, zero = i32s++, kind = i32s++;
+      enc.ConstI32(zero, 0);
+      enc.ConstI32(kind, 1);
+      enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
+      for (const std::string& sym : global_order_) {
+        const GlobalInfo& g = globals_.at(sym);
+        uint16_t size = i32s++;
+        enc.ConstI32(size, static_cast<int32_t>(AlignUp(g.size, 16)));
+        enc.CallImport(HalImport::kAllocatorAllocate, {Reg::I32(size), Reg::I32(kind)}, {Reg::Ref(buf)});
+        enc.CallImport(HalImport::kCommandBufferFill,
+                       {Reg::Ref(cmd), Reg::Ref(buf), Reg::I32(zero), Reg::I32(size), Reg::I32(zero)}, {});
+        enc.GlobalStoreRef(buf, g.ordinal);
+      }
+      enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
+      enc.ConstRefZero(buf);
+    }
     enc.Ret({});
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> code, enc.Finish());
     auto name = fbb.CreateString("__init");
@@ -1264,8 +2081,8 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     fb::FunctionBuilder b(fbb);
     b.add_name(name);
     b.add_exported(false);
-    b.add_i32_register_count(1);
-    b.add_ref_register_count(2);
+    b.add_i32_register_count(std::max<uint16_t>(i32s, 1));
+    b.add_ref_register_count(4);
     b.add_bytecode(code_v);
     initializer = static_cast<int>(functions.size());
     functions.push_back(b.Finish());
@@ -1307,7 +2124,9 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
                                         fbb.CreateVectorOfStrings(locs)));
   }
   std::vector<flatbuffers::Offset<fb::Global>> globals;
-  if (!pool_.empty()) globals.push_back(fb::CreateGlobalDirect(fbb, "constant_pool", true));
+  // Global 0 is the constant pool (null when there are no constants).
+  if (!pool_.empty() || !global_order_.empty()) globals.push_back(fb::CreateGlobalDirect(fbb, "constant_pool", true));
+  for (const std::string& sym : global_order_) globals.push_back(fb::CreateGlobalDirect(fbb, sym.c_str(), true));
 
   flatbuffers::Offset<fb::Topology> topology = 0;
   if (auto t = analysis::GetModuleTopology(module); t.ok()) topology = analysis::SerializeTopology(fbb, t.value());

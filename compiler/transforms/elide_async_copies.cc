@@ -39,9 +39,20 @@
 // when no branch, yield or return uses it, since those must keep their
 // types; otherwise it is kept with a remark.
 //
+// One exception to "a global load is not owned": a state update in place.
+// A clone of `%g = util.global.load @S` is removed when every other read of
+// %g comes before the clone in its block, the clone's result is written only by a chain of tied ops (each
+// value of the chain used once, by the next tied op) whose last result is
+// stored back with `util.global.store @S`, all in %g's block, and between the
+// load and that store nothing else loads or stores @S or calls a function.
+// The emitter views %g as the global's buffer, so the tied ops update the
+// state in place and the store copies nothing (zero copies per call).
+//
 // Must not act (each tested): a source used later, a borrowed import, a
-// constant, a global load, a loop-carried value whose initial value stays
-// live after the loop, a value captured by a loop and updated in its body.
+// constant, a global load (except the state update above: not when the
+// result is stored to another global, read elsewhere, or @S is touched in
+// between), a loop-carried value whose initial value stays live after the
+// loop, a value captured by a loop and updated in its body.
 //
 // Preconditions: stream level; normally runs right after
 // --materialize-copy-on-write (DESIGN.md "Data flow").
@@ -77,6 +88,69 @@ const ir::Operation* FeedsTypedEdge(const ir::Value* v) {
     if (t->parent_block() && t->parent_block()->terminator() == t) return t;
   }
   return nullptr;
+}
+
+// The state-update exception (header comment): true when `clone` copies a
+// util.global.load @S whose result is only updated in place by tied ops and
+// stored back to @S, with nothing else touching @S in between.
+bool IsGlobalStateUpdate(ir::Operation* clone) {
+  ir::Value* src = clone->operand(0);
+  ir::Operation* load = src->defining_op();
+  if (!load || !load->is("util.global.load")) return false;
+  const std::string sym = load->str_attr("global");
+  ir::Block* block = load->parent_block();
+  if (clone->parent_block() != block) return false;
+  // Every other read of the loaded value comes before the clone in its block.
+  for (const ir::Use& u : src->uses()) {
+    if (u.user == clone) continue;
+    ir::Operation* anc = u.user;
+    while (anc && anc->parent_block() != block) anc = anc->parent_op();
+    if (!anc) return false;
+    bool before = false;
+    for (auto& owned : block->ops()) {
+      if (owned.get() == anc) { before = true; break; }
+      if (owned.get() == clone) break;
+    }
+    if (!before) return false;
+  }
+  ir::Value* v = clone->result(0);
+  ir::Operation* store = nullptr;
+  for (int depth = 0; depth < 1024 && !store; ++depth) {
+    if (v->uses().size() != 1) return false;
+    ir::Operation* user = v->uses()[0].user;
+    if (user->parent_block() != block) return false;
+    if (user->is("util.global.store")) {
+      if (user->str_attr("global") != sym) return false;
+      store = user;
+      break;
+    }
+    ir::Value* next = nullptr;
+    for (unsigned r = 0; r < user->num_results(); ++r) {
+      int t = analysis::TiedOperandOfResult(user, r);
+      if (t >= 0 && user->operand(static_cast<unsigned>(t)) == v) next = user->result(r);
+    }
+    if (!next) return false;  // read without being written in place
+    v = next;
+  }
+  if (!store) return false;
+  bool between = false;
+  for (auto& owned : block->ops()) {
+    ir::Operation* op = owned.get();
+    if (op == load) {
+      between = true;
+      continue;
+    }
+    if (op == store) break;
+    if (!between) continue;
+    bool touches = false;
+    op->Walk([&](ir::Operation* inner) {
+      if ((inner->is("util.global.load") || inner->is("util.global.store")) && inner->str_attr("global") == sym)
+        touches = true;
+      if (inner->is("func.call")) touches = true;
+    });
+    if (touches) return false;
+  }
+  return true;
 }
 
 class ElideAsyncCopiesPass : public ir::Pass {
@@ -122,6 +196,7 @@ class ElideAsyncCopiesPass : public ir::Pass {
           continue;
         }
         analysis::Verdict v = analysis::CanReuseStorage(clone, 0);
+        if (!v.ok && IsGlobalStateUpdate(clone)) v = analysis::Verdict{true, ""};
         if (!v.ok) {
           ctx.Remark(clone, "kept copy: " + v.reason);
           continue;

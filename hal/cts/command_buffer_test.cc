@@ -234,6 +234,26 @@ TEST_P(CommandBufferTest, RetainsDistinctBuffersAndCountsDeferredFrees) {
   EXPECT_FALSE(cb->Retains(kept.get()));
 }
 
+// A barrier may be the only command that names a buffer (the emitter
+// orders a later command after earlier accesses of a buffer this command
+// buffer never binds): it retains it too, or the buffer could be destroyed
+// while the submission that names it is in flight.
+TEST_P(CommandBufferTest, BarrierRetainsTheBuffersItNames) {
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> named, device()->AllocateBuffer(64, MemoryKind::kHostVisible));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, device()->CreateCommandBuffer());
+  BufferBarrier barrier{named.get(), 16, 32};
+  KILN_ASSERT_OK(cb->Barrier(&barrier, 1));
+  EXPECT_TRUE(cb->Retains(named.get()));
+  EXPECT_EQ(named->refcount(), 2);
+  KILN_ASSERT_OK(cb->End());
+  KILN_ASSERT_OK(SubmitAndWait(cb.get()));
+  uint64_t live = device()->stats().device_bytes_live;
+  named.reset();
+  EXPECT_EQ(device()->stats().device_bytes_live, live);  // still held by the command buffer
+  KILN_ASSERT_OK(cb->Reset());
+  EXPECT_EQ(device()->stats().device_bytes_live, live - 64);
+}
+
 KILN_CTS_INSTANTIATE(CommandBufferTest);
 
 }  // namespace

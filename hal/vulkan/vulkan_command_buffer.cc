@@ -307,6 +307,9 @@ Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t coun
     barrier.offset = buffer->allocation_offset() + barriers[i].offset;
     barrier.size = length;
     scratch_barriers_.push_back(barrier);
+    // The barrier names the buffer: it must outlive the submission like any
+    // buffer a dispatch or copy uses (queue-ordered free).
+    RetainBuffer(barriers[i].buffer);
   }
   if (!scratch_barriers_.empty()) {
     device_->syms().vkCmdPipelineBarrier(command_buffer_, kDeviceStages, kDeviceStages, 0, 0,

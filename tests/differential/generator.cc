@@ -35,10 +35,10 @@ class Rng {
 };
 
 struct Val {
-  std::string name;    // SSA name, e.g. %3 or %arg0
-  std::string lifetime;  // external | transient | constant
+  std::string name;      // SSA name, e.g. %3, %arg0, %7#1
+  std::string lifetime;  // external | transient | constant | variable | *
   int64_t elems = 0;
-  std::vector<float> host;  // reference contents (value semantics)
+  std::vector<float> unused;  // (contents live in the host reference's Env)
 };
 
 struct OpKind {
@@ -113,6 +113,37 @@ std::string Executable(const OpKind& k, int64_t elems, const std::string& sym) {
   return os.str();
 }
 
+// The host reference: every generated op appends a closure that computes its
+// results from an environment of named values (value semantics: each op
+// produces fresh contents). Regions are closure lists, run as many times as
+// the control flow says; module globals live in an environment that persists
+// across invocations.
+struct Env {
+  std::map<std::string, std::vector<float>> f;  // resources by SSA name
+  std::map<std::string, int64_t> i;             // host index / i1 values
+};
+using HostOp = std::function<void(Env& env, Env& globals)>;
+using HostOps = std::vector<HostOp>;
+
+void RunOps(const HostOps& ops, Env& env, Env& globals) {
+  for (const HostOp& op : ops) op(env, globals);
+}
+
+std::string ExecutableGreater1(const std::string& sym) {
+  std::ostringstream os;
+  os << "\"flow.executable\"() ({\n"
+     << "^bb0(%a: tensor<1xf32>, %b: tensor<1xf32>):\n"
+     << "  %0 = \"flow.dispatch\"(%a, %b) ({\n"
+     << "  ^bb0(%x: tensor<1xf32>, %y: tensor<1xf32>):\n"
+     << "    %r = \"tensor.greater\"(%x, %y) : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xi1>\n"
+     << "    \"flow.return\"(%r) : (tensor<1xi1>) -> ()\n"
+     << "  }) {name = \"" << sym << "\"} : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xi1>\n"
+     << "}) {sym_name = \"" << sym << "\"} : () -> ()\n";
+  return os.str();
+}
+
+constexpr int kMaxDepth = 2;  // region nesting
+
 class Generator {
  public:
   explicit Generator(uint64_t seed) : rng_(seed) { prog_.seed = seed; }
@@ -120,7 +151,7 @@ class Generator {
   GeneratedProgram Run() {
     int nargs = rng_.Int(1, 3);
     std::vector<std::string> ownership;
-    std::ostringstream head;
+    std::ostringstream& body_ = out_;
     for (int i = 0; i < nargs; ++i) {
       bool consume = rng_.Chance(50);
       std::vector<float> data(kFull);
@@ -128,32 +159,57 @@ class Generator {
       prog_.inputs.push_back(data);
       prog_.consume.push_back(consume);
       ownership.push_back(consume ? "\"consume\"" : "\"borrow\"");
-      Val v{Fresh(), "external", kFull, data};
+      Val v{Fresh(), "external", kFull, {}};
       body_ << "  " << v.name << " = \"stream.tensor.import\"(%arg" << i << ") {consume = "
             << (consume ? "true" : "false") << ", size = " << kFull * 4 << " : i64} : (" << TensorType(kFull)
             << ") -> " << ResType("external") << "\n";
+      std::string name = v.name;
+      ops_->push_back([name, data](Env& env, Env&) { env.f[name] = data; });
       vals_.push_back(v);
     }
+    // Module globals (variable lifetime): loaded, updated in place by a tied
+    // op and stored back (the state-update idiom), read, or overwritten.
+    int nglobals = rng_.Chance(35) ? rng_.Int(1, 2) : 0;
+    for (int g = 0; g < nglobals; ++g) globals_.push_back("g" + std::to_string(g));
+    if (nglobals) Note("util.global");
+    for (const std::string& g : globals_)
+      if (rng_.Chance(60)) GlobalStateUpdate(g);
     int steps = rng_.Int(3, 12);
-    for (int s = 0; s < steps; ++s) Step();
+    for (int s = 0; s < steps; ++s) Step(0);
+    for (const std::string& g : globals_)
+      if (rng_.Chance(40)) GlobalStore(g);
     // 1-3 results, biased to recent values (every value is a candidate).
     int nres = rng_.Int(1, 3);
-    std::vector<const Val*> results;
-    for (int r = 0; r < nres; ++r) results.push_back(&Pick(-1, /*recent=*/true));
-    std::vector<std::string> names, types;
-    for (const Val* v : results) {
+    std::vector<Val> results;
+    for (int r = 0; r < nres; ++r) results.push_back(Pick(-1, /*recent=*/true));
+    std::vector<std::string> names, types, sources;
+    for (const Val& v : results) {
       std::string n = Fresh();
-      body_ << "  " << n << " = \"stream.tensor.export\"(" << v->name << ") {size = " << v->elems * 4
-            << " : i64} : (" << ResType(v->lifetime) << ") -> " << TensorType(v->elems) << "\n";
+      out_ << "  " << n << " = \"stream.tensor.export\"(" << v.name << ") {size = " << v.elems * 4
+           << " : i64} : (" << ResType(v.lifetime) << ") -> " << TensorType(v.elems) << "\n";
       names.push_back(n);
-      types.push_back(TensorType(v->elems));
-      prog_.expected.push_back(v->host);
+      types.push_back(TensorType(v.elems));
+      sources.push_back(v.name);
     }
+    // The host reference, invoked twice: globals carry over.
+    Env globals;
+    for (const std::string& g : globals_) globals.f[g] = std::vector<float>(kFull, 0.0f);
+    for (int inv = 0; inv < 2; ++inv) {
+      Env env;
+      RunOps(top_, env, globals);
+      std::vector<std::vector<float>> expected;
+      for (const std::string& src : sources) expected.push_back(env.f.at(src));
+      prog_.expected_runs.push_back(expected);
+    }
+    prog_.expected = prog_.expected_runs[0];
     std::ostringstream os;
+    for (const std::string& g : globals_)
+      os << "\"util.global\"() {size = " << kFull * 4 << " : i64, sym_name = \"" << g
+         << "\", type = !stream.resource<variable>} : () -> ()\n";
     for (const auto& e : executables_) os << e.second;
     os << "\"func.func\"() ({\n^bb0(";
     for (int i = 0; i < nargs; ++i) os << (i ? ", " : "") << "%arg" << i << ": " << TensorType(kFull);
-    os << "):\n" << body_.str() << "  \"func.return\"(";
+    os << "):\n" << out_.str() << "  \"func.return\"(";
     for (size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << names[i];
     os << ") : (";
     for (size_t i = 0; i < types.size(); ++i) os << (i ? ", " : "") << types[i];
@@ -166,13 +222,15 @@ class Generator {
 
  private:
   std::string Fresh() { return "%" + std::to_string(next_id_++); }
+  void Note(const std::string& construct) { prog_.constructs[construct]++; }
 
   // A value with `elems` elements (-1: any), biased toward recent ones.
-  const Val& Pick(int64_t elems, bool recent = true, const Val* exclude = nullptr) {
+  // Returned by value: vals_ grows and shrinks with region scopes.
+  Val Pick(int64_t elems, bool recent = true, const std::string& exclude = "") {
     std::vector<size_t> c;
     for (size_t i = 0; i < vals_.size(); ++i)
-      if ((elems < 0 || vals_[i].elems == elems) && &vals_[i] != exclude) c.push_back(i);
-    if (c.empty()) return vals_.front();  // callers check Has() first
+      if ((elems < 0 || vals_[i].elems == elems) && vals_[i].name != exclude) c.push_back(i);
+    if (c.empty()) return vals_.front();  // callers check Count() first
     if (recent && rng_.Chance(60)) return vals_[c[c.size() - 1 - rng_.Int(0, std::min<int>(2, c.size() - 1))]];
     return vals_[c[rng_.Int(0, static_cast<int>(c.size()) - 1)]];
   }
@@ -187,9 +245,24 @@ class Generator {
   }
 
   void Push(Val v) { vals_.push_back(std::move(v)); }
+  void Emit(HostOp op) { ops_->push_back(std::move(op)); }
 
-  void Step() {
+  void Step(int depth) {
     int r = rng_.Int(0, 99);
+    if (depth < kMaxDepth && r < 30) {
+      int k = rng_.Int(0, 99);
+      if (k < 25) return If(depth);
+      if (k < 42) return Switch(depth);
+      if (k < 62) return For(depth);
+      if (k < 80) return While(depth);
+      if (depth == 0 && !in_cf_body_) return k < 90 ? CfDiamond() : CfLoop();
+      return If(depth);
+    }
+    if (depth == 0 && !globals_.empty() && rng_.Chance(8)) {
+      const std::string& g = globals_[rng_.Int(0, static_cast<int>(globals_.size()) - 1)];
+      return rng_.Chance(50) ? GlobalLoad(g) : GlobalStore(g);
+    }
+    r = rng_.Int(0, 99);
     if (r < 8) return Constant();
     if (r < 14) return Splat();
     if (r < 34) return Dispatch(/*tied=*/false);
@@ -204,114 +277,566 @@ class Generator {
   void Constant() {
     std::vector<float> data(kFull);
     for (float& f : data) f = rng_.Value();
-    Val v{Fresh(), "constant", kFull, data};
-    body_ << "  " << v.name << " = \"stream.async.constant\"() {size = " << kFull * 4 << " : i64, value = "
-          << HexDense(data) << "} : () -> " << ResType("constant") << "\n";
+    Val v{Fresh(), "constant", kFull, {}};
+    out_ << "  " << v.name << " = \"stream.async.constant\"() {size = " << kFull * 4 << " : i64, value = "
+         << HexDense(data) << "} : () -> " << ResType("constant") << "\n";
+    std::string n = v.name;
+    Emit([n, data](Env& e, Env&) { e.f[n] = data; });
     Push(v);
   }
 
   void Splat() {
     int64_t elems = rng_.Chance(75) ? kFull : kSlice;
     float f = rng_.Value();
-    Val v{Fresh(), "transient", elems, std::vector<float>(elems, f)};
-    body_ << "  " << v.name << " = \"stream.async.splat\"() {pattern = " << Bits(f) << " : i64, size = " << elems * 4
-          << " : i64} : () -> " << ResType("transient") << "\n";
+    Val v{Fresh(), "transient", elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.splat\"() {pattern = " << Bits(f) << " : i64, size = " << elems * 4
+         << " : i64} : () -> " << ResType("transient") << "\n";
+    std::string n = v.name;
+    Emit([n, elems, f](Env& e, Env&) { e.f[n] = std::vector<float>(elems, f); });
     Push(v);
+  }
+
+  // A dispatch of an elementwise kind over `a` (and `b`); tied writes `a`'s storage.
+  Val DispatchOf(const OpKind& k, const Val& a, const Val* b, bool tied) {
+    int64_t elems = a.elems;
+    std::string sym = Entry(k, elems);
+    Val v{Fresh(), tied ? a.lifetime : "transient", elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.dispatch\"(" << a.name << (b ? ", " + b->name : "")
+         << ") {entry = @" << sym << ", sizes = [" << elems * 4 << "], tied_operands = [" << (tied ? 0 : -1)
+         << "]} : (" << ResType(a.lifetime) << (b ? ", " + ResType(b->lifetime) : "") << ") -> "
+         << ResType(v.lifetime) << "\n";
+    if (tied) ++prog_.tied_ops;
+    auto fn = k.fn;
+    std::string vn = v.name, an = a.name, bn = b ? b->name : "";
+    Emit([fn, vn, an, bn, elems](Env& e, Env&) {
+      const std::vector<float>& x = e.f.at(an);
+      std::vector<float> out(elems);
+      for (int64_t i = 0; i < elems; ++i) out[i] = fn(x[i], bn.empty() ? 0.0f : e.f.at(bn)[i]);
+      e.f[vn] = out;
+    });
+    return v;
   }
 
   void Dispatch(bool tied) {
     const OpKind& k = Kinds()[rng_.Int(0, static_cast<int>(Kinds().size()) - 1)];
     int64_t elems = (Count(kSlice) > 0 && rng_.Chance(25)) ? kSlice : kFull;
     if (k.arity == 2 && tied && Count(elems) < 2) return Dispatch(false);
-    const Val& a = Pick(elems);
+    Val a = Pick(elems);
     // A tied dispatch never reads the same value twice (its bindings are
     // declared restrict); a fresh one may.
-    const Val* b = k.arity == 2 ? &Pick(elems, true, tied ? &a : nullptr) : nullptr;
-    std::string sym = Entry(k, elems);
-    Val v{Fresh(), tied ? a.lifetime : "transient", elems, std::vector<float>(elems)};
-    for (int64_t i = 0; i < elems; ++i) v.host[i] = k.fn(a.host[i], b ? b->host[i] : 0.0f);
-    body_ << "  " << v.name << " = \"stream.async.dispatch\"(" << a.name << (b ? ", " + b->name : "")
-          << ") {entry = @" << sym << ", sizes = [" << elems * 4 << "], tied_operands = [" << (tied ? 0 : -1)
-          << "]} : (" << ResType(a.lifetime) << (b ? ", " + ResType(b->lifetime) : "") << ") -> "
-          << ResType(v.lifetime) << "\n";
-    if (tied) ++prog_.tied_ops;
-    Push(v);
+    Val b;
+    if (k.arity == 2) b = Pick(elems, true, tied ? a.name : "");
+    Push(DispatchOf(k, a, k.arity == 2 ? &b : nullptr, tied));
+  }
+
+  // A tied update of `a` in place (used to bias loop bodies and globals).
+  Val TiedUpdate(const Val& a) {
+    const OpKind& k = Kinds()[rng_.Int(0, static_cast<int>(Kinds().size()) - 1)];
+    if (k.arity == 2 && Count(a.elems) >= 2) {
+      Val b = Pick(a.elems, true, a.name);
+      return DispatchOf(k, a, &b, true);
+    }
+    if (k.arity == 2) return DispatchOf(Kinds()[6], a, nullptr, true);  // relu
+    return DispatchOf(k, a, nullptr, true);
   }
 
   void Clone() {
-    const Val& a = Pick(-1);
-    Val v{Fresh(), "transient", a.elems, a.host};
-    body_ << "  " << v.name << " = \"stream.async.clone\"(" << a.name << ") {size = " << a.elems * 4
-          << " : i64} : (" << ResType(a.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
+    Val a = Pick(-1);
+    Val v{Fresh(), "transient", a.elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.clone\"(" << a.name << ") {size = " << a.elems * 4
+         << " : i64} : (" << ResType(a.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
+    std::string vn = v.name, an = a.name;
+    Emit([vn, an](Env& e, Env&) { e.f[vn] = e.f.at(an); });
     Push(v);
+  }
+
+  Val SliceOf(const Val& a, int64_t off, int64_t len) {
+    Val v{Fresh(), a.lifetime == "transient" ? "transient" : a.lifetime, len, {}};
+    out_ << "  " << v.name << " = \"stream.async.slice\"(" << a.name << ") {length = " << len * 4
+         << " : i64, offset = " << off * 4 << " : i64} : (" << ResType(a.lifetime) << ") -> " << ResType(v.lifetime)
+         << "\n";
+    std::string vn = v.name, an = a.name;
+    Emit([vn, an, off, len](Env& e, Env&) {
+      const std::vector<float>& x = e.f.at(an);
+      e.f[vn] = std::vector<float>(x.begin() + off, x.begin() + off + len);
+    });
+    return v;
   }
 
   void Slice() {
     if (!Count(kFull)) return Splat();
-    const Val& a = Pick(kFull);
+    Val a = Pick(kFull);
     int64_t off = kAlign * rng_.Int(0, (kFull - kSlice) / kAlign);
-    Val v{Fresh(), a.lifetime == "transient" ? "transient" : a.lifetime, kSlice,
-          std::vector<float>(a.host.begin() + off, a.host.begin() + off + kSlice)};
-    body_ << "  " << v.name << " = \"stream.async.slice\"(" << a.name << ") {length = " << kSlice * 4
-          << " : i64, offset = " << off * 4 << " : i64} : (" << ResType(a.lifetime) << ") -> "
-          << ResType(v.lifetime) << "\n";
-    Push(v);
+    Push(SliceOf(a, off, kSlice));
   }
 
   void Update() {
     if (!Count(kSlice) || !Count(kFull)) return Slice();
-    const Val& t = Pick(kFull);
-    const Val& u = Pick(kSlice);
+    Val t = Pick(kFull);
+    Val u = Pick(kSlice);
     int64_t off = kAlign * rng_.Int(0, (kFull - kSlice) / kAlign);
-    Val v{Fresh(), t.lifetime, kFull, t.host};
-    std::copy(u.host.begin(), u.host.end(), v.host.begin() + off);
-    body_ << "  " << v.name << " = \"stream.async.update\"(" << t.name << ", " << u.name << ") {length = "
-          << kSlice * 4 << " : i64, offset = " << off * 4 << " : i64, size = " << kFull * 4 << " : i64} : ("
-          << ResType(t.lifetime) << ", " << ResType(u.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
+    Val v{Fresh(), t.lifetime, kFull, {}};
+    out_ << "  " << v.name << " = \"stream.async.update\"(" << t.name << ", " << u.name << ") {length = "
+         << kSlice * 4 << " : i64, offset = " << off * 4 << " : i64, size = " << kFull * 4 << " : i64} : ("
+         << ResType(t.lifetime) << ", " << ResType(u.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
     ++prog_.tied_ops;
+    std::string vn = v.name, tn = t.name, un = u.name;
+    Emit([vn, tn, un, off](Env& e, Env&) {
+      std::vector<float> out = e.f.at(tn);
+      const std::vector<float>& x = e.f.at(un);
+      std::copy(x.begin(), x.end(), out.begin() + off);
+      e.f[vn] = out;
+    });
     Push(v);
   }
 
   void Fill() {
-    const Val& t = Pick(-1);
+    Val t = Pick(-1);
     int64_t len = kAlign * rng_.Int(1, static_cast<int>(t.elems / kAlign));
     int64_t off = kAlign * rng_.Int(0, static_cast<int>((t.elems - len) / kAlign));
     float f = rng_.Value();
-    Val v{Fresh(), t.lifetime, t.elems, t.host};
-    std::fill(v.host.begin() + off, v.host.begin() + off + len, f);
-    body_ << "  " << v.name << " = \"stream.async.fill\"(" << t.name << ") {length = " << len * 4
-          << " : i64, offset = " << off * 4 << " : i64, pattern = " << Bits(f) << " : i64, size = " << t.elems * 4
-          << " : i64} : (" << ResType(t.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
+    Val v{Fresh(), t.lifetime, t.elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.fill\"(" << t.name << ") {length = " << len * 4
+         << " : i64, offset = " << off * 4 << " : i64, pattern = " << Bits(f) << " : i64, size = " << t.elems * 4
+         << " : i64} : (" << ResType(t.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
     ++prog_.tied_ops;
+    std::string vn = v.name, tn = t.name;
+    Emit([vn, tn, off, len, f](Env& e, Env&) {
+      std::vector<float> out = e.f.at(tn);
+      std::fill(out.begin() + off, out.begin() + off + len, f);
+      e.f[vn] = out;
+    });
     Push(v);
   }
 
   void Copy() {
-    const Val& t = Pick(-1);
+    Val t = Pick(-1);
     // Usually another value; sometimes the target itself, ranges possibly
     // overlapping (value semantics: the source is read before the write, so
     // copy-on-write must keep a clone that elision may not remove).
-    const Val& s = rng_.Chance(15) ? t : Pick(-1, true, &t);
+    Val s = rng_.Chance(15) ? t : Pick(-1, true, t.name);
     int64_t maxlen = std::min(t.elems, s.elems);
     int64_t len = kAlign * rng_.Int(1, static_cast<int>(maxlen / kAlign));
     int64_t soff = kAlign * rng_.Int(0, static_cast<int>((s.elems - len) / kAlign));
     int64_t doff = kAlign * rng_.Int(0, static_cast<int>((t.elems - len) / kAlign));
-    Val v{Fresh(), t.lifetime, t.elems, t.host};
-    std::copy(s.host.begin() + soff, s.host.begin() + soff + len, v.host.begin() + doff);
-    body_ << "  " << v.name << " = \"stream.async.copy\"(" << t.name << ", " << s.name << ") {dst_offset = "
-          << doff * 4 << " : i64, length = " << len * 4 << " : i64, size = " << t.elems * 4
-          << " : i64, src_offset = " << soff * 4 << " : i64} : (" << ResType(t.lifetime) << ", "
-          << ResType(s.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
+    Val v{Fresh(), t.lifetime, t.elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.copy\"(" << t.name << ", " << s.name << ") {dst_offset = "
+         << doff * 4 << " : i64, length = " << len * 4 << " : i64, size = " << t.elems * 4
+         << " : i64, src_offset = " << soff * 4 << " : i64} : (" << ResType(t.lifetime) << ", "
+         << ResType(s.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
     ++prog_.tied_ops;
+    std::string vn = v.name, tn = t.name, sn = s.name;
+    Emit([vn, tn, sn, soff, doff, len](Env& e, Env&) {
+      std::vector<float> out = e.f.at(tn);
+      const std::vector<float>& x = e.f.at(sn);
+      std::copy(x.begin() + soff, x.begin() + soff + len, out.begin() + doff);
+      e.f[vn] = out;
+    });
     Push(v);
+  }
+
+  // ---- host values and conditions ----
+
+  std::string IndexConst(int64_t v) {
+    std::string n = Fresh();
+    out_ << "  " << n << " = \"arith.constant\"() {value = " << v << " : i64} : () -> index\n";
+    Emit([n, v](Env& e, Env&) { e.i[n] = v; });
+    return n;
+  }
+
+  // An i1 condition: a host constant, or computed on the device (x[0] > 0 of
+  // a visible full value, read back with stream.async.load).
+  std::string Condition() {
+    std::string n = Fresh();
+    if (rng_.Chance(50) || !Count(kFull)) {
+      int64_t v = rng_.Int(0, 1);
+      out_ << "  " << n << " = \"arith.constant\"() {value = " << v << " : i64} : () -> i1\n";
+      Emit([n, v](Env& e, Env&) { e.i[n] = v; });
+      return n;
+    }
+    Note("device condition");
+    Val a = Pick(kFull);
+    Val s = SliceOf(a, 0, 1);
+    if (!executables_.count("greater_1")) executables_["greater_1"] = ExecutableGreater1("greater_1");
+    std::string zero = Fresh(), t = Fresh();
+    out_ << "  " << zero << " = \"stream.async.constant\"() {size = 4 : i64, value = " << HexDense({0.0f})
+         << "} : () -> " << ResType("constant") << "\n";
+    out_ << "  " << t << " = \"stream.async.dispatch\"(" << s.name << ", " << zero
+         << ") {entry = @greater_1, sizes = [1], tied_operands = [-1]} : (" << ResType(s.lifetime) << ", "
+         << ResType("constant") << ") -> " << ResType("transient") << "\n";
+    out_ << "  " << n << " = \"stream.async.load\"(" << t << ") {dtype = \"i1\", offset = 0 : i64} : ("
+         << ResType("transient") << ") -> i1\n";
+    std::string sn = s.name;
+    Emit([n, sn](Env& e, Env&) { e.i[n] = e.f.at(sn)[0] > 0.0f ? 1 : 0; });
+    return n;
+  }
+
+  // ---- regions ----
+
+  // Generates a region body: 1..max_steps steps at `depth`, then picks the
+  // values to yield (one per entry of `elems`). Values defined inside stay
+  // inside (scope). Returns the yielded values and the region's host ops.
+  std::pair<std::vector<Val>, HostOps> Region(int depth, int max_steps, const std::vector<int64_t>& elems,
+                                              const std::vector<Val>& args, const std::vector<Val>& bias_tied) {
+    size_t mark = vals_.size();
+    HostOps ops;
+    HostOps* saved = ops_;
+    ops_ = &ops;
+    for (const Val& a : args) Push(a);
+    std::vector<Val> updated;
+    for (const Val& b : bias_tied) {
+      if (rng_.Chance(70)) {
+        Val u = TiedUpdate(b);
+        Push(u);
+        updated.push_back(u);
+      } else {
+        updated.push_back(b);
+      }
+    }
+    int steps = rng_.Int(0, max_steps);
+    for (int s = 0; s < steps; ++s) Step(depth);
+    std::vector<Val> yields;
+    for (size_t i = 0; i < elems.size(); ++i) {
+      // Loop-carried values: usually the updated carried value itself.
+      if (i < updated.size() && rng_.Chance(70)) {
+        yields.push_back(updated[i]);
+      } else {
+        yields.push_back(Count(elems[i]) ? Pick(elems[i]) : updated.at(i));
+      }
+    }
+    vals_.resize(mark);
+    ops_ = saved;
+    return {yields, std::move(ops)};
+  }
+
+  static std::string Types(const std::vector<Val>& vs) {
+    std::string s;
+    for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", " : "") + ResType(vs[i].lifetime);
+    return s;
+  }
+  static std::string Names(const std::vector<Val>& vs) {
+    std::string s;
+    for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", " : "") + vs[i].name;
+    return s;
+  }
+  void Yield(const char* op, const std::vector<Val>& ys) {
+    out_ << "  \"" << op << "\"(" << Names(ys) << ") : (" << Types(ys) << ") -> ()\n";
+  }
+  int64_t ResultElems() { return (Count(kSlice) > 0 && rng_.Chance(25)) ? kSlice : kFull; }
+
+  void If(int depth) {
+    Note("scf.if");
+    std::string c = Condition();
+    int64_t elems = ResultElems();
+    Val r{Fresh(), "*", elems, {}};
+    out_ << "  " << r.name << " = \"scf.if\"(" << c << ") ({\n";
+    auto [ty, tops] = Region(depth + 1, 3, {elems}, {}, {});
+    Yield("scf.yield", ty);
+    out_ << "  }, {\n";
+    auto [ey, eops] = Region(depth + 1, 3, {elems}, {}, {});
+    Yield("scf.yield", ey);
+    out_ << "  }) : (i1) -> " << ResType("*") << "\n";
+    std::string rn = r.name, tn = ty[0].name, en = ey[0].name;
+    HostOps t = tops, el = eops;
+    Emit([c, rn, tn, en, t, el](Env& e, Env& g) {
+      bool cond = e.i.at(c) != 0;
+      RunOps(cond ? t : el, e, g);
+      e.f[rn] = e.f.at(cond ? tn : en);
+    });
+    Push(r);
+  }
+
+  // The switch index: a host constant, or the induction variable of an
+  // enclosing scf.for.
+  void Switch(int depth) {
+    Note("scf.index_switch");
+    std::string idx;
+    if (!ivs_.empty() && rng_.Chance(60)) {
+      idx = ivs_.back();
+    } else {
+      idx = IndexConst(rng_.Int(0, 3));
+    }
+    std::vector<int64_t> cases = rng_.Chance(50) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1, 2, 5};
+    int64_t elems = ResultElems();
+    Val r{Fresh(), "*", elems, {}};
+    out_ << "  " << r.name << " = \"scf.index_switch\"(" << idx << ") ({\n";
+    std::vector<std::string> ynames;
+    std::vector<HostOps> regions;
+    for (size_t k = 0; k <= cases.size(); ++k) {
+      if (k) out_ << "  }, {\n";
+      auto [ys, ops] = Region(depth + 1, 2, {elems}, {}, {});
+      Yield("scf.yield", ys);
+      ynames.push_back(ys[0].name);
+      regions.push_back(std::move(ops));
+    }
+    out_ << "  }) {cases = [";
+    for (size_t k = 0; k < cases.size(); ++k) out_ << (k ? ", " : "") << cases[k];
+    out_ << "]} : (index) -> " << ResType("*") << "\n";
+    std::string rn = r.name;
+    Emit([idx, rn, cases, ynames, regions](Env& e, Env& g) {
+      int64_t v = e.i.at(idx);
+      size_t k = cases.size();
+      for (size_t j = 0; j < cases.size(); ++j)
+        if (cases[j] == v) k = j;
+      RunOps(regions[k], e, g);
+      e.f[rn] = e.f.at(ynames[k]);
+    });
+    Push(r);
+  }
+
+  // 1-2 loop-carried resources with inits picked among visible values (an
+  // init may stay live after the loop: it is a candidate for later ops).
+  std::vector<Val> Inits() {
+    std::vector<Val> inits;
+    int n = rng_.Int(1, 2);
+    for (int i = 0; i < n; ++i) {
+      Val v = Pick(ResultElems());
+      bool dup = false;
+      for (const Val& o : inits) dup |= o.name == v.name;
+      if (!dup) inits.push_back(v);
+    }
+    return inits;
+  }
+
+  void For(int depth) {
+    Note("scf.for");
+    std::vector<Val> inits = Inits();
+    int64_t trips = rng_.Int(0, 3);
+    std::string lb = IndexConst(0), ub = IndexConst(trips), st = IndexConst(1);
+    std::vector<Val> results, args;
+    std::vector<int64_t> elems;
+    for (const Val& v : inits) {
+      results.push_back(Val{Fresh(), "*", v.elems, {}});
+      elems.push_back(v.elems);
+    }
+    std::string iv = Fresh();
+    for (const Val& v : inits) args.push_back(Val{Fresh(), "*", v.elems, {}});
+    out_ << "  " << (results.size() == 1 ? results[0].name : results[0].name + ":" + std::to_string(results.size()))
+         << " = \"scf.for\"(" << lb << ", " << ub << ", " << st << ", " << Names(inits) << ") ({\n"
+         << "  ^bb0(" << iv << ": index";
+    for (const Val& a : args) out_ << ", " << a.name << ": " << ResType("*");
+    out_ << "):\n";
+    ivs_.push_back(iv);
+    auto [ys, body] = Region(depth + 1, 3, elems, args, args);
+    ivs_.pop_back();
+    Yield("scf.yield", ys);
+    out_ << "  }) : (index, index, index, " << Types(inits) << ") -> (" << Types(results) << ")\n";
+    FixMultiResultNames(&results);
+    std::vector<std::string> in, an, yn, rn;
+    for (size_t i = 0; i < inits.size(); ++i) {
+      in.push_back(inits[i].name);
+      an.push_back(args[i].name);
+      yn.push_back(ys[i].name);
+      rn.push_back(results[i].name);
+    }
+    HostOps b = body;
+    Emit([trips, iv, in, an, yn, rn, b](Env& e, Env& g) {
+      std::vector<std::vector<float>> cur;
+      for (const std::string& n : in) cur.push_back(e.f.at(n));
+      for (int64_t t = 0; t < trips; ++t) {
+        e.i[iv] = t;
+        for (size_t i = 0; i < an.size(); ++i) e.f[an[i]] = cur[i];
+        RunOps(b, e, g);
+        for (size_t i = 0; i < yn.size(); ++i) cur[i] = e.f.at(yn[i]);
+      }
+      for (size_t i = 0; i < rn.size(); ++i) e.f[rn[i]] = cur[i];
+    });
+    for (const Val& r : results) Push(r);
+  }
+
+  // scf.while with a host counter carried next to 1-2 resources:
+  //   before: %lt = arith.cmpi slt %i, %n; scf.condition(%lt, %i, %x...)
+  //   after:  <steps, tied updates of the carried values>; %k = %j + 1; yield
+  void While(int depth) {
+    Note("scf.while");
+    std::vector<Val> inits = Inits();
+    int64_t trips = rng_.Int(0, 3);
+    std::string c0 = IndexConst(0), c1 = IndexConst(1), n = IndexConst(trips);
+    std::vector<Val> results, bargs, aargs;
+    std::vector<int64_t> elems;
+    for (const Val& v : inits) {
+      results.push_back(Val{Fresh(), "*", v.elems, {}});
+      elems.push_back(v.elems);
+    }
+    std::string i = Fresh(), lt = Fresh(), j = Fresh(), k = Fresh();
+    for (const Val& v : inits) bargs.push_back(Val{Fresh(), "*", v.elems, {}});
+    for (const Val& v : inits) aargs.push_back(Val{Fresh(), "*", v.elems, {}});
+    std::string rtypes = "index, " + Types(results);
+    out_ << "  " << results[0].name << ":" << results.size() + 1 << " = \"scf.while\"(" << c0 << ", " << Names(inits)
+         << ") ({\n  ^bb0(" << i << ": index";
+    for (const Val& a : bargs) out_ << ", " << a.name << ": " << ResType("*");
+    out_ << "):\n"
+         << "  " << lt << " = \"arith.cmpi\"(" << i << ", " << n << ") {predicate = \"slt\"} : (index, index) -> i1\n"
+         << "  \"scf.condition\"(" << lt << ", " << i << ", " << Names(bargs) << ") : (i1, " << rtypes << ") -> ()\n"
+         << "  }, {\n  ^bb0(" << j << ": index";
+    for (const Val& a : aargs) out_ << ", " << a.name << ": " << ResType("*");
+    out_ << "):\n";
+    auto [ys, body] = Region(depth + 1, 3, elems, aargs, aargs);
+    out_ << "  " << k << " = \"arith.addi\"(" << j << ", " << c1 << ") : (index, index) -> index\n";
+    out_ << "  \"scf.yield\"(" << k << ", " << Names(ys) << ") : (index, " << Types(ys) << ") -> ()\n";
+    out_ << "  }) : (index, " << Types(inits) << ") -> (" << rtypes << ")\n";
+    // Result #0 is the counter; the resources are #1.. .
+    std::string base = results[0].name;
+    for (size_t r = 0; r < results.size(); ++r) results[r].name = base + "#" + std::to_string(r + 1);
+    std::vector<std::string> in, an, yn, rn;
+    for (size_t q = 0; q < inits.size(); ++q) {
+      in.push_back(inits[q].name);
+      an.push_back(aargs[q].name);
+      yn.push_back(ys[q].name);
+      rn.push_back(results[q].name);
+    }
+    HostOps b = body;
+    Emit([trips, in, an, yn, rn, b](Env& e, Env& g) {
+      std::vector<std::vector<float>> cur;
+      for (const std::string& q : in) cur.push_back(e.f.at(q));
+      for (int64_t t = 0; t < trips; ++t) {
+        for (size_t q = 0; q < an.size(); ++q) e.f[an[q]] = cur[q];
+        RunOps(b, e, g);
+        for (size_t q = 0; q < yn.size(); ++q) cur[q] = e.f.at(yn[q]);
+      }
+      for (size_t q = 0; q < rn.size(); ++q) e.f[rn[q]] = cur[q];
+    });
+    for (const Val& r : results) Push(r);
+  }
+
+  // %r:2 results are referred to as %r#0, %r#1.
+  static void FixMultiResultNames(std::vector<Val>* results) {
+    if (results->size() < 2) return;
+    std::string base = (*results)[0].name;
+    for (size_t r = 0; r < results->size(); ++r) (*results)[r].name = base + "#" + std::to_string(r);
+  }
+
+  std::string NewBlock() { return "^bb" + std::to_string(++next_block_); }
+
+  // A branch diamond in the function body:
+  //   cf.cond_br %c, ^T(%a), ^F(%b); ^T(%ta): ...; cf.br ^J(%x)
+  //   ^F(%fb): ...; cf.br ^J(%y); ^J(%j): (continues)
+  void CfDiamond() {
+    Note("cf.cond_br");
+    std::string c = Condition();
+    int64_t elems = ResultElems();
+    Val a = Pick(elems), b = Pick(elems);
+    std::string T = NewBlock(), F = NewBlock(), J = NewBlock();
+    Val ta{Fresh(), "*", elems, {}}, fb{Fresh(), "*", elems, {}}, jv{Fresh(), "*", elems, {}};
+    out_ << "  \"cf.cond_br\"(" << c << ", " << a.name << ", " << b.name << ")[" << T << ", " << F
+         << "] {operand_segments = [1, 1, 1]} : (i1, " << ResType(a.lifetime) << ", " << ResType(b.lifetime)
+         << ") -> ()\n";
+    in_cf_body_ = true;
+    out_ << T << "(" << ta.name << ": " << ResType("*") << "):\n";
+    auto [ty, tops] = Region(1, 3, {elems}, {ta}, {ta});
+    out_ << "  \"cf.br\"(" << ty[0].name << ")[" << J << "] : (" << ResType(ty[0].lifetime) << ") -> ()\n";
+    out_ << F << "(" << fb.name << ": " << ResType("*") << "):\n";
+    auto [fy, fops] = Region(1, 3, {elems}, {fb}, {fb});
+    out_ << "  \"cf.br\"(" << fy[0].name << ")[" << J << "] : (" << ResType(fy[0].lifetime) << ") -> ()\n";
+    out_ << J << "(" << jv.name << ": " << ResType("*") << "):\n";
+    in_cf_body_ = false;
+    std::string an = a.name, bn = b.name, tan = ta.name, fbn = fb.name, tyn = ty[0].name, fyn = fy[0].name,
+                jn = jv.name;
+    HostOps t = tops, f = fops;
+    Emit([c, an, bn, tan, fbn, tyn, fyn, jn, t, f](Env& e, Env& g) {
+      if (e.i.at(c)) {
+        e.f[tan] = e.f.at(an);
+        RunOps(t, e, g);
+        e.f[jn] = e.f.at(tyn);
+      } else {
+        e.f[fbn] = e.f.at(bn);
+        RunOps(f, e, g);
+        e.f[jn] = e.f.at(fyn);
+      }
+    });
+    Push(jv);
+  }
+
+  // A loop built from blocks:
+  //   cf.br ^H(%c0, %init)
+  //   ^H(%i, %x): %lt = %i < n; cf.cond_br %lt, ^B(%i, %x), ^E(%x)
+  //   ^B(%j, %y): ...; %k = %j + 1; cf.br ^H(%k, %next)
+  //   ^E(%z): (continues)
+  void CfLoop() {
+    Note("cf.br loop");
+    int64_t elems = ResultElems();
+    Val init = Pick(elems);
+    int64_t trips = rng_.Int(0, 3);
+    std::string c0 = IndexConst(0), c1 = IndexConst(1), n = IndexConst(trips);
+    std::string H = NewBlock(), B = NewBlock(), E = NewBlock();
+    std::string i = Fresh(), lt = Fresh(), j = Fresh(), k = Fresh();
+    Val x{Fresh(), "*", elems, {}}, y{Fresh(), "*", elems, {}}, z{Fresh(), "*", elems, {}};
+    out_ << "  \"cf.br\"(" << c0 << ", " << init.name << ")[" << H << "] : (index, " << ResType(init.lifetime)
+         << ") -> ()\n";
+    out_ << H << "(" << i << ": index, " << x.name << ": " << ResType("*") << "):\n";
+    out_ << "  " << lt << " = \"arith.cmpi\"(" << i << ", " << n << ") {predicate = \"slt\"} : (index, index) -> i1\n";
+    out_ << "  \"cf.cond_br\"(" << lt << ", " << i << ", " << x.name << ", " << x.name << ")[" << B << ", " << E
+         << "] {operand_segments = [1, 2, 1]} : (i1, index, " << ResType("*") << ", " << ResType("*") << ") -> ()\n";
+    out_ << B << "(" << j << ": index, " << y.name << ": " << ResType("*") << "):\n";
+    in_cf_body_ = true;
+    auto [ys, body] = Region(1, 3, {elems}, {y}, {y});
+    in_cf_body_ = false;
+    out_ << "  " << k << " = \"arith.addi\"(" << j << ", " << c1 << ") : (index, index) -> index\n";
+    out_ << "  \"cf.br\"(" << k << ", " << ys[0].name << ")[" << H << "] : (index, " << ResType(ys[0].lifetime)
+         << ") -> ()\n";
+    out_ << E << "(" << z.name << ": " << ResType("*") << "):\n";
+    std::string inn = init.name, yn = y.name, yyn = ys[0].name, zn = z.name;
+    HostOps b = body;
+    Emit([trips, inn, yn, yyn, zn, b](Env& e, Env& g) {
+      std::vector<float> cur = e.f.at(inn);
+      for (int64_t t = 0; t < trips; ++t) {
+        e.f[yn] = cur;
+        RunOps(b, e, g);
+        cur = e.f.at(yyn);
+      }
+      e.f[zn] = cur;
+    });
+    Push(z);
+  }
+
+  // ---- globals ----
+
+  void GlobalLoad(const std::string& g) {
+    Note("util.global.load");
+    Val v{Fresh(), "variable", kFull, {}};
+    out_ << "  " << v.name << " = \"util.global.load\"() {global = @" << g << "} : () -> " << ResType("variable")
+         << "\n";
+    std::string vn = v.name;
+    Emit([vn, g](Env& e, Env& gl) { e.f[vn] = gl.f.at(g); });
+    Push(v);
+  }
+
+  void GlobalStore(const std::string& g) {
+    if (!Count(kFull)) return;
+    Note("util.global.store");
+    Val v = Pick(kFull);
+    out_ << "  \"util.global.store\"(" << v.name << ") {global = @" << g << "} : (" << ResType(v.lifetime)
+         << ") -> ()\n";
+    std::string vn = v.name;
+    Emit([vn, g](Env& e, Env& gl) { gl.f[g] = e.f.at(vn); });
+  }
+
+  // The state-update idiom: load, maybe read, update in place (tied), store
+  // back to the same global (zero copies once elided).
+  void GlobalStateUpdate(const std::string& g) {
+    Note("global state update");
+    GlobalLoad(g);
+    Val s = vals_.back();
+    if (rng_.Chance(50)) Push(DispatchOf(Kinds()[0], s, &vals_.front(), false));  // out = state + arg0
+    Val u = TiedUpdate(s);
+    out_ << "  \"util.global.store\"(" << u.name << ") {global = @" << g << "} : (" << ResType(u.lifetime)
+         << ") -> ()\n";
+    std::string un = u.name;
+    Emit([un, g](Env& e, Env& gl) { gl.f[g] = e.f.at(un); });
   }
 
   Rng rng_;
   GeneratedProgram prog_;
-  std::vector<Val> vals_;  // never shrinks; references into it are taken before Push
+  std::vector<Val> vals_;  // visible values (scoped: regions truncate it)
   std::map<std::string, std::string> executables_;
-  std::ostringstream body_;
+  std::ostringstream out_;
+  HostOps top_;
+  HostOps* ops_ = &top_;
+  std::vector<std::string> globals_;
+  std::vector<std::string> ivs_;  // induction variables of enclosing scf.for
+  bool in_cf_body_ = false;
   int next_id_ = 0;
+  int next_block_ = 0;
 };
 
 }  // namespace

@@ -1,0 +1,426 @@
+// Stream-level control flow and module globals, compiled by the real
+// pipeline (materialize-copy-on-write, elide-async-copies, emission) and run
+// on Vulkan: scf.while (device condition through stream.async.load, and a
+// host counter), scf.index_switch, cf.br / cf.cond_br with block arguments,
+// util.global load / tied update / store across invocations of one context.
+// Expected values are derived by hand in the comments; copy counts come from
+// kiln_device_stats (the --stats counters) around each invoke.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/ir/parser.h"
+#include "compiler/tools/compile_driver.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace kiln::e2e {
+namespace {
+
+HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v) {
+  HostTensor t;
+  t.dtype = KILN_DTYPE_F32;
+  t.shape = std::move(shape);
+  t.data.resize(v.size() * 4);
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+std::vector<float> Values(const HostTensor& t) {
+  std::vector<float> v(t.element_count());
+  std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  return v;
+}
+
+std::string Error(kiln_status_t s) {
+  std::string m = kiln_status_message(s);
+  kiln_status_free(s);
+  return m;
+}
+
+// One compiled module loaded into one context: invoke `function` several
+// times (module globals persist between the calls), counting copies and
+// dispatches per call.
+class Session {
+ public:
+  ~Session() {
+    if (context_) kiln_context_release(context_);
+    if (module_) kiln_module_release(module_);
+  }
+  std::string Load(const std::string& kir, bool disable_elision = false) {
+    auto parsed = ir::ParseModule(kir, "<control_flow>");
+    if (!parsed.ok()) return "parse: " + parsed.status().message();
+    driver::CompileOptions options;
+    options.pipeline.disable_elision = disable_elision;
+    auto compiled = driver::CompileModule(*parsed.value(), options);
+    if (!compiled.ok()) return "compile: " + compiled.status().message();
+    bytes_ = std::move(compiled.value());
+    if (kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), bytes_.data(), bytes_.size(), &module_))
+      return "load: " + Error(s);
+    kiln_device_t device = SharedDevice();
+    if (kiln_status_t s = kiln_context_create(device, &module_, 1, &context_)) return "context: " + Error(s);
+    return "";
+  }
+  // Invokes `function` with `inputs` (handed over with KILN_ARG_CONSUME when
+  // `consume`, else borrowed); results read back into *out.
+  std::string Invoke(const char* function, const std::vector<HostTensor>& inputs, std::vector<HostTensor>* out,
+                     kiln_device_stats_t* delta = nullptr, bool consume = false) {
+    kiln_function_t fn = nullptr;
+    if (kiln_status_t s = kiln_context_lookup_function(context_, function, &fn)) return "lookup: " + Error(s);
+    kiln_device_t device = SharedDevice();
+    std::vector<kiln_tensor_t> args;
+    std::string error;
+    for (const HostTensor& h : inputs) {
+      kiln_tensor_t t = nullptr;
+      if (kiln_status_t s =
+              kiln_tensor_create(device, h.dtype, h.shape.size(), h.shape.data(), h.data.data(), h.data.size(), &t)) {
+        error = "tensor: " + Error(s);
+        break;
+      }
+      args.push_back(t);
+    }
+    std::vector<kiln_tensor_t> results(kiln_function_result_count(fn), nullptr);
+    if (error.empty()) {
+      kiln_device_stats_t before{}, after{};
+      kiln_device_stats(device, &before);
+      std::vector<kiln_invoke_arg_t> a;
+      for (kiln_tensor_t t : args) a.push_back({t, consume ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0});
+      if (kiln_status_t s = kiln_invoke_ex(context_, fn, a.data(), a.size(), results.data(), results.size()))
+        error = "invoke: " + Error(s);
+      if (consume) args.clear();  // the call took our references
+      kiln_device_stats(device, &after);
+      if (delta) {
+        delta->copies = after.copies - before.copies;
+        delta->dispatches = after.dispatches - before.dispatches;
+        delta->device_allocations = after.device_allocations - before.device_allocations;
+      }
+    }
+    out->clear();
+    for (kiln_tensor_t r : results) {
+      if (!r) continue;
+      HostTensor h;
+      h.dtype = kiln_tensor_dtype(r);
+      h.shape.assign(kiln_tensor_dims(r), kiln_tensor_dims(r) + kiln_tensor_rank(r));
+      h.data.resize(kiln_tensor_byte_size(r));
+      if (kiln_status_t s = kiln_tensor_read(r, h.data.data(), h.data.size())) error = "read: " + Error(s);
+      out->push_back(std::move(h));
+      kiln_tensor_release(r);
+    }
+    for (kiln_tensor_t t : args) kiln_tensor_release(t);
+    return error;
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  kiln_module_t module_ = nullptr;
+  kiln_context_t context_ = nullptr;
+};
+
+const char* kExecutables = R"(
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "add"} : () -> ()
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.mul"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "mul"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "mul"} : () -> ()
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    %s = "tensor.neg"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "neg"} : (tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "neg"} : () -> ()
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.less"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+    "flow.return"(%s) : (tensor<4xi1>) -> ()
+  }) {name = "less"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+}) {sym_name = "less"} : () -> ()
+)";
+
+// scf.while with a device condition: while (x[0] < 10) x = x * 2.
+//   x = [1, 2, 3, 4]: x[0] goes 1 -> 2 -> 4 -> 8 -> 16 (4 trips, 5 tests)
+//   result [16, 32, 48, 64]. The init (consumed) is copied into the
+//   carried storage once; the tied mul updates the carried value in place
+//   on every trip (no copy per trip).
+const char* kWhileDevice = R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %two = "stream.async.constant"() {size = 16 : i64, value = dense<[2.0, 2.0, 2.0, 2.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %ten = "stream.async.constant"() {size = 16 : i64, value = dense<[10.0, 10.0, 10.0, 10.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %w = "scf.while"(%0) ({
+  ^bb0(%x: !stream.resource<*>):
+    %lt = "stream.async.dispatch"(%x, %ten) {entry = @less, sizes = [4], tied_operands = [-1]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<transient>
+    %c = "stream.async.load"(%lt) {dtype = "i1", offset = 0 : i64} : (!stream.resource<transient>) -> i1
+    "scf.condition"(%c, %x) : (i1, !stream.resource<*>) -> ()
+  }, {
+  ^bb0(%y: !stream.resource<*>):
+    %n = "stream.async.dispatch"(%y, %two) {entry = @mul, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
+    "scf.yield"(%n) : (!stream.resource<*>) -> ()
+  }) : (!stream.resource<external>) -> !stream.resource<*>
+  %e = "stream.tensor.export"(%w) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
+  "func.return"(%e) : (tensor<4xf32>) -> ()
+}) {arg_ownership = ["consume"], sym_name = "main"} : () -> ()
+)";
+
+TEST(ControlFlowEmissionTest, WhileWithDeviceCondition) {
+  Session s;
+  ASSERT_EQ(s.Load(std::string(kExecutables) + kWhileDevice), "");
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {F32({4}, {1, 2, 3, 4})}, &out, &d, /*consume=*/true), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{16, 32, 48, 64}));
+  EXPECT_EQ(d.dispatches, 9u);  // 5 less + 4 mul
+  EXPECT_EQ(d.copies, 1u) << "the init is copied once; no copy per trip";
+  // A zero-trip loop: x[0] = 20 is not < 10, the result is the init.
+  ASSERT_EQ(s.Invoke("main", {F32({4}, {20, 1, 1, 1})}, &out, &d, /*consume=*/true), "");
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{20, 1, 1, 1}));
+  EXPECT_EQ(d.dispatches, 1u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// scf.while with a host counter (arith.cmpi / arith.addi on index values
+// carried in registers) and a second carried resource:
+//   i = 0; a = x; b = 1s; while (i < 3) { a = a + b; b = b * 2; i = i + 1 }
+//   b: 1, 2, 4 added in turn -> a = x + 7 = [8, 9, 10, 11]; b = 8s.
+const char* kWhileCounter = R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %ones = "stream.async.splat"() {pattern = 1065353216 : i64, size = 16 : i64} : () -> !stream.resource<transient>
+  %two = "stream.async.constant"() {size = 16 : i64, value = dense<[2.0, 2.0, 2.0, 2.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %c0 = "arith.constant"() {value = 0 : i64} : () -> index
+  %c1 = "arith.constant"() {value = 1 : i64} : () -> index
+  %c3 = "arith.constant"() {value = 3 : i64} : () -> index
+  %w:3 = "scf.while"(%c0, %0, %ones) ({
+  ^bb0(%i: index, %a: !stream.resource<*>, %b: !stream.resource<*>):
+    %lt = "arith.cmpi"(%i, %c3) {predicate = "slt"} : (index, index) -> i1
+    "scf.condition"(%lt, %i, %a, %b) : (i1, index, !stream.resource<*>, !stream.resource<*>) -> ()
+  }, {
+  ^bb0(%j: index, %x: !stream.resource<*>, %y: !stream.resource<*>):
+    %s = "stream.async.dispatch"(%x, %y) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<*>) -> !stream.resource<*>
+    %m = "stream.async.dispatch"(%y, %two) {entry = @mul, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
+    %k = "arith.addi"(%j, %c1) : (index, index) -> index
+    "scf.yield"(%k, %s, %m) : (index, !stream.resource<*>, !stream.resource<*>) -> ()
+  }) : (index, !stream.resource<external>, !stream.resource<transient>) -> (index, !stream.resource<*>, !stream.resource<*>)
+  %e = "stream.tensor.export"(%w#1) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
+  %f = "stream.tensor.export"(%w#2) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
+  "func.return"(%e, %f) : (tensor<4xf32>, tensor<4xf32>) -> ()
+}) {arg_ownership = ["consume"], sym_name = "main"} : () -> ()
+)";
+
+TEST(ControlFlowEmissionTest, WhileWithHostCounter) {
+  Session s;
+  ASSERT_EQ(s.Load(std::string(kExecutables) + kWhileCounter), "");
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {F32({4}, {1, 2, 3, 4})}, &out, &d, /*consume=*/true), "");
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{8, 9, 10, 11}));
+  EXPECT_EQ(Values(out[1]), (std::vector<float>{8, 8, 8, 8}));
+  EXPECT_EQ(d.dispatches, 6u);
+  EXPECT_EQ(d.copies, 2u) << "the two inits are copied in; nothing per trip (14 without elision)";
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// scf.index_switch inside an scf.for, on the induction variable:
+//   case 0: acc = acc + 1 (tied); case 1: acc = acc * 2 (tied);
+//   default: acc = -acc (a fresh value written straight into the result).
+//   x = [1, 2, 3, 4]: iv 0 -> [2, 3, 4, 5]; iv 1 -> [4, 6, 8, 10];
+//   iv 2, 3 (default) -> [-4, -6, -8, -10] -> [4, 6, 8, 10].
+const char* kSwitch = R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %one = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %two = "stream.async.constant"() {size = 16 : i64, value = dense<[2.0, 2.0, 2.0, 2.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %lb = "arith.constant"() {value = 0 : i64} : () -> index
+  %ub = "arith.constant"() {value = 4 : i64} : () -> index
+  %st = "arith.constant"() {value = 1 : i64} : () -> index
+  %r = "scf.for"(%lb, %ub, %st, %0) ({
+  ^bb0(%iv: index, %acc: !stream.resource<*>):
+    %s = "scf.index_switch"(%iv) ({
+      %a = "stream.async.dispatch"(%acc, %one) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
+      "scf.yield"(%a) : (!stream.resource<*>) -> ()
+    }, {
+      %m = "stream.async.dispatch"(%acc, %two) {entry = @mul, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
+      "scf.yield"(%m) : (!stream.resource<*>) -> ()
+    }, {
+      %n = "stream.async.dispatch"(%acc) {entry = @neg, sizes = [16], tied_operands = [-1]} : (!stream.resource<*>) -> !stream.resource<transient>
+      "scf.yield"(%n) : (!stream.resource<transient>) -> ()
+    }) {cases = [0, 1]} : (index) -> !stream.resource<*>
+    "scf.yield"(%s) : (!stream.resource<*>) -> ()
+  }) : (index, index, index, !stream.resource<external>) -> !stream.resource<*>
+  %e = "stream.tensor.export"(%r) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
+  "func.return"(%e) : (tensor<4xf32>) -> ()
+}) {arg_ownership = ["consume"], sym_name = "main"} : () -> ()
+)";
+
+TEST(ControlFlowEmissionTest, IndexSwitchInLoop) {
+  Session s;
+  ASSERT_EQ(s.Load(std::string(kExecutables) + kSwitch), "");
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {F32({4}, {1, 2, 3, 4})}, &out, &d, /*consume=*/true), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{4, 6, 8, 10}));
+  EXPECT_EQ(d.dispatches, 4u);
+  // Copies: the init into the carried storage (1); trips 0 and 1 update the
+  // carried value in place, then copy it into the switch result and back
+  // (2 each); trips 2 and 3 write the neg straight into the switch result
+  // and copy it back (1 each): 1 + 4 + 2 = 7 (9 without elision).
+  EXPECT_EQ(d.copies, 7u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// cf.br / cf.cond_br: a loop built from blocks with a resource and an index
+// block argument: for (i = 0; i < 3; ++i) x = x + 1 (tied), then return x.
+//   x = [1, 2, 3, 4] -> [4, 5, 6, 7]. Each resource block argument has one
+//   storage; a branch copies its operand in unless it already lives there
+//   (bb2 -> bb1 passes the tied add's result, which lives in ^bb2's %y).
+const char* kBranches = R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %one = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %c0 = "arith.constant"() {value = 0 : i64} : () -> index
+  %c1 = "arith.constant"() {value = 1 : i64} : () -> index
+  %c3 = "arith.constant"() {value = 3 : i64} : () -> index
+  "cf.br"(%0, %c0)[^bb1] : (!stream.resource<external>, index) -> ()
+^bb1(%x: !stream.resource<*>, %i: index):
+  %lt = "arith.cmpi"(%i, %c3) {predicate = "slt"} : (index, index) -> i1
+  "cf.cond_br"(%lt, %x, %i, %x)[^bb2, ^bb3] {operand_segments = [1, 2, 1]} : (i1, !stream.resource<*>, index, !stream.resource<*>) -> ()
+^bb2(%y: !stream.resource<*>, %j: index):
+  %u = "stream.async.dispatch"(%y, %one) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
+  %k = "arith.addi"(%j, %c1) : (index, index) -> index
+  "cf.br"(%u, %k)[^bb1] : (!stream.resource<*>, index) -> ()
+^bb3(%z: !stream.resource<*>):
+  %e = "stream.tensor.export"(%z) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
+  "func.return"(%e) : (tensor<4xf32>) -> ()
+}) {arg_ownership = ["consume"], sym_name = "main"} : () -> ()
+)";
+
+TEST(ControlFlowEmissionTest, BranchesWithBlockArguments) {
+  Session s;
+  ASSERT_EQ(s.Load(std::string(kExecutables) + kBranches), "");
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {F32({4}, {1, 2, 3, 4})}, &out, &d, /*consume=*/true), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ(d.dispatches, 3u);
+  // Copies: entry edge (1), per trip ^bb1 -> ^bb2 and ^bb2 -> ^bb1 (2 x 3),
+  // exit edge ^bb1 -> ^bb3 (1): 8. The tied add itself copies nothing (11
+  // without elision).
+  EXPECT_EQ(d.copies, 8u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// Module globals (variable lifetime) across calls of one context:
+//   @step: out = state + x (fresh); state = state + x (tied, stored back:
+//          a state update in place, zero copies per call).
+//   @swap: old = state; state = x; returns old (the load is read after the
+//          store, so it is a snapshot: one copy in, one copy of x out).
+// state starts at zero. x = [1, 2, 3, 4]:
+//   step #1 -> out [1, 2, 3, 4]; state [1, 2, 3, 4]
+//   step #2 -> out [2, 4, 6, 8]; state [2, 4, 6, 8]
+//   swap(y = [5, 5, 5, 5]) -> [2, 4, 6, 8]; state [5, 5, 5, 5]
+//   step #3 -> out [6, 7, 8, 9]
+const char* kGlobals = R"(
+"util.global"() {sym_name = "state", size = 16 : i64, type = !stream.resource<variable>} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %x = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %g = "util.global.load"() {global = @state} : () -> !stream.resource<variable>
+  %out = "stream.async.dispatch"(%g, %x) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<variable>, !stream.resource<external>) -> !stream.resource<transient>
+  %n = "stream.async.dispatch"(%g, %x) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<variable>, !stream.resource<external>) -> !stream.resource<variable>
+  "util.global.store"(%n) {global = @state} : (!stream.resource<variable>) -> ()
+  %e = "stream.tensor.export"(%out) {size = 16 : i64} : (!stream.resource<transient>) -> tensor<4xf32>
+  "func.return"(%e) : (tensor<4xf32>) -> ()
+}) {sym_name = "step"} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %y = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %old = "util.global.load"() {global = @state} : () -> !stream.resource<variable>
+  "util.global.store"(%y) {global = @state} : (!stream.resource<external>) -> ()
+  %e = "stream.tensor.export"(%old) {size = 16 : i64} : (!stream.resource<variable>) -> tensor<4xf32>
+  "func.return"(%e) : (tensor<4xf32>) -> ()
+}) {sym_name = "swap"} : () -> ()
+)";
+
+void RunGlobals(bool disable_elision, uint64_t step_copies) {
+  Session s;
+  ASSERT_EQ(s.Load(std::string(kExecutables) + kGlobals, disable_elision), "");
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  const HostTensor x = F32({4}, {1, 2, 3, 4});
+  ASSERT_EQ(s.Invoke("step", {x}, &out, &d), "");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(d.copies, step_copies);
+  ASSERT_EQ(s.Invoke("step", {x}, &out, &d), "");
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_EQ(d.copies, step_copies);
+  EXPECT_EQ(d.device_allocations, 0u) << "a warm call allocates nothing";
+  ASSERT_EQ(s.Invoke("swap", {F32({4}, {5, 5, 5, 5})}, &out, &d), "");
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_EQ(d.copies, 2u);
+  ASSERT_EQ(s.Invoke("step", {x}, &out, &d), "");
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{6, 7, 8, 9}));
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+TEST(ControlFlowEmissionTest, GlobalStateUpdatedInPlace) { RunGlobals(false, 0); }
+// Without elision the tied update works on a clone of the state and the
+// store copies it back: two copies per call, same values.
+TEST(ControlFlowEmissionTest, GlobalStateWithoutElision) { RunGlobals(true, 2); }
+
+TEST(ControlFlowEmissionTest, UnknownGlobalIsAnError) {
+  const char* program = R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  "util.global.store"(%0) {global = @missing} : (!stream.resource<external>) -> ()
+  %1 = "stream.tensor.export"(%0) {size = 16 : i64} : (!stream.resource<external>) -> tensor<4xf32>
+  "func.return"(%1) : (tensor<4xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+  Session s;
+  std::string error = s.Load(program);
+  EXPECT_NE(error.find("names no util.global @missing"), std::string::npos) << error;
+}
+
+TEST(ControlFlowEmissionTest, GlobalWithoutSizeIsAnError) {
+  std::string program = std::string(R"(
+"util.global"() {sym_name = "state", type = !stream.resource<variable>} : () -> ()
+)") + kExecutables + R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %g = "util.global.load"() {global = @state} : () -> !stream.resource<variable>
+  %e = "stream.tensor.export"(%g) {size = 16 : i64} : (!stream.resource<variable>) -> tensor<4xf32>
+  "func.return"(%e) : (tensor<4xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+  Session s;
+  std::string error = s.Load(program);
+  EXPECT_NE(error.find("util.global @state needs a positive byte `size`"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace kiln::e2e
