@@ -344,6 +344,20 @@ class FunctionEmitter {
   // needs no submission of its own (an empty submit is still a queue round trip).
   bool unsubmitted_work_ = false;
   Status RecordWhile(ir::Operation* op, uint16_t cmd);
+  // State at a loop's exit label: the register caches from before the loop
+  // (constants or executables first made in its regions may never have run)
+  // and, pending, every range the loop touches plus what was pending on the
+  // edge into the exit (a zero-trip loop reaches it straight from the header).
+  void JoinLoopExit(const std::map<int64_t, uint16_t>& consts, const std::map<uint16_t, uint16_t>& exes,
+                    const std::vector<Range>& loop_ranges, const std::vector<Range>& exit_writes,
+                    const std::vector<Range>& exit_reads) {
+    consts_ = consts;
+    executable_regs_ = exes;
+    pending_writes_.insert(pending_writes_.end(), loop_ranges.begin(), loop_ranges.end());
+    pending_reads_.insert(pending_reads_.end(), loop_ranges.begin(), loop_ranges.end());
+    pending_writes_.insert(pending_writes_.end(), exit_writes.begin(), exit_writes.end());
+    pending_reads_.insert(pending_reads_.end(), exit_reads.begin(), exit_reads.end());
+  }
   Status RecordSwitch(ir::Operation* op, uint16_t cmd);
   Status RecordHostArith(ir::Operation* op);
   // Function bodies of several blocks (cf.br / cf.cond_br): copies a
@@ -1445,12 +1459,7 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   enc.AddI32(iv, iv, bounds[2]);
   enc.Br(header);
   enc.Bind(exit);
-  consts_ = consts;  // constants first made in the body may never have run
-  executable_regs_ = exes;
-  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
-  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
-  pending_writes_.insert(pending_writes_.end(), header_writes.begin(), header_writes.end());
-  pending_reads_.insert(pending_reads_.end(), header_reads.begin(), header_reads.end());
+  JoinLoopExit(consts, exes, body_ranges, header_writes, header_reads);
   return OkStatus();
 }
 
@@ -1728,12 +1737,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   for (auto& [t, dst] : moves) enc.MovI32(dst, t);
   enc.Br(header);
   enc.Bind(exit);
-  consts_ = consts;  // constants first made in the regions may not have run
-  executable_regs_ = exes;
-  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
-  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
-  pending_writes_.insert(pending_writes_.end(), exit_writes.begin(), exit_writes.end());
-  pending_reads_.insert(pending_reads_.end(), exit_reads.begin(), exit_reads.end());
+  JoinLoopExit(consts, exes, body_ranges, exit_writes, exit_reads);
   return OkStatus();
 }
 
