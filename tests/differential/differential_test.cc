@@ -63,34 +63,58 @@ struct BuildRun {
   }
 };
 
-std::string Compile(const std::string& kir, bool disable_elision, std::vector<uint8_t>* bytes) {
-  auto parsed = ir::ParseModule(kir, "<differential>");
-  if (!parsed.ok()) return "parse: " + parsed.status().message();
+// One build of a program: the callee module `lib` (when the program has one)
+// and the main module, both with the same elision setting.
+struct Build {
+  std::vector<uint8_t> lib;  // empty: no callee module
+  std::vector<uint8_t> main;
+};
+
+std::string CompileOne(const std::string& kir, const char* module_name, bool disable_elision,
+                       std::vector<uint8_t>* bytes) {
+  auto parsed = ir::ParseModule(kir, std::string("<differential ") + module_name + ">");
+  if (!parsed.ok()) return std::string(module_name) + ": parse: " + parsed.status().message();
   driver::CompileOptions options;
+  options.emit.module_name = module_name;
   options.pipeline.disable_elision = disable_elision;
   auto compiled = driver::CompileModule(*parsed.value(), options);
-  if (!compiled.ok()) return "compile: " + compiled.status().message();
+  if (!compiled.ok()) return std::string(module_name) + ": compile: " + compiled.status().message();
   *bytes = std::move(compiled.value());
   return "";
 }
 
-// Loads `bytes` and invokes main `invokes` times on one context, with the
-// arguments marked in `consume` handed over (KILN_ARG_CONSUME, sole
-// reference). The first invoke's results stay alive during the second, so
-// cached result storage must not be reused under them. Copies are counted by
-// kiln_device_stats around each invoke only.
-std::string Execute(const std::vector<uint8_t>& bytes, const GeneratedProgram& p, int invokes, BuildRun* run) {
+std::string Compile(const GeneratedProgram& p, bool disable_elision, Build* build) {
+  if (!p.lib_kir.empty()) {
+    std::string error = CompileOne(p.lib_kir, "lib", disable_elision, &build->lib);
+    if (!error.empty()) return error;
+  }
+  return CompileOne(p.kir, "module", disable_elision, &build->main);
+}
+
+// Loads the build (lib first, then main: dependency order) into one context
+// and invokes main `invokes` times, with the arguments marked in `consume`
+// handed over (KILN_ARG_CONSUME, sole reference). The first invoke's results
+// stay alive during the second, so cached result storage must not be reused
+// under them. Copies are counted by kiln_device_stats around each invoke
+// only (device-wide: the whole call tree, callee module included).
+std::string Execute(const Build& build, const GeneratedProgram& p, int invokes, BuildRun* run) {
   kiln_device_t device = e2e::SharedDevice();
   if (!device) return "no Vulkan device";
   std::string error;
-  kiln_module_t module = nullptr;
+  kiln_module_t lib = nullptr, module = nullptr;
   kiln_context_t context = nullptr;
   kiln_function_t fn = nullptr;
   std::vector<kiln_tensor_t> held;  // results (and borrowed args) to release
   do {
-    kiln_status_t s = kiln_module_load_from_memory(e2e::SharedInstance(), bytes.data(), bytes.size(), &module);
+    kiln_status_t s = nullptr;
+    if (!build.lib.empty()) {
+      s = kiln_module_load_from_memory(e2e::SharedInstance(), build.lib.data(), build.lib.size(), &lib);
+      if (s) { error = TakeError(s, "load lib"); break; }
+    }
+    s = kiln_module_load_from_memory(e2e::SharedInstance(), build.main.data(), build.main.size(), &module);
     if (s) { error = TakeError(s, "load"); break; }
-    s = kiln_context_create(device, &module, 1, &context);
+    kiln_module_t modules[2] = {lib, module};
+    s = lib ? kiln_context_create(device, modules, 2, &context) : kiln_context_create(device, &module, 1, &context);
     if (s) { error = TakeError(s, "context"); break; }
     s = kiln_context_lookup_function(context, "main", &fn);
     if (s) { error = TakeError(s, "lookup"); break; }
@@ -149,6 +173,7 @@ std::string Execute(const std::vector<uint8_t>& bytes, const GeneratedProgram& p
   for (kiln_tensor_t t : held) kiln_tensor_release(t);
   if (context) kiln_context_release(context);
   if (module) kiln_module_release(module);
+  if (lib) kiln_module_release(lib);
   return error;
 }
 
@@ -175,10 +200,11 @@ TEST_P(DifferentialTest, ElidedMatchesNaive) {
   for (uint64_t seed = begin; seed < end; ++seed) {
     GeneratedProgram p = Generate(seed);
     SCOPED_TRACE("seed " + std::to_string(seed) + " (KILN_DIFF_SEED_BASE=" + std::to_string(seed) +
-                 " KILN_DIFF_COUNT=1), program:\n" + p.kir);
-    std::vector<uint8_t> elided_bytes, naive_bytes;
-    ASSERT_EQ(Compile(p.kir, /*disable_elision=*/false, &elided_bytes), "");
-    ASSERT_EQ(Compile(p.kir, /*disable_elision=*/true, &naive_bytes), "");
+                 " KILN_DIFF_COUNT=1), program:\n" + p.kir +
+                 (p.lib_kir.empty() ? "" : "callee module lib (--module-name=lib):\n" + p.lib_kir));
+    Build elided_bytes, naive_bytes;
+    ASSERT_EQ(Compile(p, /*disable_elision=*/false, &elided_bytes), "");
+    ASSERT_EQ(Compile(p, /*disable_elision=*/true, &naive_bytes), "");
     BuildRun elided, naive;
     ASSERT_EQ(Execute(elided_bytes, p, kInvokes, &elided), "");
     ASSERT_EQ(Execute(naive_bytes, p, kInvokes, &naive), "");
@@ -225,6 +251,7 @@ INSTANTIATE_TEST_SUITE_P(Seeds, DifferentialTest, ::testing::Range(0, kBatches))
 TEST(DifferentialGeneratorTest, Deterministic) {
   for (uint64_t seed : {1ull, 7ull, 12345ull}) {
     EXPECT_EQ(Generate(seed).kir, Generate(seed).kir);
+    EXPECT_EQ(Generate(seed).lib_kir, Generate(seed).lib_kir);
     EXPECT_EQ(Generate(seed).expected, Generate(seed).expected);
   }
   EXPECT_NE(Generate(1).kir, Generate(2).kir);
