@@ -431,16 +431,22 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       if (count == 0) return cb->command_buffer->ExecutionBarrier();
       if (barriers_.capacity() < count) CountHostAllocation();
       barriers_.resize(count);
+      size_t live = 0;
       for (size_t b = 0; b < count; ++b) {
+        // A null register names storage that does not exist on this path
+        // (a call result whose call has not run, a buffer already handed
+        // to a callee): it has no pending access to order. Skipped.
+        if (call.ArgRef(1 + 3 * b).type() == RefType::kNull) continue;
         BufferArg buf;
         KILN_RETURN_IF_ERROR(ResolveBuffer(call.ArgRef(1 + 3 * b), "barrier", &buf));
         int32_t offset = call.ArgI32(2 + 3 * b);
         int32_t length = call.ArgI32(3 + 3 * b);
         KILN_RETURN_IF_ERROR(CheckRange(buf, offset, length, "barrier"));
         uint64_t len = length ? static_cast<uint64_t>(length) : buf.size - offset;
-        barriers_[b] = hal::BufferBarrier{buf.buffer, buf.base + offset, len};
+        barriers_[live++] = hal::BufferBarrier{buf.buffer, buf.base + offset, len};
       }
-      return cb->command_buffer->Barrier(barriers_.data(), static_cast<uint32_t>(count));
+      if (live == 0) return cb->command_buffer->ExecutionBarrier();
+      return cb->command_buffer->Barrier(barriers_.data(), static_cast<uint32_t>(live));
     }
     case HalImport::kCommandBufferCopy: {
       CommandBufferState* cb;

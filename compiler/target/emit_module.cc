@@ -577,6 +577,13 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   std::set<ir::Value*> escaping;
   walk([&](ir::Operation* op) {
     if (op->is("stream.tensor.export")) escaping.insert(RootOf(op->operand(0)));
+    // A func.call operand (borrowed or consumed) may come back as a call
+    // result (a callee may return its argument) that the caller holds past
+    // the operand's last use: it gets an allocation of its own (runtime
+    // refcount), never an arena slot that a later transient could reuse.
+    if (op->is("func.call"))
+      for (ir::Value* o : op->operands())
+        if (o->type().kind == ir::TypeKind::kResource) escaping.insert(RootOf(o));
   });
 
   // Roots written in place (tied results), and the last step that reads

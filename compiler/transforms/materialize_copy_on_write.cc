@@ -56,8 +56,33 @@ bool IsPrivateCopy(const ir::Value* v, const ir::Operation* user, unsigned opera
          v->uses()[0].operand_index == operand;
 }
 
-// Bytes to copy for the tied operand `operand` of `op`.
+// Bytes of argument `operand` of the callee of `call` (a func.call), from the
+// callee declaration's `arg_types`; -1 when not declared.
+int64_t CalleeArgSize(const ir::Operation* call, unsigned operand) {
+  const ir::Attribute* a = call->attr("callee");
+  const ir::SymbolRef* callee = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
+  const ir::Operation* top = call;
+  while (top->parent_op()) top = top->parent_op();
+  const ir::Block* module = top->parent_block();
+  if (!callee || !module) return -1;
+  for (const auto& o : const_cast<ir::Block*>(module)->ops()) {
+    if (!o->is("func.func") || o->str_attr("sym_name") != callee->name) continue;
+    const ir::AttrList* types = o->list_attr("arg_types");
+    if (!types || operand >= types->size()) return -1;
+    const ir::Type* t = std::get_if<ir::Type>(&(*types)[operand].value);
+    return t && t->is_tensor() ? t->byte_size() : -1;
+  }
+  return -1;
+}
+
+// Bytes to copy for the tied operand `operand` of `op`. A consumed operand of
+// a func.call has no tied result: its size is the callee's declared argument
+// size (its producer may carry none: a util.global.load, a block argument).
 int64_t CopySize(const ir::Operation* op, unsigned operand) {
+  if (op->is("func.call")) {
+    int64_t s = CalleeArgSize(op, operand);
+    if (s >= 0) return s;
+  }
   for (unsigned i = 0; i < op->num_results(); ++i)
     if (analysis::TiedOperandOfResult(op, i) == static_cast<int>(operand)) {
       int64_t s = analysis::ResultSize(op, i);

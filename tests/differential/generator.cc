@@ -1,11 +1,13 @@
 #include "tests/differential/generator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace kiln::difftest {
@@ -144,11 +146,33 @@ std::string ExecutableGreater1(const std::string& sym) {
 
 constexpr int kMaxDepth = 2;  // region nesting
 
+// An exported function of the callee module `lib` (called from @main as
+// @lib.<name> through a func.func {import = true} declaration).
+struct LibFn {
+  std::string name;                       // f0, f1, f2
+  std::vector<int64_t> arg_elems;         // f32 1-D arguments (arg 0 is always full)
+  std::vector<bool> consume;              // per argument: arg_ownership "consume"
+  std::vector<std::string> arg_names;     // the callee's stream.tensor.import results
+  std::vector<int64_t> result_elems;      // 1-2 f32 1-D results
+  std::vector<std::string> result_names;  // the callee values exported as results
+  std::string text;                       // the func.func
+  HostOps body;                           // the host reference of the body
+};
+
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed) { prog_.seed = seed; }
+  explicit Generator(uint64_t seed) : rng_(seed), lib_rng_(seed ^ 0x5EEDCA11ull) { prog_.seed = seed; }
 
   GeneratedProgram Run() {
+    // The callee module `lib` (40% of programs) is drawn from its own PRNG,
+    // so programs without one are the same as before calls existed.
+    std::swap(rng_, lib_rng_);
+    bool with_lib = rng_.Chance(40);
+    if (with_lib) {
+      int nfns = rng_.Int(1, 3);
+      for (int f = 0; f < nfns; ++f) LibFunction(f);
+    }
+    std::swap(rng_, lib_rng_);
     int nargs = rng_.Int(1, 3);
     std::vector<std::string> ownership;
     std::ostringstream& body_ = out_;
@@ -176,12 +200,16 @@ class Generator {
       if (rng_.Chance(60)) GlobalStateUpdate(g);
     int steps = rng_.Int(3, 12);
     for (int s = 0; s < steps; ++s) Step(0);
+    if (!lib_.empty() && calls_ == 0) Call(0);  // every program with a lib calls it
     for (const std::string& g : globals_)
       if (rng_.Chance(40)) GlobalStore(g);
     // 1-3 results, biased to recent values (every value is a candidate).
     int nres = rng_.Int(1, 3);
     std::vector<Val> results;
     for (int r = 0; r < nres; ++r) results.push_back(Pick(-1, /*recent=*/true));
+    for (const Val& v : results)
+      if (call_results_.count(v.name)) Note("call result returned");
+    NoteConsumedOperandUses();
     std::vector<std::string> names, types, sources;
     for (const Val& v : results) {
       std::string n = Fresh();
@@ -203,6 +231,12 @@ class Generator {
     }
     prog_.expected = prog_.expected_runs[0];
     std::ostringstream os;
+    for (const LibFn& fn : lib_) {
+      os << "\"func.func\"() ({\n}) {sym_name = \"lib." << fn.name << "\", import = true, arg_types = ["
+         << TensorTypes(fn.arg_elems) << "], result_types = [" << TensorTypes(fn.result_elems)
+         << "], arg_ownership = [" << Ownership(fn.consume) << "]} : () -> ()\n";
+    }
+    if (!lib_.empty()) prog_.lib_kir = LibModule();
     for (const std::string& g : globals_)
       os << "\"util.global\"() {size = " << kFull * 4 << " : i64, sym_name = \"" << g
          << "\", type = !stream.resource<variable>} : () -> ()\n";
@@ -240,7 +274,7 @@ class Generator {
 
   std::string Entry(const OpKind& k, int64_t elems) {
     std::string sym = std::string(k.name) + "_" + std::to_string(elems);
-    if (!executables_.count(sym)) executables_[sym] = Executable(k, elems, sym);
+    if (!exec_->count(sym)) (*exec_)[sym] = Executable(k, elems, sym);
     return sym;
   }
 
@@ -258,6 +292,7 @@ class Generator {
       if (depth == 0 && !in_cf_body_) return k < 90 ? CfDiamond() : CfLoop();
       return If(depth);
     }
+    if (!lib_.empty() && rng_.Chance(12)) return Call(depth);
     if (depth == 0 && !globals_.empty() && rng_.Chance(8)) {
       const std::string& g = globals_[rng_.Int(0, static_cast<int>(globals_.size()) - 1)];
       return rng_.Chance(50) ? GlobalLoad(g) : GlobalStore(g);
@@ -789,6 +824,168 @@ class Generator {
     Push(z);
   }
 
+  // ---- calls into the callee module `lib` ----
+
+  static std::string TensorTypes(const std::vector<int64_t>& elems) {
+    std::string s;
+    for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + TensorType(elems[i]);
+    return s;
+  }
+  static std::string Ownership(const std::vector<bool>& consume) {
+    std::string s;
+    for (size_t i = 0; i < consume.size(); ++i) s += std::string(i ? ", " : "") + (consume[i] ? "\"consume\"" : "\"borrow\"");
+    return s;
+  }
+
+  std::string LibModule() const {
+    std::ostringstream os;
+    for (const auto& e : lib_executables_) os << e.second;
+    for (const LibFn& fn : lib_) os << fn.text;
+    return os.str();
+  }
+
+  // Generates the exported function lib.f<index>: 1-2 f32 arguments (borrow
+  // or consume), a tied update in place of a consumed argument (60%), 0-3
+  // elementwise dispatches (fresh or tied), fills and clones, and 1-2 results,
+  // often an argument itself (returned unchanged, or updated in place).
+  void LibFunction(int index) {
+    LibFn fn;
+    fn.name = "f" + std::to_string(index);
+    std::vector<Val> saved_vals;
+    std::swap(vals_, saved_vals);
+    std::ostringstream body;
+    std::swap(out_, body);
+    HostOps ops;
+    HostOps* saved_ops = ops_;
+    ops_ = &ops;
+    exec_ = &lib_executables_;
+    int nargs = rng_.Int(1, 2);
+    std::vector<Val> args;
+    for (int i = 0; i < nargs; ++i) {
+      int64_t elems = (i == 0 || rng_.Chance(50)) ? kFull : kSlice;
+      bool consume = rng_.Chance(50);
+      fn.arg_elems.push_back(elems);
+      fn.consume.push_back(consume);
+      Val v{Fresh(), "external", elems, {}};
+      out_ << "  " << v.name << " = \"stream.tensor.import\"(%" << fn.name << "a" << i << ") {consume = "
+           << (consume ? "true" : "false") << ", size = " << elems * 4 << " : i64} : (" << TensorType(elems)
+           << ") -> " << ResType("external") << "\n";
+      fn.arg_names.push_back(v.name);
+      args.push_back(v);
+      Push(v);
+    }
+    for (int i = 0; i < nargs; ++i)
+      if (fn.consume[i] && rng_.Chance(60)) Push(TiedUpdate(args[i]));
+    int steps = rng_.Int(0, 3);
+    for (int s = 0; s < steps; ++s) {
+      int r = rng_.Int(0, 99);
+      if (r < 45) Dispatch(false);
+      else if (r < 80) Dispatch(true);
+      else if (r < 90) Fill();
+      else Clone();
+    }
+    int nres = rng_.Chance(25) ? 2 : 1;
+    std::vector<std::string> exports;
+    for (int r = 0; r < nres; ++r) {
+      Val v = rng_.Chance(30) ? args[rng_.Int(0, nargs - 1)] : Pick(-1, /*recent=*/true);
+      std::string n = Fresh();
+      out_ << "  " << n << " = \"stream.tensor.export\"(" << v.name << ") {size = " << v.elems * 4 << " : i64} : ("
+           << ResType(v.lifetime) << ") -> " << TensorType(v.elems) << "\n";
+      fn.result_elems.push_back(v.elems);
+      fn.result_names.push_back(v.name);
+      exports.push_back(n);
+    }
+    std::ostringstream os;
+    os << "\"func.func\"() ({\n^bb0(";
+    for (int i = 0; i < nargs; ++i) os << (i ? ", " : "") << "%" << fn.name << "a" << i << ": " << TensorType(fn.arg_elems[i]);
+    os << "):\n" << out_.str() << "  \"func.return\"(";
+    for (size_t i = 0; i < exports.size(); ++i) os << (i ? ", " : "") << exports[i];
+    os << ") : (" << TensorTypes(fn.result_elems) << ") -> ()\n}) {arg_ownership = [" << Ownership(fn.consume)
+       << "], sym_name = \"" << fn.name << "\"} : () -> ()\n";
+    fn.text = os.str();
+    fn.body = std::move(ops);
+    exec_ = &executables_;
+    ops_ = saved_ops;
+    std::swap(out_, body);
+    std::swap(vals_, saved_vals);
+    lib_.push_back(std::move(fn));
+  }
+
+  Val SplatOf(int64_t elems) {
+    float f = rng_.Value();
+    Val v{Fresh(), "transient", elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.splat\"() {pattern = " << Bits(f) << " : i64, size = " << elems * 4
+         << " : i64} : () -> " << ResType("transient") << "\n";
+    std::string n = v.name;
+    Emit([n, elems, f](Env& e, Env&) { e.f[n] = std::vector<float>(elems, f); });
+    Push(v);
+    return v;
+  }
+
+  // A func.call of a random lib function. Operands are visible values of the
+  // right size (any lifetime: imports, constants, globals, slices, call
+  // results, region values); a consumed operand is never also another
+  // operand of the same call. The host reference runs the callee's body on
+  // copies of the operands (value semantics: the caller never sees a
+  // consumed operand change).
+  void Call(int depth) {
+    const LibFn& fn = lib_[rng_.Int(0, static_cast<int>(lib_.size()) - 1)];
+    Note("func.call");
+    if (depth > 0 || in_cf_body_) Note("call in a region or branch");
+    std::vector<Val> operands;
+    for (size_t i = 0; i < fn.arg_elems.size(); ++i) {
+      int64_t elems = fn.arg_elems[i];
+      std::string exclude = (i == 1 && (fn.consume[0] || fn.consume[1])) ? operands[0].name : "";
+      Val a = Pick(elems, true, exclude);
+      if (a.elems != elems || (!exclude.empty() && a.name == exclude)) a = SplatOf(elems);
+      Note(fn.consume[i] ? "call consume operand" : "call borrow operand");
+      if (call_results_.count(a.name)) Note("call result passed to a call");
+      operands.push_back(a);
+    }
+    ++calls_;
+    std::vector<Val> results;
+    for (int64_t e : fn.result_elems) results.push_back(Val{Fresh(), "external", e, {}});
+    out_ << "  " << (results.size() == 1 ? results[0].name : results[0].name + ":" + std::to_string(results.size()))
+         << " = \"func.call\"(" << Names(operands) << ") {callee = @lib." << fn.name << ", sizes = [";
+    for (size_t r = 0; r < results.size(); ++r) out_ << (r ? ", " : "") << results[r].elems * 4;
+    out_ << "]} : (" << Types(operands) << ") -> "
+         << (results.size() == 1 ? Types(results) : "(" + Types(results) + ")") << "\n";
+    FixMultiResultNames(&results);
+    for (size_t i = 0; i < operands.size(); ++i)
+      if (fn.consume[i]) consumed_operands_.push_back({operands[i].name, static_cast<size_t>(out_.tellp())});
+    std::vector<std::string> on, rn;
+    for (const Val& v : operands) on.push_back(v.name);
+    for (const Val& v : results) rn.push_back(v.name);
+    std::vector<std::string> an = fn.arg_names, cr = fn.result_names;
+    HostOps body = fn.body;
+    Emit([on, rn, an, cr, body](Env& e, Env&) {
+      Env callee, no_globals;
+      for (size_t i = 0; i < on.size(); ++i) callee.f[an[i]] = e.f.at(on[i]);
+      RunOps(body, callee, no_globals);
+      for (size_t r = 0; r < rn.size(); ++r) e.f[rn[r]] = callee.f.at(cr[r]);
+    });
+    for (const Val& r : results) {
+      call_results_.insert(r.name);
+      Push(r);
+    }
+  }
+
+  // Counts consumed call operands that @main still reads textually after the
+  // call (copy-on-write must keep a copy) and those that are dead after it
+  // (moved, no copy once elided). A value read again by a later trip of an
+  // enclosing loop counts as dead here: the split is a statistic only.
+  void NoteConsumedOperandUses() {
+    std::string text = out_.str();
+    for (const auto& [name, pos] : consumed_operands_) {
+      bool later = false;
+      for (size_t at = text.find(name, pos); at != std::string::npos && !later; at = text.find(name, at + 1)) {
+        char next = at + name.size() < text.size() ? text[at + name.size()] : ' ';
+        later = !std::isdigit(static_cast<unsigned char>(next)) && next != '#';
+      }
+      Note(later ? "call consume operand read later" : "call consume operand dead after");
+    }
+  }
+
   // ---- globals ----
 
   void GlobalLoad(const std::string& g) {
@@ -805,6 +1002,7 @@ class Generator {
     if (!Count(kFull)) return;
     Note("util.global.store");
     Val v = Pick(kFull);
+    if (call_results_.count(v.name)) Note("call result stored to a global");
     out_ << "  \"util.global.store\"(" << v.name << ") {global = @" << g << "} : (" << ResType(v.lifetime)
          << ") -> ()\n";
     std::string vn = v.name;
@@ -826,9 +1024,17 @@ class Generator {
   }
 
   Rng rng_;
+  Rng lib_rng_;  // draws the callee module (swapped into rng_ while it is generated)
   GeneratedProgram prog_;
   std::vector<Val> vals_;  // visible values (scoped: regions truncate it)
   std::map<std::string, std::string> executables_;
+  std::map<std::string, std::string> lib_executables_;
+  std::map<std::string, std::string>* exec_ = &executables_;  // where Entry() adds executables
+  std::vector<LibFn> lib_;
+  std::set<std::string> call_results_;  // SSA names of func.call results in @main
+  // Consumed call operands of @main and the offset in out_ after their call.
+  std::vector<std::pair<std::string, size_t>> consumed_operands_;
+  int calls_ = 0;
   std::ostringstream out_;
   HostOps top_;
   HostOps* ops_ = &top_;

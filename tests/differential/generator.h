@@ -5,7 +5,9 @@
 // is a legal program here; materialize-copy-on-write must make it safe.
 // Programs contain region control flow (scf.if, scf.index_switch, scf.for,
 // scf.while, nested, with captured and loop-carried values), branches with
-// block arguments (cf.br / cf.cond_br) and module globals (util.global*).
+// block arguments (cf.br / cf.cond_br), module globals (util.global*) and
+// calls (func.call) into a generated callee module with borrowed and consumed
+// arguments; the host reference runs the callee's body with value semantics.
 #ifndef KILN_TESTS_DIFFERENTIAL_GENERATOR_H_
 #define KILN_TESTS_DIFFERENTIAL_GENERATOR_H_
 
@@ -19,6 +21,10 @@ namespace kiln::difftest {
 struct GeneratedProgram {
   uint64_t seed = 0;
   std::string kir;                           // a module: flow.executables + func @main
+  // The callee module (compiled with module name "lib"), or empty: flow.executables
+  // and 1-3 exported functions f0..f2 that @main calls as @lib.f<i> (func.call of
+  // a func.func {import = true} declaration in `kir`).
+  std::string lib_kir;
   std::vector<std::vector<float>> inputs;    // one f32 1-D tensor per argument
   std::vector<bool> consume;                 // per argument: arg_ownership "consume"
   std::vector<std::vector<float>> expected;  // per result, from the host interpreter (first invocation)
@@ -29,7 +35,10 @@ struct GeneratedProgram {
   // Constructs generated and how often: "scf.if", "scf.index_switch",
   // "scf.for", "scf.while", "cf.cond_br", "cf.br loop", "util.global",
   // "util.global.load", "util.global.store", "global state update",
-  // "device condition".
+  // "device condition", "func.call", "call borrow operand", "call consume
+  // operand", "call consume operand read later", "call consume operand dead
+  // after", "call in a region or branch", "call result passed to a call",
+  // "call result returned", "call result stored to a global".
   std::map<std::string, int> constructs;
 };
 
