@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <climits>
 #include <set>
 
 #include "base/dtype.h"
+#include "compiler/analysis/resource_usage.h"
 #include "compiler/analysis/topology.h"
 #include "compiler/target/lower_timeline.h"
 #include "compiler/target/transient_planner.h"
@@ -577,14 +579,24 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   std::set<ir::Value*> escaping;
   walk([&](ir::Operation* op) {
     if (op->is("stream.tensor.export")) escaping.insert(RootOf(op->operand(0)));
-    // A func.call operand (borrowed or consumed) may come back as a call
-    // result (a callee may return its argument) that the caller holds past
-    // the operand's last use: it gets an allocation of its own (runtime
-    // refcount), never an arena slot that a later transient could reuse.
-    if (op->is("func.call"))
-      for (ir::Value* o : op->operands())
-        if (o->type().kind == ir::TypeKind::kResource) escaping.insert(RootOf(o));
   });
+  // A func.call result may be one of the call's operands (a callee may
+  // return its argument, borrowed or consumed): the operands' roots live as
+  // long as the results (see the lifetime walk below), so a later transient
+  // never reuses their arena slot under a result.
+  std::map<ir::Value*, std::vector<ir::Value*>> call_operand_roots;  // call result -> operand roots
+  walk([&](ir::Operation* op) {
+    if (!op->is("func.call")) return;
+    for (ir::Value* r : op->results())
+      for (ir::Value* o : op->operands())
+        if (o->type().kind == ir::TypeKind::kResource) call_operand_roots[r].push_back(RootOf(o));
+    // A consumed operand is moved: the callee owns its storage from here on
+    // (it may return it, keep it, or free it), so it is never an arena slot.
+    for (unsigned i = 0; i < op->num_operands(); ++i)
+      if (op->operand(i)->type().kind == ir::TypeKind::kResource && analysis::IsConsumedCallOperand(op, i))
+        escaping.insert(RootOf(op->operand(i)));
+  });
+
 
   // Roots written in place (tied results), and the last step that reads
   // each import: a consumed import may donate its storage to a later result.
@@ -713,10 +725,24 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // before it, or the lifetime pass and the planner disagree.
   std::map<ir::Value*, int> dealloca_step, last_real_use;
   std::map<ir::Value*, ir::Operation*> dealloca_of;
+  // A use of a call result is a use of every call operand root it may alias
+  // (transitively: a call result passed to another call).
+  std::function<void(ir::Operation*, ir::Value*, int, int)> extend_call_operands =
+      [&](ir::Operation* op, ir::Value* root, int at_step, int depth) {
+        auto c = call_operand_roots.find(root);
+        if (c == call_operand_roots.end() || depth > 16) return;
+        for (ir::Value* o : c->second) {
+          auto rq = requests.find(o);
+          if (rq != requests.end())
+            rq->second.last_use = std::max(rq->second.last_use, use_step(op, at_step, rq->second.first_use));
+          extend_call_operands(op, o, at_step, depth + 1);
+        }
+      };
   walk([&](ir::Operation* op) {
     for (ir::Value* operand : op->operands()) {
       if (operand->type().kind != ir::TypeKind::kResource) continue;
       ir::Value* root = RootOf(operand);
+      if (!IsLifetimeOp(op)) extend_call_operands(op, root, step, 0);
       auto it = requests.find(root);
       if (it == requests.end()) continue;
       int at = use_step(op, step, it->second.first_use);
