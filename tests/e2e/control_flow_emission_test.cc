@@ -18,21 +18,6 @@
 namespace kiln::e2e {
 namespace {
 
-HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v) {
-  HostTensor t;
-  t.dtype = KILN_DTYPE_F32;
-  t.shape = std::move(shape);
-  t.data.resize(v.size() * 4);
-  std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
-}
-
-std::vector<float> Values(const HostTensor& t) {
-  std::vector<float> v(t.element_count());
-  std::memcpy(v.data(), t.data.data(), v.size() * 4);
-  return v;
-}
-
 std::string Error(kiln_status_t s) {
   std::string m = kiln_status_message(s);
   kiln_status_free(s);

@@ -243,4 +243,19 @@ std::string Compare(const HostTensor& actual, const HostTensor& expected, double
   return os.str();
 }
 
+HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v) {
+  HostTensor t;
+  t.dtype = KILN_DTYPE_F32;
+  t.shape = std::move(shape);
+  t.data.resize(v.size() * 4);
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+std::vector<float> Values(const HostTensor& t) {
+  std::vector<float> v(t.element_count());
+  std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  return v;
+}
+
 }  // namespace kiln::e2e

@@ -49,6 +49,10 @@ std::string CompileTextAndRun(const std::string& kir, const std::vector<HostTens
 // mismatch and the max error.
 std::string Compare(const HostTensor& actual, const HostTensor& expected, double atol, double rtol);
 
+// An f32 tensor of `shape` holding `v` (row-major; v.size() must equal the
+// element count), and the f32 values of `t` (t.dtype must be f32).
+HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v);
+std::vector<float> Values(const HostTensor& t);
 // Number of validation-layer messages seen so far in this process.
 uint64_t ValidationMessages();
 

@@ -12,21 +12,6 @@
 namespace kiln::e2e {
 namespace {
 
-HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v) {
-  HostTensor t;
-  t.dtype = KILN_DTYPE_F32;
-  t.shape = std::move(shape);
-  t.data.resize(v.size() * 4);
-  std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
-}
-
-std::vector<float> Values(const HostTensor& t) {
-  std::vector<float> v(t.element_count());
-  std::memcpy(v.data(), t.data.data(), v.size() * 4);
-  return v;
-}
-
 // x + c computed in place into a clone of x; x itself returned unchanged; a
 // splat of 1.0 with elements 1..2 overwritten from a slice of the sum.
 //   x = [1, 2, 3, 4], c = [1, 2, 3, 4]
