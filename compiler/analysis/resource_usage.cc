@@ -250,7 +250,16 @@ Verdict Ownership(Value* v, std::unordered_set<Value*>& visiting, int depth) {
     return def->bool_attr("consume") ? Ok() : No("source is a borrowed import");
   if (n == "stream.async.constant") return No("source is a constant");
   if (n == "util.global.load") return No("source is a global load" + SymbolOf(def, "global"));
-  if (n == "func.call") return No("source is a call result" + SymbolOf(def, "callee"));
+  if (n == "func.call") {
+    // A call result is fresh storage or a consumed operand handed back (the
+    // callee copies a borrowed argument it returns), so the caller owns it;
+    // but a callee may return one buffer as several results.
+    unsigned resources = 0;
+    for (Value* r : def->results()) resources += r->type().kind == ir::TypeKind::kResource ? 1 : 0;
+    if (resources > 1) return No("source is one of several results of a call" + SymbolOf(def, "callee") +
+                                 " (they may be one buffer)");
+    return Ok();
+  }
   if (n == "stream.timepoint.await") {
     unsigned i = v->index() + 1;
     if (i >= def->num_operands()) return No("source is an await result without an operand");
@@ -453,7 +462,10 @@ std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_f
                  n == "stream.tensor.export") {
         if (def->num_operands() > 0) add(def->operand(0));
       } else if (n == "func.call") {
-        for (Value* a : def->operands()) add(a);
+        // A callee may return its consumed argument; everything else it
+        // returns is fresh storage (a borrowed argument is copied).
+        for (unsigned i = 0; i < def->num_operands(); ++i)
+          if (IsConsumedCallOperand(def, i)) add(def->operand(i));
       } else {
         int tied = TiedOperandOfResult(def, x->index());
         if (tied >= 0) add(def->operand(static_cast<unsigned>(tied)));
@@ -469,7 +481,8 @@ std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_f
                  n == "stream.tensor.export") {
         if (u.operand_index == 0) add(ResultOrNull(user, 0));
       } else if (n == "func.call") {
-        for (Value* res : user->results()) add(res);
+        if (IsConsumedCallOperand(user, u.operand_index))
+          for (Value* res : user->results()) add(res);
       }
       if (skip_flows_at && user == skip_flows_at && x == v) continue;
       for (Value* t : FlowTargets(user, u.operand_index)) add(t);

@@ -25,8 +25,10 @@
 //  - *Content aliases* of v: values that may name the same bytes as v, with
 //    the contents v holds: v itself; stream.timepoint.await results and
 //    operands; stream.async.slice results and sources (a slice may be a
-//    view); func.call results and arguments (a callee may return its
-//    argument); stream.tensor.import/export results and operands; the tied
+//    view); func.call results and `consume` arguments (a callee may return
+//    its consumed argument; a borrowed one it returns is copied, so results
+//    never alias borrowed operands); stream.tensor.import/export results and
+//    operands; the tied
 //    operand behind a tied result; and every flow target v is passed to.
 //  - A value is *observed after* op P when some use of one of its content
 //    aliases may run after P without re-running the alias's definition: a

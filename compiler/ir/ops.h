@@ -142,7 +142,11 @@
 //                         operand is moved (the callee may update or reuse
 //                         its storage: copy-on-write treats it as a tied use
 //                         and the caller must not read it afterwards). Results
-//                         are fresh external storage the caller holds.
+//                         are fresh external storage the caller holds, or a
+//                         consumed operand's storage handed back: never a
+//                         borrowed operand (a callee that returns a borrowed
+//                         argument returns a copy of it, see the emitter's
+//                         EmitReturn).
 //   func.func             may carry `import = true` (a declaration with an empty
 //                         region: a function of another module, or an async
 //                         import taking fences) and arg_ownership. An import

@@ -580,16 +580,18 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   walk([&](ir::Operation* op) {
     if (op->is("stream.tensor.export")) escaping.insert(RootOf(op->operand(0)));
   });
-  // A func.call result may be one of the call's operands (a callee may
-  // return its argument, borrowed or consumed): the operands' roots live as
-  // long as the results (see the lifetime walk below), so a later transient
-  // never reuses their arena slot under a result.
+  // A func.call result may be one of the call's consumed operands (a callee
+  // may return its consumed argument; a borrowed one it returns is copied
+  // by its EmitReturn): those operands' roots live as long as the results
+  // (see the lifetime walk below), so a later transient never reuses their
+  // arena slot under a result.
   std::map<ir::Value*, std::vector<ir::Value*>> call_operand_roots;  // call result -> operand roots
   walk([&](ir::Operation* op) {
     if (!op->is("func.call")) return;
     for (ir::Value* r : op->results())
-      for (ir::Value* o : op->operands())
-        if (o->type().kind == ir::TypeKind::kResource) call_operand_roots[r].push_back(RootOf(o));
+      for (unsigned i = 0; i < op->num_operands(); ++i)
+        if (op->operand(i)->type().kind == ir::TypeKind::kResource && analysis::IsConsumedCallOperand(op, i))
+          call_operand_roots[r].push_back(RootOf(op->operand(i)));
     // A consumed operand is moved: the callee owns its storage from here on
     // (it may return it, keep it, or free it), so it is never an arena slot.
     for (unsigned i = 0; i < op->num_operands(); ++i)
@@ -1873,10 +1875,13 @@ Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsig
   return OkStatus();
 }
 
-// func.return: results backed by the constant pool or a module global get
-// their own copy (the pool is shared and immutable; a global changes on the
-// next call), then the command buffer is submitted and waited on and each
-// result is returned as a view.
+// func.return: results backed by the constant pool, a module global or a
+// borrowed argument get their own copy (the pool is shared and immutable; a
+// global changes on the next call; a borrowed argument is the caller's
+// storage, and a result must be fresh storage the caller owns: a caller in
+// another module plans its call results apart from its own operands), then
+// the command buffer is submitted without blocking and each result is
+// returned as a view.
 Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
   std::vector<std::pair<ir::Type, Storage>> results;
   for (ir::Value* v : ret->operands()) {
@@ -1884,7 +1889,10 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
     if (!exp || !exp->is("stream.tensor.export"))
       return InvalidArgumentError("emit: function result is not a stream.tensor.export");
     Storage s = storage_.at(exp->operand(0));
-    if (s.kind == Storage::kConstant || s.kind == Storage::kVariable) {
+    ir::Operation* root = RootOf(exp->operand(0))->defining_op();
+    bool borrowed = s.kind == Storage::kArgument && root && root->is("stream.tensor.import") &&
+                    !root->bool_attr("consume");
+    if (s.kind == Storage::kConstant || s.kind == Storage::kVariable || borrowed) {
       Storage copy;
       copy.kind = Storage::kExternal;
       copy.buffer = NewRef();

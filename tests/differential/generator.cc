@@ -888,11 +888,6 @@ class Generator {
     std::vector<std::string> exports;
     for (int r = 0; r < nres; ++r) {
       Val v = rng_.Chance(30) ? args[rng_.Int(0, nargs - 1)] : Pick(-1, /*recent=*/true);
-      // Known bug (README "Known bugs"): a borrowed argument returned
-      // unchanged aliases the caller's storage, which the caller's transient
-      // planner may reuse or copy over. Return a fresh value computed from it.
-      for (int i = 0; i < nargs; ++i)
-        if (!fn.consume[i] && v.name == args[i].name) v = DispatchOf(Kinds()[8], v, nullptr, false);  // abs
       std::string n = Fresh();
       out_ << "  " << n << " = \"stream.tensor.export\"(" << v.name << ") {size = " << v.elems * 4 << " : i64} : ("
            << ResType(v.lifetime) << ") -> " << TensorType(v.elems) << "\n";

@@ -86,6 +86,47 @@ const char* kMover = R"(
 }) {sym_name = "main", arg_ownership = ["consume"]} : () -> ()
 )";
 
+// id.main(x borrow) = x: a callee that returns its borrowed argument
+// unchanged. The result must still be fresh storage (the callee's return
+// copies it): the caller owns call results and may write them in place.
+const char* kIdentity = R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %1 = "stream.tensor.export"(%0) {size = 16 : i64} : (!stream.resource<external>) -> tensor<4xf32>
+  "func.return"(%1) : (tensor<4xf32>) -> ()
+}) {sym_name = "main", arg_ownership = ["borrow"]} : () -> ()
+)";
+
+// user.main(x) = (t, r + 1) with t = x + 1 and r = id.main(t): the caller
+// passes its own transient t (borrowed) and updates the call result r in
+// place (a tied dispatch: r is the caller's to write, no copy-on-write).
+// Were r an alias of t, that write would change t too.
+//   x = [1, 2, 3, 4] -> t = [2, 3, 4, 5], r + 1 = [3, 4, 5, 6]
+const char* kIdentityUser = R"(
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "add"} : () -> ()
+"func.func"() ({
+}) {sym_name = "id.main", import = true, arg_types = [tensor<4xf32>], result_types = [tensor<4xf32>], arg_ownership = ["borrow"]} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %x = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %one = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %t = "stream.async.dispatch"(%x, %one) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<external>
+  %r = "func.call"(%t) {callee = @id.main, sizes = [16]} : (!stream.resource<external>) -> !stream.resource<external>
+  %u = "stream.async.dispatch"(%r, %one) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<external>
+  %e0 = "stream.tensor.export"(%t) {size = 16 : i64} : (!stream.resource<external>) -> tensor<4xf32>
+  %e1 = "stream.tensor.export"(%u) {size = 16 : i64} : (!stream.resource<external>) -> tensor<4xf32>
+  "func.return"(%e0, %e1) : (tensor<4xf32>, tensor<4xf32>) -> ()
+}) {sym_name = "main", arg_ownership = ["borrow"]} : () -> ()
+)";
+
 std::vector<uint8_t> Compile(const char* kir, const char* name) {
   auto parsed = ir::ParseModule(kir, name);
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
@@ -195,6 +236,44 @@ TEST(MultiModuleTest, ConsumedArgumentIsMovedIntoTheCallee) {
     }
     kiln_tensor_release(out);
   }
+  kiln_context_release(ctx);
+  kiln_module_release(modules[0]);
+  kiln_module_release(modules[1]);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// A callee returning its borrowed argument hands back a copy: the caller's
+// in-place update of the call result leaves its own operand t intact. The
+// one copy is the callee's return.
+TEST(MultiModuleTest, ReturnedBorrowedArgumentIsFreshStorage) {
+  ASSERT_NE(SharedDevice(), nullptr);
+  std::vector<uint8_t> id = Compile(kIdentity, "id"), user = Compile(kIdentityUser, "user");
+  ASSERT_FALSE(id.empty());
+  ASSERT_FALSE(user.empty());
+  kiln_module_t modules[2] = {Load(id), Load(user)};
+  kiln_context_t ctx = nullptr;
+  kiln_status_t s = kiln_context_create(SharedDevice(), modules, 2, &ctx);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  kiln_function_t fn = nullptr;
+  s = kiln_context_lookup_function(ctx, "user.main", &fn);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  kiln_tensor_t x = Tensor({1, 2, 3, 4});
+  for (int call = 0; call < 2; ++call) {
+    kiln_invoke_arg_t arg = {x, KILN_ARG_BORROW, 0};
+    kiln_tensor_t out[2] = {nullptr, nullptr};
+    ASSERT_EQ(kiln_device_stats_reset(SharedDevice()), nullptr);
+    s = kiln_invoke_ex(ctx, fn, &arg, 1, out, 2);
+    ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+    kiln_device_stats_t st;
+    ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
+    EXPECT_EQ(Read(out[0]), (std::vector<float>{2, 3, 4, 5})) << "call " << call;
+    EXPECT_EQ(Read(out[1]), (std::vector<float>{3, 4, 5, 6})) << "call " << call;
+    EXPECT_EQ(st.copies, 1u) << "call " << call;
+    kiln_tensor_release(out[0]);
+    kiln_tensor_release(out[1]);
+  }
+  EXPECT_EQ(Read(x), (std::vector<float>{1, 2, 3, 4}));
+  kiln_tensor_release(x);
   kiln_context_release(ctx);
   kiln_module_release(modules[0]);
   kiln_module_release(modules[1]);
