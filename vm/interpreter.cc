@@ -153,33 +153,22 @@ Status Context::Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret)
         break;
       }
       case Opcode::CALL: {
+        // A function of this module: the same convention as CALL_IMPORT of
+        // another module's function (consume arguments are moved and
+        // claimed, borrowed ones shared; argument and result types are
+        // checked against the callee's signature).
         uint16_t k = U16(code + pc);
         pc += 2;
-        RegList args = ReadList(code, &pc);
-        RegList results = ReadList(code, &pc);
-        if (depth + 1 >= kMaxCallDepth) {
+        ImportCall call;
+        call.frame = frame;
+        call.args = ReadList(code, &pc);
+        call.results = ReadList(code, &pc);
+        Status s = CallBytecodeImport(FunctionRef{m, k}, call, depth);
+        if (!s.ok()) {
           DecodedInstruction inst;
           (void)DecodeInstruction(info.code, inst_offset, &inst);
-          return Annotate(ResourceExhaustedError("call depth exceeds %u", kMaxCallDepth), m,
-                          function, inst_offset, &inst);
+          return Annotate(std::move(s), m, function, inst_offset, &inst);
         }
-        const FunctionInfo& callee = state.module->function(k);
-        Frame* callee_frame = AcquireFrame(depth + 1, callee);
-        frame = frames_[depth].get();  // stable (unique_ptr), reloaded for clarity
-        for (size_t i = 0; i < args.size(); ++i) {
-          callee_frame->R(static_cast<uint16_t>(i)) = frame->R(args[i].index);
-        }
-        RegList callee_ret;
-        Status s = Run(m, k, depth + 1, &callee_ret);
-        if (s.ok()) {
-          // Copies (not moves): RET may name one register twice.
-          for (size_t i = 0; i < results.size(); ++i) {
-            RefValue v = callee_frame->R(callee_ret[i].index);
-            frame->R(results[i].index) = std::move(v);
-          }
-        }
-        ClearFrame(depth + 1);
-        if (!s.ok()) return s;  // already annotated by the callee
         break;
       }
       case Opcode::RET:

@@ -108,11 +108,15 @@ class ModuleEmitter {
     uint16_t ordinal = 0;
     std::vector<ir::Type> arg_types, result_types;
     std::vector<bool> consume;  // per argument (arg_ownership)
+    // A function defined in this module: `ordinal` is its index among the
+    // module's functions and the call is a VM CALL (same calling
+    // convention and ownership rules as CALL_IMPORT of another module).
+    bool local = false;
   };
-  // The import `call` (a func.call) reaches, checked against its declaration.
-  // Errors (kInvalidArgument): a callee that no func.func {import = true}
-  // declares, operand/result counts that differ from the declaration.
-  // kUnimplemented: a call to a function defined in this module.
+  // The callee `call` (a func.call) reaches, checked against its declaration
+  // or definition: another module's function (an import) or one of this
+  // module's functions. Errors (kInvalidArgument): a callee that no
+  // func.func declares or defines, operand/result counts that differ.
   StatusOr<const ModuleImport*> ModuleImportFor(ir::Module& module, ir::Operation* call);
   // Module globals (util.global): global ordinal (0 is the constant pool,
   // user globals are 1..N in declaration order) and byte size.
@@ -137,6 +141,7 @@ class ModuleEmitter {
   std::map<ir::Operation*, int64_t> constant_offsets_;
   std::vector<ExecutableEntry> executables_;
   std::deque<ModuleImport> module_imports_;  // in ordinal order (stable addresses)
+  std::deque<ModuleImport> local_callees_;   // functions of this module called by func.call
   friend class FunctionEmitter;
 };
 
@@ -156,16 +161,42 @@ StatusOr<const ModuleEmitter::ModuleImport*> ModuleEmitter::ModuleImportFor(ir::
   if (!callee) return InvalidArgumentError("emit: func.call without a callee (%s)", call->loc().c_str());
   for (const ModuleImport& m : module_imports_)
     if (m.decl->str_attr("sym_name") == callee->name) return &m;
+  for (const ModuleImport& m : local_callees_)
+    if (m.decl->str_attr("sym_name") == callee->name) return &m;
   ir::Operation* decl = module.LookupFunction(callee->name);
   if (!decl)
     return InvalidArgumentError(
         "emit: func.call @%s (%s): no function of that name; declare another module's function with "
         "func.func {import = true, sym_name = \"module.function\", arg_types = [...], result_types = [...]}",
         callee->name.c_str(), call->loc().c_str());
-  if (!decl->bool_attr("import"))
-    return UnimplementedError("emit: func.call @%s (%s): calls within one module are not emitted yet "
-                              "(only imports of other modules)",
-                              callee->name.c_str(), call->loc().c_str());
+  if (!decl->bool_attr("import")) {
+    // A function of this module: its signature is its entry block's
+    // arguments and its (first) func.return's operands.
+    ModuleImport m;
+    m.decl = decl;
+    m.local = true;
+    std::vector<ir::Operation*> defs = module.functions();
+    m.ordinal = static_cast<uint16_t>(std::find(defs.begin(), defs.end(), decl) - defs.begin());
+    ir::Block* entry = decl->region(0)->block(0);
+    for (ir::Value* a : entry->arguments()) m.arg_types.push_back(a->type());
+    for (auto& b : decl->region(0)->blocks())
+      if (b->terminator() && b->terminator()->is("func.return")) {
+        for (ir::Value* r : b->terminator()->operands()) m.result_types.push_back(r->type());
+        break;
+      }
+    std::vector<std::string> own = decl->strs_attr("arg_ownership");
+    for (size_t i = 0; i < m.arg_types.size(); ++i) m.consume.push_back(i < own.size() && own[i] == "consume");
+    for (const ir::Type& t : m.arg_types)
+      if (!t.is_tensor())
+        return UnimplementedError("emit: func.call @%s (%s): the callee takes a non-tensor argument",
+                                  callee->name.c_str(), call->loc().c_str());
+    if (call->num_operands() != m.arg_types.size() || call->num_results() != m.result_types.size())
+      return InvalidArgumentError("emit: func.call @%s (%s): %u operands and %u results, the function has %zu and %zu",
+                                  callee->name.c_str(), call->loc().c_str(), call->num_operands(),
+                                  call->num_results(), m.arg_types.size(), m.result_types.size());
+    local_callees_.push_back(std::move(m));
+    return &local_callees_.back();
+  }
   ModuleImport m;
   m.decl = decl;
   m.arg_types = DeclTypes(decl, "arg_types");
@@ -1539,13 +1570,15 @@ bool FunctionEmitter::MovableArgument(ir::Operation* call, ir::Value* operand, c
   return true;
 }
 
-// func.call of another module's function (CALL_IMPORT of "module.function"):
-//   1. submit and wait for the work recorded so far (the callee reads it);
+// func.call of another module's function (CALL_IMPORT of "module.function")
+// or of a function of this module (CALL of its ordinal; same convention):
+//   1. submit the work recorded so far without a host wait (the callee's
+//      submissions are queue-ordered after it);
 //   2. one hal.buffer_view.create per operand, typed as the callee's argument
 //      (the callee checks dtype/shape at the call; views share the storage:
 //      no copy);
-//   3. CALL_IMPORT; the callee runs in the next frame and has waited for its
-//      own work when it returns;
+//   3. CALL_IMPORT / CALL; the callee runs in the next frame and has
+//      submitted its own work when it returns;
 //   4. each result view's (buffer, offset) becomes the result's storage (an
 //      external allocation the caller now holds), and the views are dropped.
 // A `consume` parameter receives the caller's own consumed argument view
@@ -1600,7 +1633,10 @@ Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
   for (unsigned k = 0; k < op->num_results(); ++k) results.push_back(Reg::Ref(NewRef()));
   debug_offsets.push_back(enc.offset());
   debug_locations.push_back("call @" + callee + " @ " + op->loc());
-  enc.CallImport(imp.ordinal, args, results);
+  if (imp.local)
+    enc.Call(imp.ordinal, args, results);  // this module's function
+  else
+    enc.CallImport(imp.ordinal, args, results);
   for (const Reg& a : args) enc.ConstRefZero(a.index);  // drop the operand views
   for (unsigned k = 0; k < op->num_results(); ++k) {
     const Storage& s = storage_.at(op->result(k));

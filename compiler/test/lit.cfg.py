@@ -2,6 +2,8 @@
 # FileCheck). Run through ctest (`lit` test) or directly:
 #   /usr/bin/python3 /usr/lib/llvm-15/build/utils/lit/lit.py -sv compiler/test \
 #       --param kiln_tools_dir=<build>/compiler/tools
+# (%kiln-dump, the module disassembler, defaults to <build>/tools/kiln-dump;
+# --param kiln_dump=PATH overrides it.)
 import os
 import tempfile
 
@@ -27,3 +29,5 @@ config.environment['PATH'] = os.pathsep.join(
 # Longest names first so %kiln-opt is not cut by a shorter substitution.
 for tool in ['kiln-compile', 'kiln-opt']:
     config.substitutions.append(('%' + tool, os.path.join(tools_dir, tool)))
+config.substitutions.append(('%kiln-dump', lit_config.params.get(
+    'kiln_dump', os.path.join(os.path.dirname(os.path.dirname(tools_dir)), 'tools', 'kiln-dump'))))

@@ -57,7 +57,8 @@ bool IsPrivateCopy(const ir::Value* v, const ir::Operation* user, unsigned opera
 }
 
 // Bytes of argument `operand` of the callee of `call` (a func.call), from the
-// callee declaration's `arg_types`; -1 when not declared.
+// callee declaration's `arg_types` or the callee definition's entry block
+// arguments; -1 when unknown.
 int64_t CalleeArgSize(const ir::Operation* call, unsigned operand) {
   const ir::Attribute* a = call->attr("callee");
   const ir::SymbolRef* callee = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
@@ -67,6 +68,13 @@ int64_t CalleeArgSize(const ir::Operation* call, unsigned operand) {
   if (!callee || !module) return -1;
   for (const auto& o : const_cast<ir::Block*>(module)->ops()) {
     if (!o->is("func.func") || o->str_attr("sym_name") != callee->name) continue;
+    if (!o->bool_attr("import")) {  // a function of this module: its entry block's arguments
+      if (o->num_regions() != 1 || o->region(0)->empty()) return -1;
+      ir::Block* entry = o->region(0)->block(0);
+      if (operand >= entry->num_arguments()) return -1;
+      const ir::Type& t = entry->argument(operand)->type();
+      return t.is_tensor() ? t.byte_size() : -1;
+    }
     const ir::AttrList* types = o->list_attr("arg_types");
     if (!types || operand >= types->size()) return -1;
     const ir::Type* t = std::get_if<ir::Type>(&(*types)[operand].value);

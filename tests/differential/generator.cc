@@ -166,13 +166,17 @@ class Generator {
   GeneratedProgram Run() {
     // The callee module `lib` (40% of programs) is drawn from its own PRNG,
     // so programs without one are the same as before calls existed.
+    // Half of them are defined in the main module instead (calls within one
+    // module: a VM CALL, the same calling convention).
     std::swap(rng_, lib_rng_);
     bool with_lib = rng_.Chance(40);
     if (with_lib) {
       int nfns = rng_.Int(1, 3);
       for (int f = 0; f < nfns; ++f) LibFunction(f);
+      local_lib_ = rng_.Chance(50);
     }
     std::swap(rng_, lib_rng_);
+    if (local_lib_) Note("call within the module");
     int nargs = rng_.Int(1, 3);
     std::vector<std::string> ownership;
     std::ostringstream& body_ = out_;
@@ -231,12 +235,20 @@ class Generator {
     }
     prog_.expected = prog_.expected_runs[0];
     std::ostringstream os;
-    for (const LibFn& fn : lib_) {
-      os << "\"func.func\"() ({\n}) {sym_name = \"lib." << fn.name << "\", import = true, arg_types = ["
-         << TensorTypes(fn.arg_elems) << "], result_types = [" << TensorTypes(fn.result_elems)
-         << "], arg_ownership = [" << Ownership(fn.consume) << "]} : () -> ()\n";
+    if (local_lib_) {
+      // The callees are functions of this module; their executables join
+      // the main module's (one name, one text: Entry() derives the body
+      // from the name).
+      for (const auto& e : lib_executables_) executables_.insert(e);
+      for (const LibFn& fn : lib_) os << fn.text;
+    } else {
+      for (const LibFn& fn : lib_) {
+        os << "\"func.func\"() ({\n}) {sym_name = \"lib." << fn.name << "\", import = true, arg_types = ["
+           << TensorTypes(fn.arg_elems) << "], result_types = [" << TensorTypes(fn.result_elems)
+           << "], arg_ownership = [" << Ownership(fn.consume) << "]} : () -> ()\n";
+      }
+      if (!lib_.empty()) prog_.lib_kir = LibModule();
     }
-    if (!lib_.empty()) prog_.lib_kir = LibModule();
     for (const std::string& g : globals_)
       os << "\"util.global\"() {size = " << kFull * 4 << " : i64, sym_name = \"" << g
          << "\", type = !stream.resource<variable>} : () -> ()\n";
@@ -946,7 +958,8 @@ class Generator {
     std::vector<Val> results;
     for (int64_t e : fn.result_elems) results.push_back(Val{Fresh(), "external", e, {}});
     out_ << "  " << (results.size() == 1 ? results[0].name : results[0].name + ":" + std::to_string(results.size()))
-         << " = \"func.call\"(" << Names(operands) << ") {callee = @lib." << fn.name << ", sizes = [";
+         << " = \"func.call\"(" << Names(operands) << ") {callee = @" << (local_lib_ ? "" : "lib.") << fn.name
+         << ", sizes = [";
     for (size_t r = 0; r < results.size(); ++r) out_ << (r ? ", " : "") << results[r].elems * 4;
     out_ << "]} : (" << Types(operands) << ") -> "
          << (results.size() == 1 ? Types(results) : "(" + Types(results) + ")") << "\n";
@@ -1031,6 +1044,7 @@ class Generator {
   std::map<std::string, std::string> lib_executables_;
   std::map<std::string, std::string>* exec_ = &executables_;  // where Entry() adds executables
   std::vector<LibFn> lib_;
+  bool local_lib_ = false;  // lib_ functions defined in the main module (VM CALL)
   std::set<std::string> call_results_;  // SSA names of func.call results in @main
   // Consumed call operands of @main and the offset in out_ after their call.
   std::vector<std::pair<std::string, size_t>> consumed_operands_;

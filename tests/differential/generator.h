@@ -23,7 +23,9 @@ struct GeneratedProgram {
   std::string kir;                           // a module: flow.executables + func @main
   // The callee module (compiled with module name "lib"), or empty: flow.executables
   // and 1-3 exported functions f0..f2 that @main calls as @lib.f<i> (func.call of
-  // a func.func {import = true} declaration in `kir`).
+  // a func.func {import = true} declaration in `kir`). In half of the programs
+  // with callees, f0..f2 are functions of `kir` itself instead, called as
+  // @f<i> (calls within one module), and this is empty.
   std::string lib_kir;
   std::vector<std::vector<float>> inputs;    // one f32 1-D tensor per argument
   std::vector<bool> consume;                 // per argument: arg_ownership "consume"

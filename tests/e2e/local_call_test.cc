@@ -1,0 +1,173 @@
+// Calls within one module: a func.call of a function defined in the same
+// module is a VM CALL with the calling convention of a call into another
+// module (vm/README.md): borrowed arguments are shared views, a `consume`
+// argument is moved and claimed by the callee, results are fresh storage.
+// Expected values are derived by hand in the comments.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/ir/parser.h"
+#include "compiler/tools/compile_driver.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace kiln::e2e {
+namespace {
+
+// main(state consume, x) = (y, state + y) with y = sq(sq(x)) = x^4, sq a
+// function of the same module called twice (the first call's result is the
+// second call's operand).
+//   x = [1, 2, 3, 4], state = [10, 20, 30, 40]
+//   y = [1, 16, 81, 256], state' = [11, 36, 111, 296]
+//   fed back: state'' = [12, 52, 192, 552]
+const char* kSquareTwice = R"(
+"func.func"() ({
+^bb0(%x: tensor<4xf32>):
+  %0 = "tensor.mul"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  "func.return"(%0) : (tensor<4xf32>) -> ()
+}) {sym_name = "sq", arg_names = ["x"], result_names = ["y"]} : () -> ()
+"func.func"() ({
+^bb0(%state: tensor<4xf32>, %x: tensor<4xf32>):
+  %s = "func.call"(%x) {callee = @sq} : (tensor<4xf32>) -> tensor<4xf32> loc("first")
+  %y = "func.call"(%s) {callee = @sq} : (tensor<4xf32>) -> tensor<4xf32> loc("second")
+  %n = "tensor.add"(%state, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  "func.return"(%y, %n) : (tensor<4xf32>, tensor<4xf32>) -> ()
+}) {sym_name = "main", arg_names = ["state", "x"], result_names = ["y", "state_next"], arg_ownership = ["consume", "borrow"]} : () -> ()
+)";
+
+// acc(x consume) = x + 1 written in place into x's storage; main(s consume)
+// = acc(s), its own consumed argument moved on whole: no copy, no
+// allocation. Borrowed by the app instead, acc works on one counted copy.
+// Inside an scf.if the call runs only on the taken branch:
+// cond(s consume, p) = p != 0 ? acc(s) : s.
+//   s = [1, 2, 3, 4] -> [2, 3, 4, 5]
+const char* kAccumulate = R"(
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "add"} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %1 = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %2 = "stream.async.dispatch"(%0, %1) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<external>, !stream.resource<constant>) -> !stream.resource<external>
+  %3 = "stream.tensor.export"(%2) {size = 16 : i64} : (!stream.resource<external>) -> tensor<4xf32>
+  "func.return"(%3) : (tensor<4xf32>) -> ()
+}) {sym_name = "acc", arg_ownership = ["consume"]} : () -> ()
+"func.func"() ({
+^bb0(%s: tensor<4xf32>):
+  %r = "func.call"(%s) {callee = @acc} : (tensor<4xf32>) -> tensor<4xf32> loc("move")
+  "func.return"(%r) : (tensor<4xf32>) -> ()
+}) {sym_name = "main", arg_ownership = ["consume"]} : () -> ()
+)";
+
+std::vector<uint8_t> Compile(const char* kir, const char* name) {
+  auto parsed = ir::ParseModule(kir, name);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  if (!parsed.ok()) return {};
+  driver::CompileOptions options;
+  options.emit.module_name = name;
+  auto bytes = driver::CompileModule(*parsed.value(), options);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
+  return bytes.ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
+kiln_tensor_t Tensor(const std::vector<float>& v) {
+  int64_t dims[1] = {static_cast<int64_t>(v.size())};
+  kiln_tensor_t t = nullptr;
+  kiln_status_t s = kiln_tensor_create(SharedDevice(), KILN_DTYPE_F32, 1, dims, v.data(), v.size() * 4, &t);
+  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
+  return t;
+}
+
+std::vector<float> Read(kiln_tensor_t t) {
+  std::vector<float> v(kiln_tensor_byte_size(t) / 4);
+  kiln_status_t s = kiln_tensor_read(t, v.data(), v.size() * 4);
+  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
+  return v;
+}
+
+struct Loaded {
+  std::vector<uint8_t> bytes;
+  kiln_module_t module = nullptr;
+  kiln_context_t ctx = nullptr;
+  kiln_function_t fn = nullptr;
+  ~Loaded() {
+    if (ctx) kiln_context_release(ctx);
+    if (module) kiln_module_release(module);
+  }
+};
+
+// Compiles `kir` as module `name` and looks up name.main.
+void Load(const char* kir, const char* name, Loaded* l) {
+  l->bytes = Compile(kir, name);
+  ASSERT_FALSE(l->bytes.empty());
+  kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), l->bytes.data(), l->bytes.size(), &l->module);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  s = kiln_context_create(SharedDevice(), &l->module, 1, &l->ctx);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  s = kiln_context_lookup_function(l->ctx, (std::string(name) + ".main").c_str(), &l->fn);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+}
+
+TEST(LocalCallTest, FunctionOfTheSameModuleCalledTwice) {
+  ASSERT_NE(SharedDevice(), nullptr);
+  Loaded l;
+  ASSERT_NO_FATAL_FAILURE(Load(kSquareTwice, "sq2", &l));
+  kiln_tensor_t state = Tensor({10, 20, 30, 40}), x = Tensor({1, 2, 3, 4});
+  const std::vector<std::vector<float>> want_state = {{11, 36, 111, 296}, {12, 52, 192, 552}};
+  for (int call = 0; call < 2; ++call) {
+    kiln_invoke_arg_t args[2] = {{state, KILN_ARG_CONSUME, 0}, {x, KILN_ARG_BORROW, 0}};
+    state = nullptr;
+    kiln_tensor_t out[2] = {nullptr, nullptr};
+    ASSERT_EQ(kiln_device_stats_reset(SharedDevice()), nullptr);
+    kiln_status_t s = kiln_invoke_ex(l.ctx, l.fn, args, 2, out, 2);
+    ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+    kiln_device_stats_t st;
+    ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
+    EXPECT_EQ(st.copies, 0u) << "call " << call;
+    EXPECT_EQ(st.dispatches, 3u) << "call " << call;  // sq twice, the add once
+    EXPECT_EQ(st.host_waits, 1u) << "call " << call;  // the synchronous end only
+    EXPECT_EQ(Read(out[0]), (std::vector<float>{1, 16, 81, 256})) << "call " << call;
+    EXPECT_EQ(Read(out[1]), want_state[call]) << "call " << call;
+    kiln_tensor_release(out[0]);
+    state = out[1];
+  }
+  EXPECT_EQ(Read(x), (std::vector<float>{1, 2, 3, 4}));  // borrowed: unchanged
+  kiln_tensor_release(state);
+  kiln_tensor_release(x);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+TEST(LocalCallTest, ConsumedArgumentIsMovedIntoTheCallee) {
+  ASSERT_NE(SharedDevice(), nullptr);
+  Loaded l;
+  ASSERT_NO_FATAL_FAILURE(Load(kAccumulate, "acc", &l));
+  for (bool consume : {true, false}) {
+    kiln_tensor_t in = Tensor({1, 2, 3, 4});
+    kiln_invoke_arg_t arg = {in, consume ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0};
+    kiln_tensor_t out = nullptr;
+    ASSERT_EQ(kiln_device_stats_reset(SharedDevice()), nullptr);
+    kiln_status_t s = kiln_invoke_ex(l.ctx, l.fn, &arg, 1, &out, 1);
+    ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+    kiln_device_stats_t st;
+    ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
+    EXPECT_EQ(Read(out), (std::vector<float>{2, 3, 4, 5})) << "consume " << consume;
+    EXPECT_EQ(st.copies, consume ? 0u : 1u) << "consume " << consume;
+    EXPECT_EQ(st.device_allocations, consume ? 0u : 1u) << "consume " << consume;
+    if (!consume) {
+      EXPECT_EQ(Read(in), (std::vector<float>{1, 2, 3, 4}));  // the borrowed tensor is untouched
+      kiln_tensor_release(in);
+    }
+    kiln_tensor_release(out);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+}  // namespace
+}  // namespace kiln::e2e
