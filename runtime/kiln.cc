@@ -75,13 +75,15 @@ struct kiln_module_s : public kiln::RefObject {
   kiln::Ref<kiln::vm::Module> module;
 };
 
-// A one-shot fence: timepoint 1 of its own timeline semaphore (created at 0).
+// A fence: timepoint `value` of its own timeline semaphore (created at 0,
+// first point 1). kiln_fence_reset moves a reached fence to the next value,
+// so one semaphore serves any number of points in time.
 struct kiln_fence_s : public kiln::RefObject {
   kiln::Ref<kiln_device_s> device;
   kiln::Ref<kiln::hal::Semaphore> semaphore;
-  static constexpr uint64_t kValue = 1;
-  // Set once a signal is scheduled (host signal or an invocation's signal):
-  // a fence is signalled at most once.
+  std::atomic<uint64_t> value{1};
+  // Set once a signal of the current point is scheduled (host signal or an
+  // invocation's signal): a point is signalled at most once.
   std::atomic<bool> signal_claimed{false};
 };
 
@@ -727,12 +729,12 @@ kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function
   }
   if (signal_fence->signal_claimed.exchange(true)) {
     return fail(kiln::FailedPreconditionError(
-        "kiln_invoke_async: signal_fence was already signalled or given to another call (fences "
-        "are one-shot: create a new one)"));
+        "kiln_invoke_async: signal_fence was already signalled or given to another call "
+        "(kiln_fence_reset it once reached, or create a new one)"));
   }
   kiln::vm::InvokeFences fences;
-  if (wait_fence) fences.wait = {wait_fence->semaphore.get(), kiln_fence_s::kValue};
-  fences.signal = {signal_fence->semaphore.get(), kiln_fence_s::kValue};
+  if (wait_fence) fences.wait = {wait_fence->semaphore.get(), wait_fence->value.load()};
+  fences.signal = {signal_fence->semaphore.get(), signal_fence->value.load()};
   kiln_status_t status = InvokeExImpl("kiln_invoke_async", context, function, args, arg_count,
                                       &fences, out_results, result_count);
   // Failed before any work was submitted: the fence stays usable.
@@ -772,9 +774,26 @@ kiln_status_t kiln_fence_signal(kiln_fence_t fence) {
         "kiln_fence_signal: the fence was already signalled or is the signal fence of an "
         "invocation"));
   }
-  Status s = fence->semaphore->Signal(kiln_fence_s::kValue);
+  Status s = fence->semaphore->Signal(fence->value.load());
   if (!s.ok()) fence->signal_claimed.store(false);
   return Wrap(std::move(s));
+}
+
+kiln_status_t kiln_fence_reset(kiln_fence_t fence) {
+  if (!fence) return NullArg("kiln_fence_reset", "fence");
+  if (!fence->signal_claimed.load()) return nullptr;  // unsignalled, nothing scheduled: already reset
+  auto value = fence->semaphore->Query();
+  if (!value.ok()) return Wrap(value.take_status());
+  if (value.value() < fence->value.load()) {
+    return Wrap(kiln::FailedPreconditionError(
+        "kiln_fence_reset: the fence has a signal scheduled that has not been reached yet "
+        "(kiln_fence_wait for it first)"));
+  }
+  // Work already submitted against the old point waits for a smaller value,
+  // which the semaphore has passed: it is unaffected.
+  fence->value.fetch_add(1);
+  fence->signal_claimed.store(false);
+  return nullptr;
 }
 
 kiln_status_t kiln_fence_query(kiln_fence_t fence, int* out_signaled) {
@@ -782,16 +801,17 @@ kiln_status_t kiln_fence_query(kiln_fence_t fence, int* out_signaled) {
   if (!out_signaled) return NullArg("kiln_fence_query", "out_signaled");
   auto value = fence->semaphore->Query();
   if (!value.ok()) return Wrap(value.take_status());
-  *out_signaled = value.value() >= kiln_fence_s::kValue ? 1 : 0;
+  *out_signaled = value.value() >= fence->value.load() ? 1 : 0;
   return nullptr;
 }
 
 kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns) {
   if (!fence) return NullArg("kiln_fence_wait", "fence");
-  Status s = fence->semaphore->Wait(kiln_fence_s::kValue, timeout_ns);
+  uint64_t point = fence->value.load();
+  Status s = fence->semaphore->Wait(point, timeout_ns);
   if (s.ok()) return nullptr;
   auto value = fence->semaphore->Query();
-  if (value.ok() && value.value() < kiln_fence_s::kValue) {
+  if (value.ok() && value.value() < point) {
     return Wrap(kiln::FailedPreconditionError(
         "kiln_fence_wait: timeout: the fence was not signalled within %llu ns",
         static_cast<unsigned long long>(timeout_ns)));

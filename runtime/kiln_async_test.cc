@@ -133,6 +133,47 @@ TEST_P(AsyncTest, ChainedInvokesWaitOnlyOnTheLastFence) {
   kiln_tensor_release(b);
 }
 
+// A streaming loop over two reused fences: call i waits on the fence call
+// i-1 signals and signals the other one, which the host reset after waiting
+// for call i-2 (double buffering: the host never waits on the call it just
+// issued). Call i consumes call i-1's result c, so c_i = a + (i+1)(b + bias).
+// Two fences (two semaphores) serve all 40 calls: none is created per call,
+// and the runtime never blocks the host.
+TEST_P(AsyncTest, ResetFencesStreamWithNoSteadyStateAllocations) {
+  if (!GetParam()) GTEST_SKIP() << "execute_and_wait blocks the calling thread on the wait fence";
+  const int kCalls = 40;
+  kiln_tensor_t a = Vector(a_), b = Vector(b_);
+  kiln_fence_t f[2] = {Fence(), Fence()};
+  kiln_tensor_t c = a;  // call 0 consumes a
+  kiln_device_stats_t warm = Stats();
+  for (int i = 0; i < kCalls; ++i) {
+    kiln_fence_t signal = f[i % 2], wait = i ? f[(i + 1) % 2] : nullptr;
+    if (i >= 2) {
+      // The signal fence was reached by call i-2: wait (normally already
+      // there), then re-arm it. Call i-1 waited on its old point: unaffected.
+      ASSERT_EQ(Str(kiln_fence_wait(signal, UINT64_MAX)), "OK");
+      ASSERT_EQ(Str(kiln_fence_reset(signal)), "OK") << "call " << i;
+      EXPECT_FALSE(Signaled(signal));
+    }
+    kiln_invoke_arg_t args[2] = {{c, KILN_ARG_CONSUME, 0}, {b, KILN_ARG_BORROW, 0}};
+    kiln_tensor_t r[3] = {};
+    ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args, 2, wait, signal, r, 3)), "OK") << "call " << i;
+    kiln_tensor_release(r[1]);
+    kiln_tensor_release(r[2]);
+    c = r[0];
+  }
+  kiln_device_stats_t end = Stats();
+  EXPECT_EQ(end.host_waits - warm.host_waits, 0u);  // only the app waited (kiln_fence_wait)
+  ASSERT_EQ(Str(kiln_fence_wait(f[(kCalls - 1) % 2], UINT64_MAX)), "OK");
+  std::vector<float> got = Read(c);
+  for (int i = 0; i < kVaddCount; ++i)
+    EXPECT_FLOAT_EQ(got[i], a_[i] + kCalls * (b_[i] + Bias(i))) << i;
+  kiln_tensor_release(c);
+  kiln_tensor_release(b);
+  kiln_fence_release(f[0]);
+  kiln_fence_release(f[1]);
+}
+
 // The wait fence is signalled by the host after the invoke was issued: the
 // device work must not start (its signal fence stays unsignalled) until then.
 TEST_P(AsyncTest, HostSignalledWaitFenceHoldsTheWork) {
@@ -237,7 +278,12 @@ TEST_P(AsyncTest, ErrorPaths) {
             0u);
   EXPECT_EQ(r2[0], nullptr);
   EXPECT_EQ(Str(kiln_fence_signal(f)).rfind("FAILED_PRECONDITION: kiln_fence_signal", 0), 0u);
+  // Reset before the signal is reached is refused; once reached, allowed.
+  if (!Signaled(f)) {
+    EXPECT_EQ(Str(kiln_fence_reset(f)).rfind("FAILED_PRECONDITION: kiln_fence_reset", 0), 0u);
+  }
   ASSERT_EQ(Str(kiln_fence_wait(f, UINT64_MAX)), "OK");
+  EXPECT_EQ(Str(kiln_fence_reset(nullptr)), "INVALID_ARGUMENT: kiln_fence_reset: fence is NULL");
   // Timeout on a fence nobody signals.
   EXPECT_EQ(Str(kiln_fence_wait(g, 0)),
             "FAILED_PRECONDITION: kiln_fence_wait: timeout: the fence was not signalled within 0 ns");

@@ -13,7 +13,8 @@
 // A second benchmark, .../async, issues back-to-back kiln_invoke_async calls,
 // each waiting on the previous call's signal fence (a chain, as a streaming
 // app would run), with at most kAsyncDepth calls in flight: the host waits
-// only for the fence of the call kAsyncDepth back before reusing its slot.
+// only for the fence of the call kAsyncDepth back before re-arming it
+// (kiln_fence_reset: the ring's fences are created once).
 // Counters, per invocation, from kiln_device_stats over the timed loop:
 //   dispatches, barriers, submissions, host_waits, copies, transfers, fills,
 //   device_allocations, device_bytes_allocated, host_allocations
@@ -199,24 +200,27 @@ void BM_InvokeAsync(benchmark::State& state, Session* s) {
     state.SkipWithError(error.c_str());
     return;
   }
+  for (kiln_fence_t& f : ring) {
+    if (!Ok(kiln_fence_create(s->device, &f), "kiln_fence_create", &error)) {
+      state.SkipWithError(error.c_str());
+      for (kiln_fence_t& g : ring) kiln_fence_release(g);
+      return;
+    }
+  }
   size_t n = 0;
   for (auto _ : state) {
-    kiln_fence_t& slot = ring[n++ % kAsyncDepth];
-    if (slot) {  // the call kAsyncDepth back: wait for it before reusing the slot
+    kiln_fence_t slot = ring[n % kAsyncDepth];
+    if (n++ >= kAsyncDepth) {  // the call kAsyncDepth back: wait for it, then re-arm the fence
       kiln_status_t w = kiln_fence_wait(slot, UINT64_MAX);
+      if (!w) w = kiln_fence_reset(slot);
       if (w) {
-        Ok(w, "kiln_fence_wait", &error);
+        Ok(w, "kiln_fence_wait/reset", &error);
         state.SkipWithError(error.c_str());
         break;
       }
-      kiln_fence_release(slot);
-      slot = nullptr;
     }
-    kiln_status_t status = kiln_fence_create(s->device, &slot);
-    if (!status) {
-      status = kiln_invoke_async(s->context, s->function, args.data(), args.size(), previous,
-                                 slot, s->results.data(), s->results.size());
-    }
+    kiln_status_t status = kiln_invoke_async(s->context, s->function, args.data(), args.size(), previous,
+                                             slot, s->results.data(), s->results.size());
     if (status) {
       Ok(status, "kiln_invoke_async", &error);
       state.SkipWithError(error.c_str());
@@ -225,11 +229,8 @@ void BM_InvokeAsync(benchmark::State& state, Session* s) {
     previous = slot;
     s->ReleaseResults();  // queue-ordered: freed once the call's work is done
   }
-  for (kiln_fence_t& f : ring) {
-    if (!f) continue;
-    kiln_status_free(kiln_fence_wait(f, UINT64_MAX));
-    kiln_fence_release(f);
-  }
+  for (size_t i = 0; i < kAsyncDepth && i < n; ++i) kiln_status_free(kiln_fence_wait(ring[i], UINT64_MAX));
+  for (kiln_fence_t& f : ring) kiln_fence_release(f);
   if (!Ok(kiln_device_stats(s->device, &after), "reading stats", &error)) {
     state.SkipWithError(error.c_str());
     return;

@@ -402,11 +402,13 @@ kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
 /* Fences and asynchronous invocation                                       */
 /* ------------------------------------------------------------------------ */
 
-/* A fence is a one-shot point on a device timeline (a timeline semaphore and
- * a value): it starts unsignalled and is signalled exactly once, by the host
+/* A fence is a point on a device timeline (a timeline semaphore and a
+ * value): it starts unsignalled and is signalled exactly once, by the host
  * (kiln_fence_signal) or by the device when an asynchronous invocation
  * finishes (kiln_invoke_async's signal_fence). Any number of invocations may
- * wait on it. Create a new fence for each new point in time.
+ * wait on it. For the next point in time, kiln_fence_reset a reached fence
+ * (no allocation: a streaming loop can ping-pong two fences) or create a new
+ * one.
  * Errors: INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED, driver errors.
  * Cost: one timeline semaphore (a few microseconds). */
 kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out_fence);
@@ -419,6 +421,15 @@ void kiln_fence_release(kiln_fence_t fence);
  * Errors: FAILED_PRECONDITION when it was already signalled or is the
  * signal fence of an invocation. Never blocks. */
 kiln_status_t kiln_fence_signal(kiln_fence_t fence);
+/* Re-arms a fence for the next point on its timeline: afterwards it is
+ * unsignalled and may be signalled again (kiln_fence_signal, or as the
+ * signal_fence of kiln_invoke_async). Work already submitted that waits on
+ * the fence waited for the reached point and is unaffected. A fence with
+ * nothing scheduled is left as it is. Not thread-safe against concurrent use
+ * of the same fence. Errors: INVALID_ARGUMENT (NULL), FAILED_PRECONDITION
+ * when its scheduled signal has not been reached yet. Never blocks; no host
+ * allocation. */
+kiln_status_t kiln_fence_reset(kiln_fence_t fence);
 /* *out_signaled = 1 when the fence has been reached, else 0. Never blocks. */
 kiln_status_t kiln_fence_query(kiln_fence_t fence, int* out_signaled);
 /* Blocks until `fence` is signalled or `timeout_ns` nanoseconds elapse
