@@ -245,6 +245,12 @@ void Operation::AppendOperand(Value* v) {
   if (v) v->uses_.push_back(Use{this, i});
 }
 
+void Operation::EraseResult(unsigned i) {
+  assert(results_[i]->use_empty() && "EraseResult of a used result");
+  results_.erase(results_.begin() + i);
+  for (unsigned j = i; j < results_.size(); ++j) results_[j]->index_ = j;
+}
+
 void Operation::EraseOperand(unsigned i) {
   if (operands_[i]) EraseUse(operands_[i]->uses_, this, i);
   // Renumber the uses of the operands that shift down.

@@ -192,6 +192,8 @@ class Operation {
   unsigned num_results() const { return static_cast<unsigned>(results_.size()); }
   Value* result(unsigned i = 0) const { return results_[i].get(); }
   std::vector<Value*> results() const;
+  // Removes result `i` (must be unused); later results shift down.
+  void EraseResult(unsigned i);
 
   // Attributes (kept sorted by name, so printing is deterministic).
   const std::map<std::string, Attribute>& attrs() const { return attrs_; }

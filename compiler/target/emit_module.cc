@@ -1232,6 +1232,16 @@ void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const 
   if (hazard) {
     std::vector<Reg> bargs = {Reg::Ref(cmd)};
     for (const Range& w : pending_writes_) barrier_ranges.push_back(w);
+    // One entry per distinct range (paths joined at a branch or loop exit
+    // may each have left the same access pending).
+    std::vector<Range> distinct;
+    for (const Range& r : barrier_ranges) {
+      bool seen = false;
+      for (const Range& d : distinct)
+        seen |= d.group == r.group && d.buffer == r.buffer && d.begin == r.begin && d.end == r.end;
+      if (!seen) distinct.push_back(r);
+    }
+    barrier_ranges.swap(distinct);
     for (const Range& r : barrier_ranges) {
       bargs.push_back(Reg::Ref(r.buffer));
       bargs.push_back(Reg::I32(ConstReg(r.begin)));

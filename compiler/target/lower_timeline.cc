@@ -3,6 +3,135 @@
 #include <vector>
 
 namespace kiln::target {
+namespace {
+
+bool IsTimepoint(const ir::Value* v) { return v->type().kind == ir::TypeKind::kTimepoint; }
+
+// An immediate timepoint standing for `v` (a timepoint block argument or
+// result that is about to be erased): on one queue it is reached when the
+// work recorded before it is, which is what `v` stood for.
+void ReplaceWithImmediate(ir::Value* v, ir::Builder b) {
+  if (v->use_empty()) return;
+  ir::Operation* now = b.Create("stream.timepoint.immediate", {}, {ir::Type::Timepoint()});
+  v->ReplaceAllUsesWith(now->result(0));
+}
+ir::Builder AtBlockStart(ir::Block* b) {
+  return b->empty() ? ir::Builder::AtEnd(b) : ir::Builder::Before(b->ops().front().get());
+}
+ir::Builder AfterOp(ir::Operation* op) {
+  ir::Block* b = op->parent_block();
+  for (auto it = b->ops().begin(); it != b->ops().end(); ++it)
+    if (it->get() == op) {
+      ++it;
+      return it == b->ops().end() ? ir::Builder::AtEnd(b) : ir::Builder::Before(it->get());
+    }
+  return ir::Builder::AtEnd(b);
+}
+
+// Removes the timepoints carried through region and branch control flow
+// (scf.if / index_switch / for / while results, yields and region
+// arguments; cf.br / cf.cond_br block arguments): each becomes an immediate
+// timepoint where it was used. Returns how many were removed.
+int StripControlFlowTimepoints(ir::Operation* func) {
+  int removed = 0;
+  std::vector<ir::Operation*> ops;
+  func->Walk([&](ir::Operation* op) { ops.push_back(op); });
+  auto yields_of = [](ir::Operation* op) {
+    std::vector<ir::Operation*> ys;
+    for (unsigned r = 0; r < op->num_regions(); ++r)
+      for (auto& b : op->region(r)->blocks())
+        if (ir::Operation* t = b->terminator(); t && t->parent_op() == op && (t->is("scf.yield")))
+          ys.push_back(t);
+    return ys;
+  };
+  for (ir::Operation* op : ops) {
+    const std::string& n = op->name();
+    if (n == "scf.if" || n == "scf.index_switch") {
+      for (unsigned k = op->num_results(); k-- > 0;) {
+        if (!IsTimepoint(op->result(k))) continue;
+        ReplaceWithImmediate(op->result(k), AfterOp(op));
+        for (ir::Operation* y : yields_of(op))
+          if (k < y->num_operands()) y->EraseOperand(k);
+        op->EraseResult(k);
+        ++removed;
+      }
+    } else if (n == "scf.for" && op->num_regions() == 1 && !op->region(0)->empty()) {
+      ir::Block* body = op->region(0)->block(0);
+      ir::Operation* y = body->terminator();
+      for (unsigned k = op->num_results(); k-- > 0;) {
+        if (!IsTimepoint(op->result(k)) || k + 1 >= body->num_arguments() || 3 + k >= op->num_operands()) continue;
+        ReplaceWithImmediate(op->result(k), AfterOp(op));
+        ReplaceWithImmediate(body->argument(k + 1), AtBlockStart(body));
+        if (y && y->is("scf.yield") && k < y->num_operands()) y->EraseOperand(k);
+        body->EraseArgument(k + 1);
+        op->EraseOperand(3 + k);
+        op->EraseResult(k);
+        ++removed;
+      }
+    } else if (n == "scf.while" && op->num_regions() == 2 && !op->region(0)->empty() &&
+               !op->region(1)->empty()) {
+      ir::Block* before = op->region(0)->block(0);
+      ir::Block* after = op->region(1)->block(0);
+      ir::Operation* cond = before->terminator();
+      ir::Operation* y = after->terminator();
+      // Forwarded values: scf.condition operand 1 + j, result j, after arg j.
+      for (unsigned j = op->num_results(); j-- > 0;) {
+        if (!IsTimepoint(op->result(j))) continue;
+        ReplaceWithImmediate(op->result(j), AfterOp(op));
+        if (j < after->num_arguments()) {
+          ReplaceWithImmediate(after->argument(j), AtBlockStart(after));
+          after->EraseArgument(j);
+        }
+        if (cond && cond->is("scf.condition") && 1 + j < cond->num_operands()) cond->EraseOperand(1 + j);
+        op->EraseResult(j);
+        ++removed;
+      }
+      // Carried values: init k, before arg k, after-region yield operand k.
+      for (unsigned k = before->num_arguments(); k-- > 0;) {
+        if (!IsTimepoint(before->argument(k))) continue;
+        ReplaceWithImmediate(before->argument(k), AtBlockStart(before));
+        before->EraseArgument(k);
+        if (k < op->num_operands()) op->EraseOperand(k);
+        if (y && y->is("scf.yield") && k < y->num_operands()) y->EraseOperand(k);
+        ++removed;
+      }
+    }
+  }
+  // Branches: a timepoint block argument of a block other than the entry.
+  ir::Region* body = func->region(0);
+  for (auto& blk : body->blocks()) {
+    if (blk.get() == body->block(0)) continue;
+    for (unsigned k = blk->num_arguments(); k-- > 0;) {
+      if (!IsTimepoint(blk->argument(k))) continue;
+      ReplaceWithImmediate(blk->argument(k), AtBlockStart(blk.get()));
+      for (auto& pred : body->blocks()) {
+        ir::Operation* t = pred->terminator();
+        if (!t) continue;
+        if (t->is("cf.br") && t->num_successors() == 1 && t->successor(0) == blk.get()) {
+          if (k < t->num_operands()) t->EraseOperand(k);
+        } else if (t->is("cf.cond_br") && t->num_successors() == 2) {
+          std::vector<int64_t> seg = t->ints_attr("operand_segments");
+          if (seg.size() != 3) continue;
+          // The false successor first: erasing keeps the true segment's indices.
+          for (int s = 1; s >= 0; --s) {
+            if (t->successor(static_cast<unsigned>(s)) != blk.get()) continue;
+            unsigned at = 1 + (s == 1 ? static_cast<unsigned>(seg[1]) : 0) + k;
+            if (at < t->num_operands()) {
+              t->EraseOperand(at);
+              --seg[1 + s];
+            }
+          }
+          t->set_attr("operand_segments", ir::Attribute(seg));
+        }
+      }
+      blk->EraseArgument(k);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+}  // namespace
 
 Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   int n_regions = 0, n_awaits = 0;
@@ -43,6 +172,8 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
     exec->Erase();
     ++n_regions;
   }
+  // Timepoints carried through control flow: immediates where they are used.
+  StripControlFlowTimepoints(func);
   // Awaits: the resources themselves.
   std::vector<ir::Operation*> await_ops;
   func->Walk([&](ir::Operation* op) {

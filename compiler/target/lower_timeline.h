@@ -18,9 +18,15 @@
 //    before it (queue order: after the work recorded before it); the
 //    emitter lowers the dealloca itself;
 //  - stream.timepoint.immediate / join: erased once unused (immediates only
-//    deallocas use are kept).
-// Errors: kUnimplemented when a timepoint escapes to something other than
-// these ops (a function result, an scf yield), naming the op.
+//    deallocas use are kept);
+//  - timepoints carried through control flow (scf.if / index_switch
+//    results, scf.for / while carried and forwarded values, cf block
+//    arguments): removed from the yields, region arguments and results, and
+//    each use becomes an immediate timepoint at that point (queue order
+//    again).
+// Errors: kUnimplemented when a timepoint leaves the function (a func.return
+// operand: exported functions signal fences instead, kiln_invoke_async),
+// naming the op.
 #ifndef KILN_COMPILER_TARGET_LOWER_TIMELINE_H_
 #define KILN_COMPILER_TARGET_LOWER_TIMELINE_H_
 

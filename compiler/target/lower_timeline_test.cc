@@ -93,8 +93,71 @@ TEST(LowerTimelineTest, LeavesProgramsWithoutTimelineOpsAlone) {
   EXPECT_EQ(l.text, before);
 }
 
-// A timepoint that leaves the function cannot be ordered by queue order
-// alone: an error naming its user, not a crash.
+// Timepoints carried through control flow: an scf.if yielding each branch's
+// region timepoint, an scf.for carrying one, an scf.while forwarding one and
+// a cf block argument. Each becomes an immediate where it was used (queue
+// order already orders the work it stood for); the other carried values
+// keep their positions.
+TEST(LowerTimelineTest, TimepointsThroughControlFlowBecomeImmediates) {
+  Lowered l = Lower(R"(
+"func.func"() ({
+^bb0(%arg0: !stream.resource<external>, %c: i1, %n: index):
+  %lb = "arith.constant"() {value = 0 : i64} : () -> index
+  %st = "arith.constant"() {value = 1 : i64} : () -> index
+  %r:2 = "scf.if"(%c) ({
+    %a:2 = "stream.async.execute"(%arg0) ({
+    ^bb0(%x: !stream.resource<external>):
+      %d = "stream.async.dispatch"(%x) {entry = @neg, sizes = [16], tied_operands = [-1]} : (!stream.resource<external>) -> !stream.resource<transient> loc("then")
+      "stream.yield"(%d) : (!stream.resource<transient>) -> ()
+    }) {operand_segments = [0, 1]} : (!stream.resource<external>) -> (!stream.resource<transient>, !stream.timepoint)
+    "scf.yield"(%a#1, %a#0) : (!stream.timepoint, !stream.resource<transient>) -> ()
+  }, {
+    %b = "stream.async.splat"() {pattern = 0 : i64, size = 16 : i64} : () -> !stream.resource<transient> loc("else")
+    %t = "stream.timepoint.immediate"() : () -> !stream.timepoint
+    "scf.yield"(%t, %b) : (!stream.timepoint, !stream.resource<transient>) -> ()
+  }) : (i1) -> (!stream.timepoint, !stream.resource<transient>)
+  %w = "stream.timepoint.await"(%r#0, %r#1) : (!stream.timepoint, !stream.resource<transient>) -> !stream.resource<transient>
+  %f:2 = "scf.for"(%lb, %n, %st, %r#0, %w) ({
+  ^bb0(%iv: index, %tp: !stream.timepoint, %v: !stream.resource<transient>):
+    %e:2 = "stream.async.execute"(%tp, %v) ({
+    ^bb0(%y: !stream.resource<transient>):
+      %u = "stream.async.dispatch"(%y) {entry = @neg, sizes = [16], tied_operands = [0]} : (!stream.resource<transient>) -> !stream.resource<transient> loc("body")
+      "stream.yield"(%u) : (!stream.resource<transient>) -> ()
+    }) {operand_segments = [1, 1]} : (!stream.timepoint, !stream.resource<transient>) -> (!stream.resource<transient>, !stream.timepoint)
+    "scf.yield"(%e#1, %e#0) : (!stream.timepoint, !stream.resource<transient>) -> ()
+  }) : (index, index, index, !stream.timepoint, !stream.resource<transient>) -> (!stream.timepoint, !stream.resource<transient>)
+  %z = "stream.timepoint.await"(%f#0, %f#1) : (!stream.timepoint, !stream.resource<transient>) -> !stream.resource<transient>
+  %h:2 = "scf.while"(%f#0, %z) ({
+  ^bb0(%wt: !stream.timepoint, %wv: !stream.resource<transient>):
+    %k = "arith.constant"() {value = false} : () -> i1
+    "scf.condition"(%k, %wt, %wv) : (i1, !stream.timepoint, !stream.resource<transient>) -> ()
+  }, {
+  ^bb0(%at: !stream.timepoint, %av: !stream.resource<transient>):
+    "scf.yield"(%at, %av) : (!stream.timepoint, !stream.resource<transient>) -> ()
+  }) : (!stream.timepoint, !stream.resource<transient>) -> (!stream.timepoint, !stream.resource<transient>)
+  "cf.br"(%h#0, %h#1)[^bb1] : (!stream.timepoint, !stream.resource<transient>) -> ()
+^bb1(%bt: !stream.timepoint, %bv: !stream.resource<transient>):
+  %q = "stream.timepoint.await"(%bt, %bv) : (!stream.timepoint, !stream.resource<transient>) -> !stream.resource<transient>
+  "func.return"(%q) : (!stream.resource<transient>) -> ()
+}) {sym_name = "main"} : () -> ()
+)");
+  ASSERT_TRUE(l.status.ok()) << l.status.message();
+  EXPECT_EQ(l.regions, 2);
+  EXPECT_EQ(l.awaits, 3);
+  EXPECT_EQ(l.text.find("stream.timepoint"), std::string::npos) << l.text;
+  EXPECT_NE(l.text.find("-> !stream.resource<transient>\n"), std::string::npos) << l.text;
+  // Each construct keeps exactly its resource: one result, one yield operand.
+  EXPECT_NE(l.text.find("\"scf.if\"(%arg1)"), std::string::npos) << l.text;
+  EXPECT_NE(l.text.find("(index, index, index, !stream.resource<transient>) -> !stream.resource<transient>"),
+            std::string::npos) << l.text;
+  EXPECT_NE(l.text.find("(!stream.resource<transient>) -> !stream.resource<transient>"), std::string::npos)
+      << l.text;
+  EXPECT_NE(l.text.find("^bb1(%"), std::string::npos) << l.text;
+}
+
+// A timepoint that leaves the function (a result) has no ABI: exported
+// functions signal fences instead (kiln_invoke_async). An error naming its
+// user, not a crash.
 TEST(LowerTimelineTest, EscapingTimepointIsAnError) {
   Lowered l = Lower(R"(
 "func.func"() ({
