@@ -666,6 +666,62 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       }
     }
   });
+  // A copy made only to be a loop's initial value (elide-async-copies hoists
+  // the copy of a borrowed, constant or still-live initial value out of the
+  // loop) is written straight into the loop's carried storage, so entering
+  // the loop copies nothing more: scf.for result i, scf.while "before"
+  // argument i (or result i when the condition forwards it at its own
+  // position), or the argument of a block a branch enters. The carried
+  // storage then lives from the copy on (`init_copy_step`).
+  std::map<ir::Value*, ir::Operation*> init_copy_of;  // carried storage value -> the copy
+  walk([&](ir::Operation* op) {
+    if (!op->is("stream.async.clone") || op->num_results() != 1) return;
+    ir::Value* v = op->result(0);
+    if (escaping.count(v) || yield_into.count(v)) return;
+    // Its one use besides lifetime ops (a retain: the loop result may be
+    // the init when no trip runs; a dealloca after the loop).
+    ir::Operation* user = nullptr;
+    unsigned k = 0;
+    for (const ir::Use& u : v->uses()) {
+      if (IsLifetimeOp(u.user)) continue;
+      if (user) return;
+      user = u.user;
+      k = u.operand_index;
+    }
+    if (!user || user->parent_block() != op->parent_block()) return;
+    ir::Value* target = nullptr;
+    if (user->is("scf.for") && k >= 3 && k - 3 < user->num_results()) {
+      target = user->result(k - 3);
+    } else if (user->is("scf.while") && user->num_regions() == 2 && !user->region(0)->empty()) {
+      ir::Block* before = user->region(0)->block(0);
+      ir::Operation* cond = before->terminator();
+      if (k >= before->num_arguments()) return;
+      ir::Value* a = before->argument(k);
+      bool forwarded = cond && 1 + k < cond->num_operands() && cond->operand(1 + k) == a && k < user->num_results();
+      target = forwarded ? user->result(k) : a;
+    } else if (user->is("cf.br") || user->is("cf.cond_br")) {
+      // Only a branch from a block the target block cannot reach: the
+      // target's arguments hold nothing yet (its block has not run), so
+      // writing one early clobbers no live value.
+      std::vector<ir::Value*> t = analysis::FlowTargets(user, k);
+      if (t.size() != 1 || !t[0]->is_block_argument()) return;
+      std::set<ir::Block*> seen;
+      std::vector<ir::Block*> work = {t[0]->parent_block()};
+      while (!work.empty()) {
+        ir::Block* b = work.back();
+        work.pop_back();
+        if (ir::Operation* term = b->terminator())
+          for (ir::Block* succ : term->successors())
+            if (succ && seen.insert(succ).second) work.push_back(succ);
+      }
+      if (seen.count(user->parent_block())) return;
+      target = t[0];
+    }
+    if (!target || target->type().kind != ir::TypeKind::kResource || init_copy_of.count(target)) return;
+    yield_into[v] = target;
+    init_copy_of[target] = op;
+  });
+  std::map<ir::Operation*, int> init_copy_step;
   // A util.global.load is a view of the global's buffer unless the global is
   // stored to while the loaded value (or a value tied to it or sliced from
   // it) may still be read: every store of the global (and every func.call,
@@ -755,6 +811,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       }
     }
     const std::string& n = op->name();
+    if (n == "stream.async.clone") init_copy_step[op] = step;
     if (n == "stream.async.dispatch" || n == "stream.async.clone" || n == "stream.async.transfer" ||
         n == "stream.async.alloca" || n == "stream.async.splat" || n == "scf.if" || n == "scf.for" ||
         n == "scf.index_switch" || n == "scf.while" ||
@@ -810,18 +867,81 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       return InternalError("emit: the resource defined at %s is used after its stream.resource.dealloca",
                            root->defining_op() ? root->defining_op()->loc().c_str() : "an argument");
   }
+  // Block arguments that share their incoming value's storage (copy
+  // coalescing): an argument A reached by exactly one edge, passing a value v
+  // that lives in the whole storage of R (v is R, or an in-place update of R:
+  // no slice), where R is another block's argument or a value with storage of
+  // its own, takes R's storage when nothing observes v after the edge except
+  // through A (analysis::FindLaterObserver), the edge passes nothing else
+  // living in R to the same block, the sizes match and A does not escape.
+  // The branch then copies nothing: a loop whose body block forwards the
+  // header's carried value and branches back with its in-place update copies
+  // nothing per trip. Safe because A's block has one predecessor edge: once
+  // R's block runs again (the only way R's storage is written by an edge),
+  // A is no longer live (A's uses are dominated by A's block, and R's block
+  // is not), and every other write into R's storage is an in-place update
+  // the elision pass proved unobserved, which FindLaterObserver covers.
+  auto full_root = [&](ir::Value* v) {
+    while (ir::Operation* def = v->defining_op()) {
+      ir::Value* tied = TiedOperandOf(def, v->index());
+      if (!tied) break;
+      v = tied;
+    }
+    return v;
+  };
+  std::map<ir::Value*, ir::Value*> coalesced;  // block argument -> value whose storage it shares
+  if (multi_block_) {
+    for (size_t bi = 1; bi < func_->region(0)->blocks().size(); ++bi) {
+      ir::Block* b = func_->region(0)->block(static_cast<unsigned>(bi));
+      for (ir::Value* a : b->arguments()) {
+        if (a->type().kind != ir::TypeKind::kResource || escaping.count(a) || yield_into.count(a)) continue;
+        bool modelled = true;
+        std::vector<analysis::FlowEdge> in = analysis::IncomingValues(a, &modelled);
+        if (!modelled || in.size() != 1) continue;
+        ir::Value* v = in[0].value;
+        ir::Operation* edge = in[0].edge;
+        if (v->type().kind != ir::TypeKind::kResource) continue;
+        ir::Value* r = full_root(v);
+        ir::Block* rb = r->parent_block();
+        bool other_block_arg = r->is_block_argument() && rb && rb->parent() == func_->region(0) &&
+                               rb != func_->region(0)->block(0);
+        if (!other_block_arg && !requests.count(r)) continue;
+        if (r == a || SizeOf(r) != SizeOf(a)) continue;
+        int group = analysis::FlowGroup(edge, in[0].operand);
+        bool twice = false;
+        for (unsigned j = 0; j < edge->num_operands(); ++j)
+          if (j != in[0].operand && analysis::FlowGroup(edge, j) == group &&
+              edge->operand(j)->type().kind == ir::TypeKind::kResource && RootOf(edge->operand(j)) == RootOf(v))
+            twice = true;
+        if (twice || analysis::FindLaterObserver(v, edge, edge)) continue;
+        // No cycle of shared storage (each chain must end at a real storage).
+        ir::Value* end = r;
+        for (int d = 0; d < 64 && coalesced.count(end); ++d) end = coalesced.at(end);
+        if (end == a) continue;
+        coalesced[a] = r;
+      }
+    }
+    for (auto& [a, r] : coalesced) yield_into[a] = r;
+  }
   // Arguments of the other blocks of a body with branches: one storage each,
   // written by every branch to the block.
   for (size_t bi = 1; bi < func_->region(0)->blocks().size(); ++bi) {
     ir::Block* b = func_->region(0)->block(static_cast<unsigned>(bi));
     for (ir::Value* a : b->arguments()) {
       if (a->type().kind != ir::TypeKind::kResource) continue;
+      if (coalesced.count(a)) continue;  // shares its incoming value's storage
       if (SizeOf(a) <= 0) return InvalidArgumentError("emit: block argument %u of block %zu has no known size", a->index(), bi);
       if (escaping.count(a)) externals.push_back(a);
       requests[a] = TransientRequest{SizeOf(a), 0, step};
       request_order.push_back(a);
       def_step[a] = 0;
     }
+  }
+  for (auto& [target, copy] : init_copy_of) {
+    auto rq = requests.find(target);
+    auto at = init_copy_step.find(copy);
+    if (rq != requests.end() && at != init_copy_step.end())
+      rq->second.first_use = std::min(rq->second.first_use, at->second);
   }
   // With branches between blocks, program order is not execution order (a
   // branch may go back): every transient lives for the whole function.
