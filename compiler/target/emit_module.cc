@@ -940,16 +940,127 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   for (auto& [target, copy] : init_copy_of) {
     auto rq = requests.find(target);
     auto at = init_copy_step.find(copy);
-    if (rq != requests.end() && at != init_copy_step.end())
-      rq->second.first_use = std::min(rq->second.first_use, at->second);
+    if (rq == requests.end() || at == init_copy_step.end()) continue;
+    rq->second.first_use = std::min(rq->second.first_use, at->second);
+    // Written from the copy on: a consumed import read until then must not
+    // donate its storage to it (take_or_allocate, below).
+    auto ds = def_step.find(target);
+    if (ds != def_step.end()) ds->second = std::min(ds->second, at->second);
   }
   // With branches between blocks, program order is not execution order (a
-  // branch may go back): every transient lives for the whole function.
-  if (multi_block_)
+  // branch may go back), so each transient's interval comes from liveness
+  // over the block graph instead: the hull, in step order, of every point
+  // where its storage may hold a live value: its definitions (results, and
+  // a block argument's incoming edges: the predecessor's terminator writes
+  // it), its uses (scf loops: a use inside a loop counts at the loop's end,
+  // as in one block), and the first / last step of every block it is live
+  // into / out of (backward dataflow to a fixpoint; a value live across a
+  // back edge is then live in every block of the cycle, so its hull covers
+  // the loop). Values sharing a storage (tied results, slices, coalesced
+  // block arguments, copies written straight into a carried storage) count
+  // for their storage's request. Two transients share arena bytes only when
+  // their hulls do not overlap, so they are never live at once. A function
+  // with calls keeps whole-function lifetimes (a call result may alias its
+  // operands' storage, which this liveness does not follow).
+  bool has_calls = false;
+  walk([&](ir::Operation* op) { has_calls = has_calls || op->is("func.call"); });
+  if (multi_block_ && has_calls) {
     for (auto& [v, r] : requests) {
       r.first_use = 0;
       r.last_use = step;
     }
+  } else if (multi_block_) {
+    ir::Region* fr = func_->region(0);
+    auto plan_root = [&](ir::Value* v) {
+      v = RootOf(v);
+      for (int d = 0; d < 64; ++d) {
+        auto it = yield_into.find(v);
+        if (it == yield_into.end()) break;
+        v = RootOf(it->second);
+      }
+      return v;
+    };
+    std::map<ir::Block*, std::pair<int, int>> block_steps;  // first, last (the terminator)
+    std::map<ir::Block*, std::set<ir::Value*>> uses_in, defs_in, live_in, live_out;
+    std::map<ir::Value*, std::pair<int, int>> hull;  // request -> [first, last]
+    // Values other than this body's block arguments start from the interval
+    // computed above (region results live through their regions, a copy
+    // written straight into carried storage from the copy on).
+    for (auto& [v, r] : requests) {
+      bool body_arg = v->is_block_argument() && v->parent_block()->parent() == fr;
+      if (!body_arg) hull[v] = {r.first_use, r.last_use};
+    }
+    auto touch = [&](ir::Value* r, int at) {
+      if (!requests.count(r)) return;
+      auto h = hull.find(r);
+      if (h == hull.end()) {
+        hull[r] = {at, at};
+      } else {
+        h->second.first = std::min(h->second.first, at);
+        h->second.second = std::max(h->second.second, at);
+      }
+    };
+    int st = 0;
+    for (auto& bp : fr->blocks()) {
+      ir::Block* b = bp.get();
+      int first = st;
+      for (ir::Value* a : b->arguments())
+        if (a->type().kind == ir::TypeKind::kResource) defs_in[b].insert(plan_root(a));
+      ForEachOp(b, [&](ir::Operation* op) {
+        for (ir::Value* o : op->operands()) {
+          if (o->type().kind != ir::TypeKind::kResource) continue;
+          ir::Value* r = plan_root(o);
+          if (!requests.count(r)) continue;
+          if (!defs_in[b].count(r)) uses_in[b].insert(r);
+          touch(r, use_step(op, st, requests.at(r).first_use));
+        }
+        for (ir::Value* res : op->results()) {
+          if (res->type().kind != ir::TypeKind::kResource) continue;
+          ir::Value* r = plan_root(res);
+          defs_in[b].insert(r);
+          touch(r, st);
+        }
+        ++st;
+      });
+      block_steps[b] = {first, st - 1};
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = fr->blocks().rbegin(); it != fr->blocks().rend(); ++it) {
+        ir::Block* b = it->get();
+        std::set<ir::Value*> out;
+        if (ir::Operation* t = b->terminator())
+          for (ir::Block* succ : t->successors())
+            if (succ) out.insert(live_in[succ].begin(), live_in[succ].end());
+        std::set<ir::Value*> in = uses_in[b];
+        for (ir::Value* r : out)
+          if (!defs_in[b].count(r)) in.insert(r);
+        if (out != live_out[b] || in != live_in[b]) {
+          live_out[b] = std::move(out);
+          live_in[b] = std::move(in);
+          changed = true;
+        }
+      }
+    }
+    for (auto& bp : fr->blocks()) {
+      ir::Block* b = bp.get();
+      for (ir::Value* r : live_in[b]) touch(r, block_steps[b].first);
+      for (ir::Value* r : live_out[b]) touch(r, block_steps[b].second);
+      // A block argument is written by each branch to it, at the
+      // predecessor's terminator.
+      if (ir::Operation* t = b->terminator())
+        for (ir::Block* succ : t->successors())
+          if (succ)
+            for (ir::Value* a : succ->arguments())
+              if (a->type().kind == ir::TypeKind::kResource) touch(plan_root(a), block_steps[b].second);
+    }
+    for (auto& [v, r] : requests) {
+      auto h = hull.find(v);
+      if (h == hull.end()) continue;  // never touched: keep its own interval
+      r.first_use = h->second.first;
+      r.last_use = h->second.second;
+    }
+  }
   for (ir::Value* v : externals) requests.erase(v);
 
   std::vector<ir::Value*> transient_values;
