@@ -208,7 +208,14 @@ class Interpreter {
   }
 
   const std::string& violation() const { return violation_; }
-  int clones_run() const { return clones_run_; }
+  // Copies the emitter would record: every clone run, plus one copy per
+  // resource a loop entry (scf.for / scf.while init) or a branch (cf.br /
+  // cf.cond_br operand) passes into a carried / block-argument storage,
+  // except a clone whose only use is that operand: the emitter writes such
+  // a copy straight into the destination (a copy of a loop's initial value
+  // hoisted by elide-async-copies replaces the entry copy, it does not add
+  // one).
+  int clones_run() const { return clones_run_ + entry_copies_; }
 
  private:
   struct Slot {
@@ -260,6 +267,7 @@ class Interpreter {
       std::vector<Slot> vals;
       for (Value* v : t->operands()) vals.push_back(Get(v));
       if (t->is("cf.br")) {
+        CountEntryCopies(t, 0, t->num_operands());
         block = t->successor(0);
         args = vals;
         continue;
@@ -267,6 +275,7 @@ class Interpreter {
       if (t->is("cf.cond_br")) {
         std::vector<int64_t> seg = t->ints_attr("operand_segments");
         bool c = vals[0].scalar != 0;
+        CountEntryCopies(t, static_cast<unsigned>(1 + (c ? 0 : seg[1])), static_cast<unsigned>(c ? seg[1] : seg[2]));
         auto first = vals.begin() + 1 + (c ? 0 : seg[1]);
         args.assign(first, first + (c ? seg[1] : seg[2]));
         block = t->successor(c ? 0 : 1);
@@ -343,6 +352,7 @@ class Interpreter {
               step = Get(op->operand(2)).scalar;
       std::vector<Slot> iter;
       for (unsigned i = 3; i < op->num_operands(); ++i) iter.push_back(Get(op->operand(i)));
+      CountEntryCopies(op, 3, op->num_operands() - 3);
       for (int64_t iv = lb; iv < ub; iv += step) {
         std::vector<Slot> args = {Slot{-1, iv}};
         args.insert(args.end(), iter.begin(), iter.end());
@@ -353,6 +363,7 @@ class Interpreter {
     } else if (n == "scf.while") {
       std::vector<Slot> iter;
       for (Value* v : op->operands()) iter.push_back(Get(v));
+      CountEntryCopies(op, 0, op->num_operands());
       for (int trips = 0; trips < 1000; ++trips) {
         Operation* t = nullptr;
         std::vector<Slot> cond = RunRegion(op->region(0), iter, &t);
@@ -381,6 +392,17 @@ class Interpreter {
   std::map<const Operation*, int64_t> counters_;
   std::string violation_;
   int clones_run_ = 0;
+  int entry_copies_ = 0;
+  // Counts the entry copies of operands [first, first + count) of `edge`.
+  void CountEntryCopies(Operation* edge, unsigned first, unsigned count) {
+    for (unsigned i = first; i < first + count && i < edge->num_operands(); ++i) {
+      Value* v = edge->operand(i);
+      if (v->type().kind != ir::TypeKind::kResource) continue;
+      Operation* def = v->defining_op();
+      bool absorbed = def && def->is("stream.async.clone") && v->uses().size() == 1;
+      if (!absorbed) ++entry_copies_;
+    }
+  }
 };
 
 // Static check: does the tied operand `v` (through tied results, awaits,

@@ -699,6 +699,62 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       }
     }
   });
+  // A copy made only to be a loop's initial value (elide-async-copies hoists
+  // the copy of a borrowed, constant or still-live initial value out of the
+  // loop) is written straight into the loop's carried storage, so entering
+  // the loop copies nothing more: scf.for result i, scf.while "before"
+  // argument i (or result i when the condition forwards it at its own
+  // position), or the argument of a block a branch enters. The carried
+  // storage then lives from the copy on (`init_copy_step`).
+  std::map<ir::Value*, ir::Operation*> init_copy_of;  // carried storage value -> the copy
+  walk([&](ir::Operation* op) {
+    if (!op->is("stream.async.clone") || op->num_results() != 1) return;
+    ir::Value* v = op->result(0);
+    if (escaping.count(v) || yield_into.count(v)) return;
+    // Its one use besides lifetime ops (a retain: the loop result may be
+    // the init when no trip runs; a dealloca after the loop).
+    ir::Operation* user = nullptr;
+    unsigned k = 0;
+    for (const ir::Use& u : v->uses()) {
+      if (IsLifetimeOp(u.user)) continue;
+      if (user) return;
+      user = u.user;
+      k = u.operand_index;
+    }
+    if (!user || user->parent_block() != op->parent_block()) return;
+    ir::Value* target = nullptr;
+    if (user->is("scf.for") && k >= 3 && k - 3 < user->num_results()) {
+      target = user->result(k - 3);
+    } else if (user->is("scf.while") && user->num_regions() == 2 && !user->region(0)->empty()) {
+      ir::Block* before = user->region(0)->block(0);
+      ir::Operation* cond = before->terminator();
+      if (k >= before->num_arguments()) return;
+      ir::Value* a = before->argument(k);
+      bool forwarded = cond && 1 + k < cond->num_operands() && cond->operand(1 + k) == a && k < user->num_results();
+      target = forwarded ? user->result(k) : a;
+    } else if (user->is("cf.br") || user->is("cf.cond_br")) {
+      // Only a branch from a block the target block cannot reach: the
+      // target's arguments hold nothing yet (its block has not run), so
+      // writing one early clobbers no live value.
+      std::vector<ir::Value*> t = analysis::FlowTargets(user, k);
+      if (t.size() != 1 || !t[0]->is_block_argument()) return;
+      std::set<ir::Block*> seen;
+      std::vector<ir::Block*> work = {t[0]->parent_block()};
+      while (!work.empty()) {
+        ir::Block* b = work.back();
+        work.pop_back();
+        if (ir::Operation* term = b->terminator())
+          for (ir::Block* succ : term->successors())
+            if (succ && seen.insert(succ).second) work.push_back(succ);
+      }
+      if (seen.count(user->parent_block())) return;
+      target = t[0];
+    }
+    if (!target || target->type().kind != ir::TypeKind::kResource || init_copy_of.count(target)) return;
+    yield_into[v] = target;
+    init_copy_of[target] = op;
+  });
+  std::map<ir::Operation*, int> init_copy_step;
   // A util.global.load is a view of the global's buffer unless the global is
   // stored to while the loaded value (or a value tied to it or sliced from
   // it) may still be read: every store of the global (and every func.call,
@@ -788,6 +844,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       }
     }
     const std::string& n = op->name();
+    if (n == "stream.async.clone") init_copy_step[op] = step;
     if (n == "stream.async.dispatch" || n == "stream.async.clone" || n == "stream.async.transfer" ||
         n == "stream.async.alloca" || n == "stream.async.splat" || n == "scf.if" || n == "scf.for" ||
         n == "scf.index_switch" || n == "scf.while" ||
@@ -843,12 +900,69 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       return InternalError("emit: the resource defined at %s is used after its stream.resource.dealloca",
                            root->defining_op() ? root->defining_op()->loc().c_str() : "an argument");
   }
+  // Block arguments that share their incoming value's storage (copy
+  // coalescing): an argument A reached by exactly one edge, passing a value v
+  // that lives in the whole storage of R (v is R, or an in-place update of R:
+  // no slice), where R is another block's argument or a value with storage of
+  // its own, takes R's storage when nothing observes v after the edge except
+  // through A (analysis::FindLaterObserver), the edge passes nothing else
+  // living in R to the same block, the sizes match and A does not escape.
+  // The branch then copies nothing: a loop whose body block forwards the
+  // header's carried value and branches back with its in-place update copies
+  // nothing per trip. Safe because A's block has one predecessor edge: once
+  // R's block runs again (the only way R's storage is written by an edge),
+  // A is no longer live (A's uses are dominated by A's block, and R's block
+  // is not), and every other write into R's storage is an in-place update
+  // the elision pass proved unobserved, which FindLaterObserver covers.
+  auto full_root = [&](ir::Value* v) {
+    while (ir::Operation* def = v->defining_op()) {
+      ir::Value* tied = TiedOperandOf(def, v->index());
+      if (!tied) break;
+      v = tied;
+    }
+    return v;
+  };
+  std::map<ir::Value*, ir::Value*> coalesced;  // block argument -> value whose storage it shares
+  if (multi_block_) {
+    for (size_t bi = 1; bi < func_->region(0)->blocks().size(); ++bi) {
+      ir::Block* b = func_->region(0)->block(static_cast<unsigned>(bi));
+      for (ir::Value* a : b->arguments()) {
+        if (a->type().kind != ir::TypeKind::kResource || escaping.count(a) || yield_into.count(a)) continue;
+        bool modelled = true;
+        std::vector<analysis::FlowEdge> in = analysis::IncomingValues(a, &modelled);
+        if (!modelled || in.size() != 1) continue;
+        ir::Value* v = in[0].value;
+        ir::Operation* edge = in[0].edge;
+        if (v->type().kind != ir::TypeKind::kResource) continue;
+        ir::Value* r = full_root(v);
+        ir::Block* rb = r->parent_block();
+        bool other_block_arg = r->is_block_argument() && rb && rb->parent() == func_->region(0) &&
+                               rb != func_->region(0)->block(0);
+        if (!other_block_arg && !requests.count(r)) continue;
+        if (r == a || SizeOf(r) != SizeOf(a)) continue;
+        int group = analysis::FlowGroup(edge, in[0].operand);
+        bool twice = false;
+        for (unsigned j = 0; j < edge->num_operands(); ++j)
+          if (j != in[0].operand && analysis::FlowGroup(edge, j) == group &&
+              edge->operand(j)->type().kind == ir::TypeKind::kResource && RootOf(edge->operand(j)) == RootOf(v))
+            twice = true;
+        if (twice || analysis::FindLaterObserver(v, edge, edge)) continue;
+        // No cycle of shared storage (each chain must end at a real storage).
+        ir::Value* end = r;
+        for (int d = 0; d < 64 && coalesced.count(end); ++d) end = coalesced.at(end);
+        if (end == a) continue;
+        coalesced[a] = r;
+      }
+    }
+    for (auto& [a, r] : coalesced) yield_into[a] = r;
+  }
   // Arguments of the other blocks of a body with branches: one storage each,
   // written by every branch to the block.
   for (size_t bi = 1; bi < func_->region(0)->blocks().size(); ++bi) {
     ir::Block* b = func_->region(0)->block(static_cast<unsigned>(bi));
     for (ir::Value* a : b->arguments()) {
       if (a->type().kind != ir::TypeKind::kResource) continue;
+      if (coalesced.count(a)) continue;  // shares its incoming value's storage
       if (SizeOf(a) <= 0) return InvalidArgumentError("emit: block argument %u of block %zu has no known size", a->index(), bi);
       if (escaping.count(a)) externals.push_back(a);
       requests[a] = TransientRequest{SizeOf(a), 0, step};
@@ -856,13 +970,130 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       def_step[a] = 0;
     }
   }
+  for (auto& [target, copy] : init_copy_of) {
+    auto rq = requests.find(target);
+    auto at = init_copy_step.find(copy);
+    if (rq == requests.end() || at == init_copy_step.end()) continue;
+    rq->second.first_use = std::min(rq->second.first_use, at->second);
+    // Written from the copy on: a consumed import read until then must not
+    // donate its storage to it (take_or_allocate, below).
+    auto ds = def_step.find(target);
+    if (ds != def_step.end()) ds->second = std::min(ds->second, at->second);
+  }
   // With branches between blocks, program order is not execution order (a
-  // branch may go back): every transient lives for the whole function.
-  if (multi_block_)
+  // branch may go back), so each transient's interval comes from liveness
+  // over the block graph instead: the hull, in step order, of every point
+  // where its storage may hold a live value: its definitions (results, and
+  // a block argument's incoming edges: the predecessor's terminator writes
+  // it), its uses (scf loops: a use inside a loop counts at the loop's end,
+  // as in one block), and the first / last step of every block it is live
+  // into / out of (backward dataflow to a fixpoint; a value live across a
+  // back edge is then live in every block of the cycle, so its hull covers
+  // the loop). Values sharing a storage (tied results, slices, coalesced
+  // block arguments, copies written straight into a carried storage) count
+  // for their storage's request. Two transients share arena bytes only when
+  // their hulls do not overlap, so they are never live at once. A function
+  // with calls keeps whole-function lifetimes (a call result may alias its
+  // operands' storage, which this liveness does not follow).
+  bool has_calls = false;
+  walk([&](ir::Operation* op) { has_calls = has_calls || op->is("func.call"); });
+  if (multi_block_ && has_calls) {
     for (auto& [v, r] : requests) {
       r.first_use = 0;
       r.last_use = step;
     }
+  } else if (multi_block_) {
+    ir::Region* fr = func_->region(0);
+    auto plan_root = [&](ir::Value* v) {
+      v = RootOf(v);
+      for (int d = 0; d < 64; ++d) {
+        auto it = yield_into.find(v);
+        if (it == yield_into.end()) break;
+        v = RootOf(it->second);
+      }
+      return v;
+    };
+    std::map<ir::Block*, std::pair<int, int>> block_steps;  // first, last (the terminator)
+    std::map<ir::Block*, std::set<ir::Value*>> uses_in, defs_in, live_in, live_out;
+    std::map<ir::Value*, std::pair<int, int>> hull;  // request -> [first, last]
+    // Values other than this body's block arguments start from the interval
+    // computed above (region results live through their regions, a copy
+    // written straight into carried storage from the copy on).
+    for (auto& [v, r] : requests) {
+      bool body_arg = v->is_block_argument() && v->parent_block()->parent() == fr;
+      if (!body_arg) hull[v] = {r.first_use, r.last_use};
+    }
+    auto touch = [&](ir::Value* r, int at) {
+      if (!requests.count(r)) return;
+      auto h = hull.find(r);
+      if (h == hull.end()) {
+        hull[r] = {at, at};
+      } else {
+        h->second.first = std::min(h->second.first, at);
+        h->second.second = std::max(h->second.second, at);
+      }
+    };
+    int st = 0;
+    for (auto& bp : fr->blocks()) {
+      ir::Block* b = bp.get();
+      int first = st;
+      for (ir::Value* a : b->arguments())
+        if (a->type().kind == ir::TypeKind::kResource) defs_in[b].insert(plan_root(a));
+      ForEachOp(b, [&](ir::Operation* op) {
+        for (ir::Value* o : op->operands()) {
+          if (o->type().kind != ir::TypeKind::kResource) continue;
+          ir::Value* r = plan_root(o);
+          if (!requests.count(r)) continue;
+          if (!defs_in[b].count(r)) uses_in[b].insert(r);
+          touch(r, use_step(op, st, requests.at(r).first_use));
+        }
+        for (ir::Value* res : op->results()) {
+          if (res->type().kind != ir::TypeKind::kResource) continue;
+          ir::Value* r = plan_root(res);
+          defs_in[b].insert(r);
+          touch(r, st);
+        }
+        ++st;
+      });
+      block_steps[b] = {first, st - 1};
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = fr->blocks().rbegin(); it != fr->blocks().rend(); ++it) {
+        ir::Block* b = it->get();
+        std::set<ir::Value*> out;
+        if (ir::Operation* t = b->terminator())
+          for (ir::Block* succ : t->successors())
+            if (succ) out.insert(live_in[succ].begin(), live_in[succ].end());
+        std::set<ir::Value*> in = uses_in[b];
+        for (ir::Value* r : out)
+          if (!defs_in[b].count(r)) in.insert(r);
+        if (out != live_out[b] || in != live_in[b]) {
+          live_out[b] = std::move(out);
+          live_in[b] = std::move(in);
+          changed = true;
+        }
+      }
+    }
+    for (auto& bp : fr->blocks()) {
+      ir::Block* b = bp.get();
+      for (ir::Value* r : live_in[b]) touch(r, block_steps[b].first);
+      for (ir::Value* r : live_out[b]) touch(r, block_steps[b].second);
+      // A block argument is written by each branch to it, at the
+      // predecessor's terminator.
+      if (ir::Operation* t = b->terminator())
+        for (ir::Block* succ : t->successors())
+          if (succ)
+            for (ir::Value* a : succ->arguments())
+              if (a->type().kind == ir::TypeKind::kResource) touch(plan_root(a), block_steps[b].second);
+    }
+    for (auto& [v, r] : requests) {
+      auto h = hull.find(v);
+      if (h == hull.end()) continue;  // never touched: keep its own interval
+      r.first_use = h->second.first;
+      r.last_use = h->second.second;
+    }
+  }
   for (ir::Value* v : externals) requests.erase(v);
 
   std::vector<ir::Value*> transient_values;

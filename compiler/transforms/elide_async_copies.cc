@@ -32,6 +32,28 @@
 //   kept copy: source is captured by a loop region (...)
 //   kept copy: source is a constant / a global load / a function argument
 //     (borrowed) / a call result
+// Hoisting the copy of a loop's initial value. A clone of a loop-carried
+// value (an scf.for iter_arg, an scf.while "before" argument or the "after"
+// argument it forwards, the argument of a block a cf back edge reaches, or
+// a block argument forwarding one of those) that cannot go only because of
+// the loop's initial value (a borrowed import, a constant, a global load, a
+// value still read after the loop) would copy on every trip. The pass then
+// tries a copy of the initial value on the loop's entry edge instead: a new
+// `stream.async.clone` right before the scf.for / scf.while (its init
+// operand) or before the branch entering the cf loop. If the analysis then
+// lets the in-body clone go (the loop owns its carried value), the in-body
+// clone is removed: one copy in total instead of one per trip. Levels are
+// tried outermost first (nested loops carrying the value down copy it once,
+// before the outer loop). The trial is checked with the same query as any
+// other clone and undone when it does not help, so the in-body copy stays
+// when the carried value is read after the tied op in the same trip, or the
+// yield may pass back a value the loop does not own (a captured value, a
+// borrowed import, the init itself). The hoisted copy's remark gives the
+// original reason and says it is the copy of a loop's initial value; a
+// later run of the pass (the pipeline runs it twice, --explain-copies a
+// third time) keeps it with the same remark and adds nothing: the hoisted
+// copy's source is exactly what made the in-body copy necessary.
+//
 // A clone whose result is unused is simply erased. The others are visited
 // in program order and each decision is taken on the IR as rewritten so far,
 // so removing one clone can never make another removal unsafe. A clone whose
@@ -51,8 +73,11 @@
 // Must not act (each tested): a source used later, a borrowed import, a
 // constant, a global load (except the state update above: not when the
 // result is stored to another global, read elsewhere, or @S is touched in
-// between), a loop-carried value whose initial value stays live after the
-// loop, a value captured by a loop and updated in its body.
+// between), a value captured by a loop and updated in its body. Hoisted
+// rather than removed (each tested): a loop-carried value whose initial
+// value stays live after the loop or is borrowed (scf.for, scf.while, cf
+// loops, nested loops); not hoisted: a carried value read after the tied op
+// in the same trip, a yield passing a captured value.
 //
 // Preconditions: stream level; normally runs right after
 // --materialize-copy-on-write (DESIGN.md "Data flow").
@@ -72,6 +97,9 @@
 //     "scf.yield"(%u) ...
 //   }) ...
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "compiler/analysis/resource_usage.h"
@@ -153,6 +181,193 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
   return true;
 }
 
+// ---------------------------------------------------------------------------
+// Hoisting the copy of a loop's initial value (header comment, "Hoisting").
+// ---------------------------------------------------------------------------
+
+// One edge that passes a loop's initial value in: operand `operand` of `op`
+// (the scf.for / scf.while op itself, or a cf.br / cf.cond_br entering a
+// loop built from blocks).
+struct EntryEdge {
+  ir::Operation* op = nullptr;
+  unsigned operand = 0;
+};
+
+// Blocks of `from`'s region reachable through successors (`from` itself
+// only when it is on a cycle).
+std::set<ir::Block*> ReachableFrom(ir::Block* from) {
+  std::set<ir::Block*> seen;
+  std::vector<ir::Block*> work = {from};
+  while (!work.empty()) {
+    ir::Block* b = work.back();
+    work.pop_back();
+    ir::Operation* t = b->terminator();
+    if (!t) continue;
+    for (ir::Block* s : t->successors())
+      if (s && seen.insert(s).second) work.push_back(s);
+  }
+  return seen;
+}
+
+// One step outwards from the loop-carried value `a` (a block argument):
+//  - an scf.for iter_arg / scf.while "before" argument: *entries = the loop's
+//    init operand, returns true (a loop level);
+//  - an argument of a block of a multi-block region that some back edge
+//    reaches (its block is reachable from itself): *entries = the branch
+//    operands passing a value in from outside the cycle, returns true;
+//  - otherwise false. *next is where the chain continues: the single value
+//    entering (the init of a loop level, or the one incoming value of an
+//    scf.while "after" argument or a block argument with one incoming edge),
+//    nullptr when the chain stops.
+bool LoopLevel(ir::Value* a, std::vector<EntryEdge>* entries, ir::Value** next) {
+  entries->clear();
+  *next = nullptr;
+  if (!a->is_block_argument()) return false;
+  ir::Block* b = a->parent_block();
+  ir::Region* region = b->parent();
+  if (!region) return false;
+  ir::Operation* owner = region->parent_op();
+  if (b == region->block(0)) {
+    if (!owner) return false;
+    if (owner->is("scf.for") && owner->num_regions() == 1 && a->index() >= 1 &&
+        3 + a->index() - 1 < owner->num_operands()) {
+      entries->push_back(EntryEdge{owner, 3 + a->index() - 1});
+    } else if (owner->is("scf.while") && owner->num_regions() == 2 && region == owner->region(0) &&
+               a->index() < owner->num_operands()) {
+      entries->push_back(EntryEdge{owner, a->index()});
+    } else if (owner->is("scf.while") && owner->num_regions() == 2 && region == owner->region(1)) {
+      // An "after" argument: the value scf.condition forwards.
+      bool modelled = true;
+      std::vector<analysis::FlowEdge> in = analysis::IncomingValues(a, &modelled);
+      if (modelled && in.size() == 1) *next = in[0].value;
+      return false;
+    } else {
+      return false;
+    }
+    *next = owner->operand((*entries)[0].operand);
+    return true;
+  }
+  // A block of a multi-block region (cf.br / cf.cond_br).
+  bool modelled = true;
+  std::vector<analysis::FlowEdge> in = analysis::IncomingValues(a, &modelled);
+  if (!modelled || in.empty()) return false;
+  std::set<ir::Block*> reach = ReachableFrom(b);
+  bool back_edge = false;
+  for (const analysis::FlowEdge& e : in) {
+    if (reach.count(e.edge->parent_block())) {
+      back_edge = true;
+    } else {
+      entries->push_back(EntryEdge{e.edge, e.operand});
+    }
+  }
+  if (!back_edge || entries->empty()) {
+    entries->clear();
+    if (in.size() == 1) *next = in[0].value;
+    return false;
+  }
+  if (entries->size() == 1) *next = (*entries)[0].op->operand((*entries)[0].operand);
+  return true;
+}
+
+// A loop a copy feeds as its initial value, for remarks: the scf op, or the
+// branch entering a loop built from blocks; nullptr when `clone` is not
+// such a copy.
+const ir::Operation* FeedsLoopEntry(ir::Operation* clone) {
+  // The one use of the copy, besides lifetime ops, through the execution
+  // regions and awaits --schedule-execution wraps it in (when the pass runs
+  // again on the final program, --explain-copies).
+  ir::Value* r = clone->result(0);
+  const ir::Use* use = nullptr;
+  for (int depth = 0; depth < 8; ++depth) {
+    use = nullptr;
+    for (const ir::Use& u : r->uses()) {
+      if (u.user->is("stream.resource.retain") || u.user->is("stream.resource.release") ||
+          u.user->is("stream.resource.dealloca"))
+        continue;
+      if (use) return nullptr;
+      use = &u;
+    }
+    if (!use) return nullptr;
+    ir::Operation* user = use->user;
+    ir::Operation* parent = user->parent_op();
+    if (user->is("stream.yield") && parent && parent->is("stream.async.execute") &&
+        use->operand_index < parent->num_results()) {
+      r = parent->result(use->operand_index);
+    } else if (user->is("stream.timepoint.await") && use->operand_index >= 1 &&
+               use->operand_index - 1 < user->num_results()) {
+      r = user->result(use->operand_index - 1);
+    } else {
+      break;
+    }
+  }
+  if (!use) return nullptr;
+  const ir::Use& u = *use;
+  for (ir::Value* t : analysis::FlowTargets(u.user, u.operand_index)) {
+    if (!t->is_block_argument()) continue;
+    std::vector<EntryEdge> entries;
+    ir::Value* next = nullptr;
+    if (!LoopLevel(t, &entries, &next)) continue;
+    for (const EntryEdge& e : entries)
+      if (e.op == u.user && e.operand == u.operand_index) return u.user;
+  }
+  return nullptr;
+}
+
+std::string HoistedNote(const ir::Operation* entry) {
+  return "; it copies the initial value of a loop once, before " + analysis::DescribeOp(entry) +
+         ", so the loop updates its carried value in place (no copy per trip)";
+}
+
+// `clone` copies a loop-carried value and cannot go (the analysis said
+// why). Tries, from the outermost enclosing loop level inwards, to copy the
+// loop's initial value once on its entry edges instead: the loop then owns
+// its carried value. Commits (the in-body copy goes, the new copies get a
+// remark) only when the analysis then lets the in-body copy go; otherwise
+// undoes the trial and returns false. The trial is checked with the same
+// query as every other copy, so a carried value read after the tied op in
+// the same trip, or a yield passing a value the loop does not own, keeps the
+// copy in the body.
+bool TryHoistLoopInitCopy(ir::Operation* clone, const std::string& reason, ir::PassContext& ctx) {
+  std::vector<std::vector<EntryEdge>> levels;
+  ir::Value* a = clone->operand(0);
+  for (int depth = 0; a && depth < 16; ++depth) {
+    std::vector<EntryEdge> entries;
+    ir::Value* next = nullptr;
+    if (LoopLevel(a, &entries, &next)) levels.push_back(entries);
+    a = next;
+  }
+  int64_t size = clone->int_attr("size", -1);
+  if (levels.empty() || size < 0) return false;
+  for (auto level = levels.rbegin(); level != levels.rend(); ++level) {
+    // Trial: one copy per entry edge, right before the op passing it.
+    std::vector<std::pair<EntryEdge, ir::Value*>> undo;
+    std::vector<ir::Operation*> copies;
+    for (const EntryEdge& e : *level) {
+      ir::Value* init = e.op->operand(e.operand);
+      if (!analysis::IsResource(init)) break;
+      ir::Builder b = ir::Builder::Before(e.op);
+      b.set_loc(clone->loc());
+      std::map<std::string, ir::Attribute> attrs = {{"size", ir::Attribute(size)}};
+      if (const ir::Attribute* aff = clone->attr("affinity")) attrs["affinity"] = *aff;
+      ir::Operation* copy = b.Create("stream.async.clone", {init}, {init->type()}, std::move(attrs));
+      e.op->SetOperand(e.operand, copy->result(0));
+      undo.push_back({e, init});
+      copies.push_back(copy);
+    }
+    bool ok = undo.size() == level->size() && analysis::CanReuseStorage(clone, 0).ok;
+    if (ok) {
+      clone->result(0)->ReplaceAllUsesWith(clone->operand(0));
+      clone->Erase();
+      for (size_t i = 0; i < copies.size(); ++i)
+        ctx.Remark(copies[i], "kept copy: " + reason + HoistedNote(undo[i].first.op));
+      return true;
+    }
+    for (auto& [e, init] : undo) e.op->SetOperand(e.operand, init);
+    for (ir::Operation* c : copies) c->Erase();
+  }
+  return false;
+}
+
 class ElideAsyncCopiesPass : public ir::Pass {
  public:
   const char* flag() const override { return "elide-async-copies"; }
@@ -198,7 +413,9 @@ class ElideAsyncCopiesPass : public ir::Pass {
         analysis::Verdict v = analysis::CanReuseStorage(clone, 0);
         if (!v.ok && IsGlobalStateUpdate(clone)) v = analysis::Verdict{true, ""};
         if (!v.ok) {
-          ctx.Remark(clone, "kept copy: " + v.reason);
+          if (TryHoistLoopInitCopy(clone, v.reason, ctx)) continue;
+          const ir::Operation* entry = FeedsLoopEntry(clone);
+          ctx.Remark(clone, "kept copy: " + v.reason + (entry ? HoistedNote(entry) : std::string()));
           continue;
         }
         clone->result(0)->ReplaceAllUsesWith(clone->operand(0));

@@ -17,9 +17,15 @@
 // write (a borrowed import, a constant, a global load, a function argument,
 // a call result). Deciding which copies are unnecessary is the job of
 // --elide-async-copies, which uses the same analysis and removes each clone
-// whose source is provably dead and owned; the two passes never fight
-// because this pass only adds copies and that one only removes copies it can
-// prove redundant.
+// whose source is provably dead and owned. The clone of a loop-carried value
+// goes in the loop body like any other (this pass does not reason about
+// trips); when only the loop's initial value makes it necessary (borrowed,
+// constant, live after the loop), --elide-async-copies replaces it by one
+// copy of the initial value before the loop. The two passes never fight:
+// this pass only adds copies before tied uses (never on a loop's init
+// operand), and that one only removes copies it proves redundant or trades a
+// copy per trip for one copy before the loop, which a second run of both
+// keeps as is (the new in-body clone goes: the loop owns its carried value).
 //
 // Must not act (conservative early-outs, each tested):
 //  - ops without tied results (untied dispatches, slice, transfer, clone);
