@@ -164,6 +164,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> after_each;
   kiln::transforms::PipelineOptions pipeline_options;
   if (print_after_all) pipeline_options.ir_after_each = &after_each;
+  std::vector<std::string> copy_remarks;
+  pipeline_options.last_copy_remarks = &copy_remarks;
   pipeline_options.disable_elision = pipeline_options_no_elision;
   kiln::ir::PassContext ctx;
   kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::DefaultPipeline(), pipeline_options, ctx);
@@ -176,12 +178,16 @@ int main(int argc, char** argv) {
     for (kiln::ir::Operation* f : module->functions())
       f->Walk([&](kiln::ir::Operation* op) { clones += op->is("stream.async.clone") || op->is("stream.async.transfer"); });
     std::printf("copies in the final program: %d\n", clones);
-    // Re-run copy elision on the final program (a no-op: it is idempotent)
-    // so each remark names a copy that is really still there.
-    kiln::ir::PassContext final_ctx;
-    kiln::Status explained = kiln::ir::CreatePass("elide-async-copies")->Run(*module, final_ctx);
-    if (!explained.ok()) return Fail(explained.message());
-    for (const std::string& r : final_ctx.remarks)
+    // The reasons the pipeline's last copy elision gave (on the program
+    // before scheduling, whose values read as written); without elision
+    // (--no-elision), the analysis run once on the final program.
+    if (pipeline_options_no_elision) {
+      kiln::ir::PassContext final_ctx;
+      kiln::Status explained = kiln::ir::CreatePass("elide-async-copies")->Run(*module, final_ctx);
+      if (!explained.ok()) return Fail(explained.message());
+      copy_remarks = final_ctx.remarks;
+    }
+    for (const std::string& r : copy_remarks)
       if (r.find("kept copy") != std::string::npos) std::printf("%s\n", r.c_str());
     for (const std::string& r : ctx.remarks)
       if (r.find("transfer kept") != std::string::npos) std::printf("%s\n", r.c_str());

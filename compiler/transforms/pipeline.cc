@@ -33,7 +33,11 @@ Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, cons
     if (options.disable_elision && (flag == "elide-async-copies" || flag == "elide-transfers")) continue;
     std::unique_ptr<ir::Pass> pass = ir::CreatePass(flag);
     if (!pass) return InvalidArgumentError("unknown pass '%s'", flag.c_str());
+    size_t first_remark = ctx.remarks.size();
     KILN_RETURN_IF_ERROR(pass->Run(module, ctx).Annotate(flag));
+    if (options.last_copy_remarks && flag == "elide-async-copies")
+      options.last_copy_remarks->assign(ctx.remarks.begin() + static_cast<std::ptrdiff_t>(first_remark),
+                                        ctx.remarks.end());
     if (options.verify_each) KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("after " + flag));
     if (options.ir_after_each) options.ir_after_each->push_back("// IR after --" + flag + "\n" + ir::PrintModule(module));
   }

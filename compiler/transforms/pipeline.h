@@ -18,6 +18,11 @@ struct PipelineOptions {
   bool disable_elision = false;
   // When non-empty, the IR after each pass is appended here (--print-ir-after-all).
   std::vector<std::string>* ir_after_each = nullptr;
+  // When set, receives the remarks of the last elide-async-copies run: one
+  // "kept copy: <reason>" per copy it left, with the reason it was decided
+  // on (before scheduling wraps the program in execution regions). The
+  // passes after it add and remove no copies (--explain-copies).
+  std::vector<std::string>* last_copy_remarks = nullptr;
 };
 
 // Pass flags of the tensor-to-dispatch pipeline, in order.
