@@ -2092,5 +2092,34 @@ TEST(OnnxSequence, OptionalsAndSequenceInputs) {
             std::string::npos) << r2.status().ToString();
 }
 
+// Random byte mutations of models with sequences, optionals, a Loop carrying a
+// sequence and an If with sequence outputs: errors, never a crash, and every
+// imported module verifies.
+TEST(OnnxSequence, MutatedModelsNeverCrash) {
+  ImportOptions o;
+  o.constant_inputs = {{"M", {3}}, {"cond", {1}}};
+  struct Case { std::string bytes; ImportOptions opts; };
+  std::vector<Case> cases = {{SeqLoopModel().Bytes(), o}, {SeqIfModel(false).Bytes(), {}}};
+  for (const Case& c : cases) {
+    auto base = ImportOnnxBytes(c.bytes.data(), c.bytes.size(), c.opts);
+    ASSERT_TRUE(base.ok()) << base.status().ToString();
+    uint32_t seed = 4242;
+    auto rnd = [&seed]() { seed = seed * 1664525u + 1013904223u; return seed >> 8; };
+    const int kIters = getenv("KILN_MUTATIONS") ? atoi(getenv("KILN_MUTATIONS")) : 2000;
+    int ok = 0;
+    for (int iter = 0; iter < kIters; ++iter) {
+      std::string m = c.bytes;
+      int flips = 1 + rnd() % 4;
+      for (int i = 0; i < flips; ++i) m[rnd() % m.size()] = static_cast<char>(rnd());
+      auto r = ImportOnnxBytes(m.data(), m.size(), c.opts);
+      if (!r.ok()) continue;
+      ++ok;
+      Status v = ir::Verify(*r.value());
+      EXPECT_TRUE(v.ok()) << "mutation " << iter << ": " << v.ToString();
+    }
+    std::cout << "[ mutations ] " << ok << "/" << kIters << " still imported\n";
+  }
+}
+
 }  // namespace
 }  // namespace kiln::onnx_import
