@@ -67,7 +67,7 @@
 // SequenceErase (positions: constants; default the back), SequenceAt
 // (constant position), SequenceLength (a constant), Optional,
 // OptionalHasElement (a constant), OptionalGetElement and Identity rearrange
-// the lists. A Loop that carries a sequence/optional is unrolled at import
+// the lists; SequenceMap inlines its body once per element. A Loop that carries a sequence/optional is unrolled at import
 // (trip count M and condition must be constants: --constant-input), else
 // kUnimplemented naming the node. An If on a constant condition is inlined
 // (its outputs may be of any structure); on a runtime condition its

@@ -304,6 +304,7 @@ class Importer {
   KILN_ANY_HANDLER(SequenceErase);
   KILN_ANY_HANDLER(SequenceAt);
   KILN_ANY_HANDLER(SequenceLength);
+  KILN_ANY_HANDLER(SequenceMap);
   KILN_ANY_HANDLER(OptionalOp);
   KILN_ANY_HANDLER(OptionalHasElement);
   KILN_ANY_HANDLER(OptionalGetElement);

@@ -2121,5 +2121,43 @@ TEST(OnnxSequence, MutatedModelsNeverCrash) {
   }
 }
 
+// SequenceMap: the body inlined once per element; a tensor extra input is
+// passed whole, a sequence one element by element (lengths must agree).
+TEST(OnnxSequence, SequenceMapInlinesTheBodyPerElement) {
+  auto model = [](bool second_seq_short) {
+    ModelBuilder b(17);
+    b.Input("a", kF, {2});
+    b.Input("b", kF, {3});
+    b.Input("k", kF, {});
+    b.Node("SequenceConstruct", {"a", "b"}, {"s"});
+    if (second_seq_short) b.Node("SequenceConstruct", {"k"}, {"extra"});
+    else b.Node("Identity", {"k"}, {"extra"});
+    ModelBuilder body;
+    body.Input("x", kF, {});
+    body.Input("y", kF, {});
+    body.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+    body.Node("Mul", {"x", "y"}, {"z"});
+    body.Output("z");
+    auto* n = b.Node("SequenceMap", {"s", "extra"}, {"out"}, "map");
+    ModelBuilder::AttrG(n, "body", body.graph());
+    b.Output("out");
+    return b;
+  };
+  auto m = MustImport(model(false));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(ResultNames(*m), (std::vector<std::string>{"out.0", "out.1"}));
+  EXPECT_EQ(TypeStr(Result(*m, 0)), "tensor<2xf32>");
+  EXPECT_EQ(TypeStr(Result(*m, 1)), "tensor<3xf32>");
+  EXPECT_EQ(Result(*m, 0)->defining_op()->loc(), "map/elem0/Mul_0");
+  auto out = Eval(*m, {DenseF({2}, {1, 2}), DenseF({3}, {3, 4, 5}), DenseF({}, {-2})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], (std::vector<double>{-2, -4}));
+  EXPECT_EQ(out[1], (std::vector<double>{-6, -8, -10}));
+  auto r = model(true).Import();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().ToString(),
+            "INVALID_ARGUMENT: node 'map' (SequenceMap): SequenceMap input 1 has 1 elements, input 0 has 2");
+}
+
 }  // namespace
 }  // namespace kiln::onnx_import

@@ -15,6 +15,7 @@
 //   OptionalHasElement([x])             → tensor<i1> constant (a non-optional x: true)
 //   OptionalGetElement(x)               → the value (a non-optional x: x itself)
 //   Identity(s)                         → s
+//   SequenceMap(s, extra...) {body}     → the body inlined once per element
 // pos: a constant integer scalar, negative counts from the back; out of range
 // is kInvalidArgument naming the node. A Loop that carries a sequence or an
 // optional is unrolled at import (LoopUnrollAny): its trip count and
@@ -58,6 +59,7 @@ const std::map<std::string, Importer::AnyHandler>& Importer::AnyHandlers() {
       {"Optional", &Importer::OptionalOp},
       {"OptionalHasElement", &Importer::OptionalHasElement},
       {"OptionalGetElement", &Importer::OptionalGetElement},
+      {"SequenceMap", &Importer::SequenceMap},
       {"Identity", &Importer::IdentityAny},
       {"If", &Importer::IfAny},
       {"Loop", &Importer::LoopAny},
@@ -243,6 +245,55 @@ Status Importer::IdentityAny(const onnx::NodeProto& n, const std::vector<OnnxVal
                              std::vector<OnnxValue>& out) {
   if (in.empty() || (in[0].is_tensor() && !in[0].tensor())) return Invalid("missing required input 0");
   out[0] = in[0];
+  return OkStatus();
+}
+
+// SequenceMap(s, extra...): the body is imported once per element i of s
+// (inlined at import, like an unrolled loop) with inputs s[i] and, for each
+// extra input, its element i (a sequence, of the same length) or the tensor
+// itself; output k is the sequence of the body's output k.
+Status Importer::SequenceMap(const onnx::NodeProto& n, const std::vector<OnnxValue>& in,
+                             std::vector<OnnxValue>& out) {
+  KILN_ASSIGN_OR_RETURN(const OnnxValue* seq, SequenceOperand(in, 0, "input_sequence"));
+  const onnx::GraphProto* body = GraphAttr("body");
+  if (!body) return Invalid("SequenceMap needs a 'body' graph");
+  if (body->input_size() != static_cast<int>(in.size()))
+    return Invalid("SequenceMap body has " + std::to_string(body->input_size()) + " inputs, expected " +
+                   std::to_string(in.size()));
+  if (body->output_size() < n.output_size()) return Invalid("SequenceMap body has too few outputs");
+  size_t len = seq->elems.size();
+  for (size_t j = 1; j < in.size(); ++j) {
+    if (in[j].is_tensor() && !in[j].tensor()) return Invalid("SequenceMap input " + std::to_string(j) + " is missing");
+    if (in[j].kind == OnnxValue::Kind::kOptional) return Invalid("SequenceMap inputs must be sequences or tensors");
+    if (in[j].is_sequence_like() && in[j].elems.size() != len)
+      return Invalid("SequenceMap input " + std::to_string(j) + " has " + std::to_string(in[j].elems.size()) +
+                     " elements, input 0 has " + std::to_string(len));
+  }
+  if (static_cast<int64_t>(len) > kMaxUnrollTrips)
+    return Unimpl("SequenceMap over more than " + std::to_string(kMaxUnrollTrips) + " elements");
+  std::vector<std::vector<Value*>> results(body->output_size());
+  for (size_t i = 0; i < len; ++i) {
+    std::vector<OnnxValue> bind = {OnnxValue::Tensor(seq->elems[i])};
+    for (size_t j = 1; j < in.size(); ++j)
+      bind.push_back(in[j].is_sequence_like() ? OnnxValue::Tensor(in[j].elems[i]) : in[j]);
+    std::vector<OnnxValue> outs;
+    KILN_RETURN_IF_ERROR(ImportSubgraphAny(*body, block_, bind, &outs, loc_ + "/elem" + std::to_string(i) + "/"));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (!outs[k].is_tensor())
+        return Unimpl("SequenceMap body output " + std::to_string(k) + " is a " + outs[k].Describe() +
+                      "; only tensors are supported");
+      results[k].push_back(outs[k].tensor());
+    }
+  }
+  for (int k = 0; k < n.output_size(); ++k) {
+    DType dt = DType::kInvalid;
+    if (!results[k].empty()) {
+      dt = results[k][0]->type().dtype;
+    } else if (body->output(k).type().has_tensor_type()) {
+      dt = ConvertDType(body->output(k).type().tensor_type().elem_type());
+    }
+    out[k] = MakeSequence(results[k], dt);
+  }
   return OkStatus();
 }
 
