@@ -1,11 +1,18 @@
 // kiln-compile: ONNX (or .kir text) -> Kiln module.
 //
 //   kiln-compile MODEL.onnx -o OUT.kiln [--input-shape=NAME=1x3x48x192 ...]
-//                [--constant-input=NAME=V ...] [--consume=NAME ...]
+//                [--constant-input=NAME=V ...] [--sequence-input=NAME=[S0,S1,...] ...]
+//                [--consume=NAME ...]
 //                [--topology=unified|discrete|FILE]
 //                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
 //                [--module-name=NAME]
+//
+// --sequence-input fixes the structure of a sequence/optional graph input:
+// NAME=[2x3,scalar] (element shapes), NAME=[] (empty), NAME=none (an empty
+// optional). Its elements become arguments NAME.0, NAME.1, ...; a sequence
+// graph output of N elements becomes results NAME.0 ... NAME.<N-1>
+// (compiler/import/onnx/onnx_importer.h).
 //
 // --module-name names the module (default: the input file name up to its
 // first '.'). Other modules import its exports as "NAME.function", e.g. a
@@ -62,7 +69,8 @@ bool ParseDims(const std::string& s, std::vector<int64_t>* dims) {
 void Usage() {
   std::fprintf(stderr,
                "usage: kiln-compile MODEL.onnx|MODEL.kir -o OUT.kiln [--input-shape=NAME=DIMS ...]\n"
-               "                    [--constant-input=NAME=V ...] [--consume=NAME ...]\n"
+               "                    [--constant-input=NAME=V ...] [--sequence-input=NAME=[S0,...] ...]\n"
+               "                    [--consume=NAME ...]\n"
                "                    [--topology=unified|discrete|FILE]\n"
                "                    [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]\n"
                "                    [--print-ir-after-all]\n"
@@ -95,6 +103,9 @@ int main(int argc, char** argv) {
     } else if (a.rfind("--constant-input=", 0) == 0) {
       kiln::Status c = kiln::onnx_import::ParseConstantInputFlag(a.substr(17), &import_options);
       if (!c.ok()) return Fail("--constant-input: " + c.message());
+    } else if (a.rfind("--sequence-input=", 0) == 0) {
+      kiln::Status c = kiln::onnx_import::ParseSequenceInputFlag(a.substr(17), &import_options);
+      if (!c.ok()) return Fail("--sequence-input: " + c.message());
     } else if (a.rfind("--topology=", 0) == 0) {
       topology_flag = a.substr(11);
     } else if (a == "--no-elision") {

@@ -38,8 +38,13 @@ bool ReadTensorProto(const std::string& path, HostTensor* out, std::string* erro
   if (!in) { *error = "cannot open " + path; return false; }
   std::stringstream ss;
   ss << in.rdbuf();
+  return DecodeTensorProto(ss.str(), path, out, error);
+}
+
+bool DecodeTensorProto(const std::string& bytes, const std::string& path, HostTensor* out,
+                       std::string* error) {
   onnx::TensorProto t;
-  if (!t.ParseFromString(ss.str())) { *error = "bad TensorProto " + path; return false; }
+  if (!t.ParseFromString(bytes)) { *error = "bad TensorProto " + path; return false; }
   out->shape.assign(t.dims().begin(), t.dims().end());
   int64_t n = 1;
   for (int64_t d : out->shape) {
@@ -136,8 +141,18 @@ std::string TakeError(kiln_status_t s, const std::string& what) {
 
 namespace {
 std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
-                           std::vector<HostTensor>* outputs);
+                           std::vector<HostTensor>* outputs, std::vector<std::string>* result_names = nullptr);
 }  // namespace
+
+std::string CompileAndRun(const std::string& onnx_path, const onnx_import::ImportOptions& import,
+                          const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs,
+                          std::vector<std::string>* result_names) {
+  driver::CompileOptions options;
+  options.import = import;
+  auto bytes = driver::CompileOnnxFile(onnx_path, options);
+  if (!bytes.ok()) return "compile: " + bytes.status().message();
+  return RunModuleBytes(bytes.value(), inputs, outputs, result_names);
+}
 
 std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::string>& input_shapes,
                           const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs) {
@@ -163,7 +178,7 @@ std::string CompileTextAndRun(const std::string& kir, const std::vector<HostTens
 
 namespace {
 std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
-                           std::vector<HostTensor>* outputs) {
+                           std::vector<HostTensor>* outputs, std::vector<std::string>* result_names) {
   kiln_device_t device = SharedDevice();
   if (!device) return "no Vulkan device";
 
@@ -188,6 +203,16 @@ std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::
     }
     if (!error.empty()) break;
     results.assign(kiln_function_result_count(fn), nullptr);
+    if (result_names) {
+      result_names->clear();
+      for (size_t i = 0; i < results.size(); ++i) {
+        kiln_tensor_signature_t sig;
+        s = kiln_function_result(fn, i, &sig);
+        if (s) { error = TakeError(s, "signature"); break; }
+        result_names->push_back(sig.name ? sig.name : "");
+      }
+      if (!error.empty()) break;
+    }
     s = kiln_invoke(context, fn, args.data(), args.size(), results.data(), results.size());
     if (s) { error = TakeError(s, "invoke"); break; }
     outputs->clear();

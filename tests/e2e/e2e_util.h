@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/import/onnx/onnx_importer.h"
 #include "kiln/kiln.h"
 
 namespace kiln::e2e {
@@ -25,6 +26,10 @@ struct HostTensor {
 // Reads an ONNX TensorProto file (input_0.pb, output_0.pb). Returns false and
 // sets *error for unsupported dtypes.
 bool ReadTensorProto(const std::string& path, HostTensor* out, std::string* error);
+// Decodes a serialized ONNX TensorProto (e.g. an element of a SequenceProto);
+// `what` names it in errors.
+bool DecodeTensorProto(const std::string& bytes, const std::string& what, HostTensor* out,
+                       std::string* error);
 // Reads a .npy file.
 bool ReadNpyTensor(const std::string& path, HostTensor* out, std::string* error);
 
@@ -38,6 +43,13 @@ kiln_instance_t SharedInstance();
 // the first error (compile or run) as text.
 std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::string>& input_shapes,
                           const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
+
+// Like the above with the full import options (input shapes, --constant-input
+// and --sequence-input values). `result_names` (may be null) receives the
+// names of main's results in order (from the module's signature).
+std::string CompileAndRun(const std::string& onnx_path, const onnx_import::ImportOptions& import,
+                          const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs,
+                          std::vector<std::string>* result_names);
 
 // Parses `kir` (textual IR at the tensor, dispatch or stream level), runs the
 // default pipeline and emission, and runs main on `inputs`.

@@ -79,6 +79,25 @@ const onnx::GraphProto* Importer::GraphAttr(const char* name) const {
 Status Importer::ImportSubgraph(const onnx::GraphProto& g, ir::Block* block,
                                 const std::vector<Value*>& inputs, std::vector<Value*>* outputs,
                                 const std::string& prefix) {
+  std::vector<OnnxValue> any_in, any_out;
+  for (Value* v : inputs) any_in.push_back(OnnxValue::Tensor(v));
+  KILN_RETURN_IF_ERROR(ImportSubgraphAny(g, block, any_in, &any_out, prefix));
+  outputs->clear();
+  for (size_t i = 0; i < any_out.size(); ++i) {
+    if (!any_out[i].is_tensor())
+      return Unimpl("subgraph '" + g.name() + "' output '" + g.output(static_cast<int>(i)).name() +
+                    "' is a " + any_out[i].Describe() +
+                    "; sequence/optional values leave a subgraph only when it is inlined or "
+                    "unrolled at import (If condition, Loop trip count and condition known at "
+                    "import, e.g. with --constant-input)");
+    outputs->push_back(any_out[i].tensor());
+  }
+  return OkStatus();
+}
+
+Status Importer::ImportSubgraphAny(const onnx::GraphProto& g, ir::Block* block,
+                                   const std::vector<OnnxValue>& inputs,
+                                   std::vector<OnnxValue>* outputs, const std::string& prefix) {
   if (g.input_size() != static_cast<int>(inputs.size()))
     return Invalid("subgraph '" + g.name() + "' has " + std::to_string(g.input_size()) +
                    " inputs, expected " + std::to_string(inputs.size()));
@@ -87,6 +106,7 @@ Status Importer::ImportSubgraph(const onnx::GraphProto& g, ir::Block* block,
   // Everything the scope changes, restored below on every path.
   ir::Block* saved_block = block_;
   std::map<std::string, Value*> saved_values = values_;
+  std::map<std::string, OnnxValue> saved_composites = composites_;
   std::map<std::string, const onnx::TensorProto*> saved_inits = initializers_;
   std::map<std::pair<Value*, Shape>, Value*> saved_reshapes = reshapes_;
   const onnx::NodeProto* saved_node = node_;
@@ -97,8 +117,9 @@ Status Importer::ImportSubgraph(const onnx::GraphProto& g, ir::Block* block,
   for (const auto& t : g.initializer()) {
     initializers_[t.name()] = &t;
     values_.erase(t.name());
+    composites_.erase(t.name());
   }
-  for (int i = 0; i < g.input_size(); ++i) values_[g.input(i).name()] = inputs[i];
+  for (int i = 0; i < g.input_size(); ++i) Define(g.input(i).name(), inputs[i]);
   Status st = OkStatus();
   for (int i = 0; i < g.node_size() && st.ok(); ++i) st = ImportNode(g.node(i), i);
   if (st.ok()) {
@@ -107,7 +128,7 @@ Status Importer::ImportSubgraph(const onnx::GraphProto& g, ir::Block* block,
     op_type_ = saved_op;
     outputs->clear();
     for (const auto& o : g.output()) {
-      auto v = Lookup(o.name());
+      auto v = LookupAny(o.name());
       if (!v.ok()) {
         st = Invalid("subgraph output '" + o.name() + "' is not produced by any node");
         break;
@@ -118,6 +139,7 @@ Status Importer::ImportSubgraph(const onnx::GraphProto& g, ir::Block* block,
   --depth_;
   block_ = saved_block;
   values_ = std::move(saved_values);
+  composites_ = std::move(saved_composites);
   initializers_ = std::move(saved_inits);
   reshapes_ = std::move(saved_reshapes);
   node_ = saved_node;
@@ -235,10 +257,11 @@ std::vector<Value*> Importer::AppendRegionOp(std::unique_ptr<ir::Operation> op) 
 // ---------------------------------------------------------------------------
 // If
 // ---------------------------------------------------------------------------
-Status Importer::If(const onnx::NodeProto& n, const std::vector<Value*>& in,
-                    std::vector<Value*>& out) {
-  KILN_REQUIRE_INPUTS(1);
-  Value* cond = in[0];
+Status Importer::IfAny(const onnx::NodeProto& n, const std::vector<OnnxValue>& in,
+                       std::vector<OnnxValue>& out) {
+  if (in.empty() || !in[0].tensor()) return Invalid("missing required input 0");
+  if (!in[0].is_tensor()) return Invalid("If condition must be a bool tensor, it is a " + in[0].Describe());
+  Value* cond = in[0].tensor();
   if (cond->type().dtype != DType::kBool) return Invalid("If condition must be bool");
   if (cond->type().num_elements() != 1)
     return Invalid("If condition must have one element, it has shape " + ShapeStr(cond->type().shape));
@@ -253,37 +276,66 @@ Status Importer::If(const onnx::NodeProto& n, const std::vector<Value*>& in,
   if (then_g->input_size() != 0 || else_g->input_size() != 0)
     return Invalid("If branches take no inputs");
   if (const DenseElements* c = GetConst(cond)) {
-    // Known at import: inline the taken branch.
+    // Known at import: inline the taken branch (its outputs may be sequences
+    // or optionals of any structure).
     bool taken = ReadElementAsInt(*c, 0) != 0;
-    std::vector<Value*> res;
-    KILN_RETURN_IF_ERROR(ImportSubgraph(taken ? *then_g : *else_g, block_, {}, &res,
-                                        loc_ + (taken ? "/then/" : "/else/")));
+    std::vector<OnnxValue> res;
+    KILN_RETURN_IF_ERROR(ImportSubgraphAny(taken ? *then_g : *else_g, block_, {}, &res,
+                                           loc_ + (taken ? "/then/" : "/else/")));
     for (int i = 0; i < num; ++i) out[i] = res[i];
     return OkStatus();
   }
+  // Data-dependent: an scf.if with one result per output tensor; a sequence
+  // (or optional) output contributes one result per element, so both
+  // branches must give the same structure and element types.
   Value* c = Extract(cond);
-  auto op = ir::Operation::Create("scf.if", {c}, std::vector<Type>(num, Type::I1()), {}, 2);
-  std::vector<Value*> branch_out[2];
+  auto tmp = ir::Operation::Create("scf.if", {c}, {}, {}, 2);
+  std::vector<OnnxValue> branch_out[2];
+  std::vector<Value*> flat[2];
   const onnx::GraphProto* graphs[2] = {then_g, else_g};
   for (int r = 0; r < 2; ++r) {
-    ir::Block* b = op->region(r)->AddBlock();
-    KILN_RETURN_IF_ERROR(
-        ImportSubgraph(*graphs[r], b, {}, &branch_out[r], loc_ + (r == 0 ? "/then/" : "/else/")));
-    auto y = ir::Operation::Create("scf.yield", branch_out[r], {});
+    ir::Block* b = tmp->region(r)->AddBlock();
+    KILN_RETURN_IF_ERROR(ImportSubgraphAny(*graphs[r], b, {}, &branch_out[r],
+                                           loc_ + (r == 0 ? "/then/" : "/else/")));
+    for (const OnnxValue& v : branch_out[r]) flat[r].insert(flat[r].end(), v.elems.begin(), v.elems.end());
+    auto y = ir::Operation::Create("scf.yield", flat[r], {});
     y->set_loc(loc_);
     b->Append(std::move(y));
   }
+  std::vector<Type> types;
   for (int i = 0; i < num; ++i) {
-    const Type& t0 = branch_out[0][i]->type();
-    const Type& t1 = branch_out[1][i]->type();
-    if (t0 != t1)
-      return Unimpl("If branches produce different types for output " + std::to_string(i) + " ('" +
-                    n.output(i) + "'): then " + t0.ToString() + ", else " + t1.ToString() +
-                    " (static shapes are required)");
-    op->result(i)->set_type(t0);
+    const OnnxValue& v0 = branch_out[0][i];
+    const OnnxValue& v1 = branch_out[1][i];
+    if (v0.is_tensor() && v1.is_tensor()) {
+      const Type& t0 = v0.tensor()->type();
+      const Type& t1 = v1.tensor()->type();
+      if (t0 != t1)
+        return Unimpl("If branches produce different types for output " + std::to_string(i) + " ('" +
+                      n.output(i) + "'): then " + t0.ToString() + ", else " + t1.ToString() +
+                      " (static shapes are required)");
+      types.push_back(t0);
+      continue;
+    }
+    bool same = v0.kind == v1.kind && v0.present == v1.present &&
+                v0.holds_sequence == v1.holds_sequence && v0.elems.size() == v1.elems.size();
+    for (size_t k = 0; same && k < v0.elems.size(); ++k) same = v0.elems[k]->type() == v1.elems[k]->type();
+    if (!same)
+      return Unimpl("If with a condition known only at run time: the branches give output " +
+                    std::to_string(i) + " ('" + n.output(i) + "') different structures (then " +
+                    v0.Describe() + ", else " + v1.Describe() +
+                    "); a sequence/optional output needs the same length, presence and element "
+                    "types in both branches, or a condition fixed at compile time (--constant-input)");
+    for (Value* e : v0.elems) types.push_back(e->type());
   }
+  auto op = ir::Operation::Create("scf.if", {c}, types, {}, 2);
+  for (int r = 0; r < 2; ++r) op->region(r)->TakeBody(*tmp->region(r));
   std::vector<Value*> res = AppendRegionOp(std::move(op));
-  for (int i = 0; i < num; ++i) out[i] = res[i];
+  size_t pos = 0;
+  for (int i = 0; i < num; ++i) {
+    OnnxValue v = branch_out[0][i];
+    for (Value*& e : v.elems) e = res[pos++];
+    out[i] = std::move(v);
+  }
   return OkStatus();
 }
 

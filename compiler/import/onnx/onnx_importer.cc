@@ -212,6 +212,9 @@ Value* Importer::Emit(const std::string& name, const std::vector<Value*>& operan
 StatusOr<Value*> Importer::Lookup(const std::string& name) {
   auto it = values_.find(name);
   if (it != values_.end()) return it->second;
+  auto c = composites_.find(name);
+  if (c != composites_.end())
+    return Invalid("input '" + name + "' is a " + c->second.Describe() + "; this op takes tensors");
   auto init = initializers_.find(name);
   if (init != initializers_.end()) {
     KILN_ASSIGN_OR_RETURN(DenseElements d, TensorToDense(*init->second, "initializer '" + name + "'"));
@@ -220,6 +223,23 @@ StatusOr<Value*> Importer::Lookup(const std::string& name) {
     return v;
   }
   return Invalid("input '" + name + "' is not defined by any earlier node, input or initializer");
+}
+
+StatusOr<OnnxValue> Importer::LookupAny(const std::string& name) {
+  auto c = composites_.find(name);
+  if (c != composites_.end()) return c->second;
+  KILN_ASSIGN_OR_RETURN(Value* v, Lookup(name));
+  return OnnxValue::Tensor(v);
+}
+
+void Importer::Define(const std::string& name, const OnnxValue& v) {
+  if (v.is_tensor()) {
+    values_[name] = v.tensor();
+    composites_.erase(name);
+  } else {
+    composites_[name] = v;
+    values_.erase(name);
+  }
 }
 
 StatusOr<Value*> Importer::Binary(const std::string& op, Value* a, Value* b) {
@@ -303,6 +323,67 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
   for (const auto& input : g.input()) {
     if (initializers_.count(input.name()) && !opts_.constant_inputs.count(input.name())) continue;
     const std::string& name = input.name();
+    if (input.type().has_sequence_type() || input.type().has_optional_type()) {
+      // Structure fixed at compile time; elements are arguments NAME.k.
+      const onnx::TypeProto& ty = input.type();
+      bool optional = ty.has_optional_type();
+      const onnx::TypeProto& inner = optional ? ty.optional_type().elem_type() : ty;
+      bool holds_sequence = inner.has_sequence_type();
+      const onnx::TypeProto& et = holds_sequence ? inner.sequence_type().elem_type() : inner;
+      if (!et.has_tensor_type())
+        return UnimplementedError("input '%s': only sequences/optionals of tensors are supported",
+                                  name.c_str());
+      auto si = opts_.sequence_inputs.find(name);
+      if (si == opts_.sequence_inputs.end())
+        return InvalidArgumentError(
+            "input '%s' is a%s %s; Kiln fixes its structure at compile time: give it with "
+            "--sequence-input=%s=[D0xD1,...] (element shapes), =[] (empty) or =none (empty optional)",
+            name.c_str(), optional ? "n" : "", optional ? "optional" : "sequence", name.c_str(),
+            name.c_str());
+      if (opts_.constant_inputs.count(name))
+        return InvalidArgumentError("input '%s': --constant-input takes tensors; use --sequence-input",
+                                    name.c_str());
+      const ImportOptions::SequenceInput& spec = si->second;
+      if (!spec.present && !optional)
+        return InvalidArgumentError("input '%s': 'none' is only for optional inputs", name.c_str());
+      if (spec.present && optional && !holds_sequence && spec.element_shapes.size() != 1)
+        return InvalidArgumentError("input '%s' is an optional tensor: give exactly one shape",
+                                    name.c_str());
+      DType dt = ConvertDType(et.tensor_type().elem_type());
+      if (dt == DType::kInvalid)
+        return UnimplementedError("input '%s': unsupported ONNX dtype %s", name.c_str(),
+                                  OnnxDTypeName(et.tensor_type().elem_type()).c_str());
+      OnnxValue v;
+      v.kind = optional ? OnnxValue::Kind::kOptional : OnnxValue::Kind::kSequence;
+      v.present = spec.present;
+      v.holds_sequence = holds_sequence;
+      v.elem_dtype = dt;
+      if (spec.present) {
+        for (size_t k = 0; k < spec.element_shapes.size(); ++k) {
+          const Shape& es = spec.element_shapes[k];
+          int64_t count = SafeNumElements(es);
+          for (int64_t d : es) if (d > kMaxDim) count = -1;
+          if (count < 0 || count > (int64_t{1} << 40))
+            return InvalidArgumentError("input '%s': element %zu shape %s is invalid or too large",
+                                        name.c_str(), k, ShapeStr(es).c_str());
+          const auto& tt = et.tensor_type();
+          if (tt.has_shape()) {
+            bool ok = tt.shape().dim_size() == static_cast<int>(es.size());
+            for (int i = 0; ok && i < tt.shape().dim_size(); ++i)
+              if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != es[i]) ok = false;
+            if (!ok)
+              return InvalidArgumentError(
+                  "input '%s': element %zu shape %s does not match the model's element shape",
+                  name.c_str(), k, ShapeStr(es).c_str());
+          }
+          v.elems.push_back(block_->AddArgument(Type::Tensor(dt, es)));
+          arg_names->push_back(
+              Attribute(holds_sequence ? name + "." + std::to_string(k) : name));
+        }
+      }
+      Define(name, v);
+      continue;
+    }
     if (!input.type().has_tensor_type())
       return UnimplementedError("input '%s': only tensor inputs are supported", name.c_str());
     const auto& tt = input.type().tensor_type();
@@ -385,6 +466,13 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
       return InvalidArgumentError("--input-shape names '%s', which is not a graph input",
                                   kv.first.c_str());
   }
+  for (const auto& kv : opts_.sequence_inputs) {
+    bool found = false;
+    for (const auto& input : g.input()) found |= input.name() == kv.first;
+    if (!found)
+      return InvalidArgumentError("--sequence-input names '%s', which is not a graph input",
+                                  kv.first.c_str());
+  }
   for (const auto& kv : opts_.constant_inputs) {
     bool found = false;
     for (const auto& input : g.input()) found |= input.name() == kv.first;
@@ -402,11 +490,23 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
   auto result_names = std::make_shared<ir::AttrList>();
   loc_ = "return";
   for (const auto& output : g.output()) {
-    auto v = Lookup(output.name());
-    if (!v.ok())
+    auto any = LookupAny(output.name());
+    if (!any.ok())
       return InvalidArgumentError("graph output '%s' is not produced by any node",
                                   output.name().c_str());
-    Value* val = v.value();
+    if (!any.value().is_tensor()) {
+      // A sequence of N elements: results NAME.0 ... NAME.<N-1>; an optional
+      // tensor: NAME; an empty optional: no result (onnx_importer.h).
+      const OnnxValue& c = any.value();
+      bool seq = c.is_sequence_like();
+      for (size_t k = 0; k < c.elems.size(); ++k) {
+        results.push_back(c.elems[k]);
+        result_names->push_back(
+            Attribute(seq ? output.name() + "." + std::to_string(k) : output.name()));
+      }
+      continue;
+    }
+    Value* val = any.value().tensor();
     // Check against the declared type where it is static.
     if (output.type().has_tensor_type()) {
       const auto& tt = output.type().tensor_type();
@@ -449,6 +549,33 @@ Status Importer::ImportNode(const onnx::NodeProto& n, int index) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     return UnimplementedError("unsupported ONNX op '%s' (node '%s', domain '%s')",
                               n.op_type().c_str(), loc_.c_str(), n.domain().c_str());
+  // Sequence/optional ops, and If / Loop / Identity (which may carry them).
+  const auto& any_handlers = AnyHandlers();
+  auto ah = any_handlers.find(n.op_type());
+  if (ah != any_handlers.end()) {
+    std::vector<OnnxValue> in;
+    for (const auto& name : n.input()) {
+      if (name.empty()) { in.push_back(OnnxValue::Tensor(nullptr)); continue; }
+      KILN_ASSIGN_OR_RETURN(OnnxValue v, LookupAny(name));
+      if (v.is_tensor() && !v.tensor()->type().is_tensor())
+        return Invalid("input '" + name + "' is not a tensor");
+      in.push_back(std::move(v));
+    }
+    std::vector<OnnxValue> out(std::max(n.output_size(), 1), OnnxValue::Tensor(nullptr));
+    KILN_RETURN_IF_ERROR((this->*(ah->second))(n, in, out));
+    for (int i = 0; i < n.output_size(); ++i) {
+      if (n.output(i).empty()) continue;
+      if (out[i].is_tensor()) {
+        if (!out[i].tensor())
+          return Unimpl("output " + std::to_string(i) + " ('" + n.output(i) + "') is not supported");
+        int64_t count = SafeNumElements(out[i].tensor()->type().shape);
+        if (count < 0 || count > (int64_t{1} << 40))
+          return Invalid("result shape " + ShapeStr(out[i].tensor()->type().shape) + " is too large");
+      }
+      Define(n.output(i), out[i]);
+    }
+    return OkStatus();
+  }
   const auto& handlers = Handlers();
   auto h = handlers.find(n.op_type());
   if (h == handlers.end())
@@ -472,7 +599,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, int index) {
     int64_t count = SafeNumElements(out[i]->type().shape);
     if (count < 0 || count > (int64_t{1} << 40))
       return Invalid("result shape " + ShapeStr(out[i]->type().shape) + " is too large");
-    values_[n.output(i)] = out[i];
+    Define(n.output(i), OnnxValue::Tensor(out[i]));
   }
   return OkStatus();
 }
@@ -531,8 +658,6 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"ConstantOfShape", &Importer::ConstantOfShape},
       {"Range", &Importer::Range},
       {"LayerNormalization", &Importer::LayerNorm},
-      {"If", &Importer::If},
-      {"Loop", &Importer::Loop},
       {"Scan", &Importer::Scan},
       {"LSTM", &Importer::LSTM},
   };
@@ -1566,7 +1691,10 @@ StatusOr<std::unique_ptr<ir::Module>> ImportOnnxFile(const std::string& path,
 std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> ops;
   for (const auto& kv : detail::Importer::Handlers()) ops.push_back(kv.first);
-  return ops;  // std::map keys: sorted
+  for (const auto& kv : detail::Importer::AnyHandlers()) ops.push_back(kv.first);
+  std::sort(ops.begin(), ops.end());
+  ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+  return ops;
 }
 
 Status ParseConstantInputFlag(const std::string& flag_value, ImportOptions* options) {
@@ -1591,6 +1719,39 @@ Status ParseConstantInputFlag(const std::string& flag_value, ImportOptions* opti
   if (flag_value.back() == ',')
     return InvalidArgumentError("--constant-input '%s': trailing ','", flag_value.c_str());
   options->constant_inputs[name] = std::move(values);
+  return OkStatus();
+}
+
+Status ParseSequenceInputFlag(const std::string& flag_value, ImportOptions* options) {
+  size_t eq = flag_value.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return InvalidArgumentError("--sequence-input '%s': expected NAME=[S0,S1,...], NAME=[] or NAME=none",
+                                flag_value.c_str());
+  std::string name = flag_value.substr(0, eq), rest = flag_value.substr(eq + 1);
+  ImportOptions::SequenceInput spec;
+  if (rest == "none") {
+    spec.present = false;
+  } else {
+    if (rest.size() < 2 || rest.front() != '[' || rest.back() != ']')
+      return InvalidArgumentError("--sequence-input '%s': expected NAME=[S0,S1,...], NAME=[] or NAME=none",
+                                  flag_value.c_str());
+    std::string body = rest.substr(1, rest.size() - 2);
+    if (!body.empty()) {
+      if (body.back() == ',')
+        return InvalidArgumentError("--sequence-input '%s': trailing ','", flag_value.c_str());
+      std::stringstream ss(body);
+      std::string elem;
+      while (std::getline(ss, elem, ',')) {
+        ImportOptions probe;
+        Status st = ParseInputShapeFlag("x=" + elem, &probe);
+        if (!st.ok() || elem.empty())
+          return InvalidArgumentError("--sequence-input '%s': bad element shape '%s'", flag_value.c_str(),
+                                      elem.c_str());
+        spec.element_shapes.push_back(probe.input_shapes["x"]);
+      }
+    }
+  }
+  options->sequence_inputs[name] = std::move(spec);
   return OkStatus();
 }
 

@@ -60,6 +60,33 @@
 // An scf op whose operands and captured values are all constants is
 // evaluated on the host and replaced by constants.
 //
+// Sequences and optionals (onnx_sequence.cc) are compile-time structures: a
+// sequence is a list of tensor values, each with its own static type; an
+// optional is present (holding a tensor or a sequence) or absent. They never
+// appear in the IR. SequenceConstruct, SequenceEmpty, SequenceInsert,
+// SequenceErase (positions: constants; default the back), SequenceAt
+// (constant position), SequenceLength (a constant), Optional,
+// OptionalHasElement (a constant), OptionalGetElement and Identity rearrange
+// the lists; SequenceMap inlines its body once per element. A Loop that carries a sequence/optional is unrolled at import
+// (trip count M and condition must be constants: --constant-input), else
+// kUnimplemented naming the node. An If on a constant condition is inlined
+// (its outputs may be of any structure); on a runtime condition its
+// sequence/optional outputs become one scf.if result per element, which
+// needs the same structure (length, presence, element types) in both
+// branches, else kUnimplemented naming the node and both structures.
+// ABI naming:
+//   * a sequence graph input NAME (structure from ImportOptions::
+//     sequence_inputs) → arguments NAME.0 ... NAME.<N-1>; an optional tensor
+//     input → argument NAME; an empty optional → no argument;
+//   * a sequence graph output NAME of N elements (N known at import) →
+//     results NAME.0 ... NAME.<N-1> in order (none when N = 0); a present
+//     optional output → the results of its value (NAME for a tensor,
+//     NAME.k for a sequence); an empty optional output → no result (its
+//     absence from result_names is the marker).
+// A sequence/optional where a tensor is required (a tensor op's operand, a
+// scan output, a region result that is not unrolled) is an error naming the
+// node.
+//
 // Errors (Status codes, base/status.h):
 //   kDataLoss        "failed to parse ONNX model" (bad or truncated protobuf)
 //   kNotFound        the file cannot be opened (ImportOnnxFile)
@@ -102,6 +129,21 @@ struct ImportOptions {
   // silero_vad's If on `sr` is inlined, leaving no control flow. Values are
   // converted to the input's dtype (integers exact up to 2^53).
   std::map<std::string, std::vector<double>> constant_inputs;
+  // Graph inputs of sequence or optional type (sequence(tensor),
+  // optional(tensor), optional(sequence(tensor))): their structure, fixed at
+  // compile time (--sequence-input=NAME=[2x3,scalar] / NAME=[] / NAME=none).
+  // A sequence of N elements becomes N function arguments named NAME.0 ...
+  // NAME.<N-1> (in element order) with the given static shapes and the
+  // model's element dtype; their values stay runtime inputs. An optional
+  // holding a tensor becomes one argument NAME (element_shapes has exactly
+  // one shape); an optional holding a sequence, the sequence's arguments;
+  // an empty optional (present = false), no argument. Every sequence/optional
+  // graph input needs an entry (else kInvalidArgument naming the input).
+  struct SequenceInput {
+    bool present = true;                              // false: an empty optional
+    std::vector<std::vector<int64_t>> element_shapes;  // one per element
+  };
+  std::map<std::string, SequenceInput> sequence_inputs;
 };
 
 // Reads and imports the .onnx file at `path`.
@@ -119,6 +161,11 @@ std::vector<std::string> SupportedOnnxOps();
 // Parses "NAME=1x3x48x192" (an --input-shape flag value) into `options`.
 // kInvalidArgument on a malformed value.
 Status ParseInputShapeFlag(const std::string& flag_value, ImportOptions* options);
+
+// Parses "NAME=[S0,S1,...]" (element shapes D0xD1x... or `scalar`), "NAME=[]"
+// (an empty sequence) or "NAME=none" (an empty optional), a --sequence-input
+// flag value, into options->sequence_inputs. kInvalidArgument when malformed.
+Status ParseSequenceInputFlag(const std::string& flag_value, ImportOptions* options);
 
 // Parses "NAME=V" or "NAME=V0,V1,..." (a --constant-input flag value; values
 // are numbers, or true/false) into options->constant_inputs.

@@ -73,6 +73,39 @@ constexpr int kMaxSubgraphDepth = 64;
 // constants (scf.while without a trip count).
 constexpr int64_t kMaxFoldTrips = int64_t{1} << 16;
 
+// One ONNX value at import. Sequences and optionals are compile-time
+// structures (onnx_sequence.cc): a sequence is a list of tensor SSA values,
+// each with its own static type; an optional is present or absent, and when
+// present holds a tensor or a sequence. Nothing of them reaches the IR except
+// their element tensors.
+struct OnnxValue {
+  enum class Kind { kTensor, kSequence, kOptional };
+  Kind kind = Kind::kTensor;
+  bool present = true;          // kOptional: holds a value
+  bool holds_sequence = false;  // kOptional: the value is a sequence (else one tensor)
+  // kTensor: {the tensor} (nullptr for an absent node input); kSequence: the
+  // elements in order; kOptional: the value's tensors (empty when absent).
+  std::vector<Value*> elems;
+  // Element dtype of a sequence / optional (kInvalid when unknown, e.g. an
+  // empty sequence of unknown type).
+  DType elem_dtype = DType::kInvalid;
+
+  static OnnxValue Tensor(Value* v) {
+    OnnxValue r;
+    r.elems = {v};
+    return r;
+  }
+  bool is_tensor() const { return kind == Kind::kTensor; }
+  Value* tensor() const { return elems.empty() ? nullptr : elems[0]; }
+  // A sequence, or a present optional holding one.
+  bool is_sequence_like() const {
+    return kind == Kind::kSequence || (kind == Kind::kOptional && present && holds_sequence);
+  }
+  // "tensor<5xf32>", "sequence of 2 [tensor<1xf32>, tensor<2xf32>]",
+  // "optional(none)", "optional(sequence of 1 [...])".
+  std::string Describe() const;
+};
+
 class Importer {
  public:
   explicit Importer(const ImportOptions& options) : opts_(options) {}
@@ -83,6 +116,11 @@ class Importer {
                                        std::vector<Value*>&);
   // ONNX op type → handler (default domain).
   static const std::map<std::string, Handler>& Handlers();
+  // Handlers of ops that take or give sequences/optionals (and of If, Loop
+  // and Identity, which may carry them); consulted before Handlers().
+  using AnyHandler = Status (Importer::*)(const onnx::NodeProto&, const std::vector<OnnxValue>&,
+                                          std::vector<OnnxValue>&);
+  static const std::map<std::string, AnyHandler>& AnyHandlers();
 
  private:
 
@@ -119,6 +157,11 @@ class Importer {
 
   // --- values ------------------------------------------------------------------
   StatusOr<Value*> Lookup(const std::string& name);
+  // Any value (tensor, sequence, optional) by name.
+  StatusOr<OnnxValue> LookupAny(const std::string& name);
+  // Binds `name` in the current scope (shadowing a value of either kind).
+  void Define(const std::string& name, const OnnxValue& v);
+  bool IsComposite(const std::string& name) const { return composites_.count(name) != 0; }
   // Reads a constant integer tensor (an operand that must be known at import).
   StatusOr<Shape> ConstInts(Value* v, const char* what) const {
     const DenseElements* d = GetConst(v);
@@ -183,9 +226,14 @@ class Importer {
   // defined above). `outputs` receives the values of g's outputs. Unnamed
   // nodes get locs `prefix` + "<op>_<index>". The importer's scope (names,
   // insertion block, current node) is restored on success and on error.
+  // Outputs must be tensors here (a sequence/optional output is
+  // kUnimplemented naming it); ImportSubgraphAny takes and gives any values.
   Status ImportSubgraph(const onnx::GraphProto& g, ir::Block* block,
                         const std::vector<Value*>& inputs, std::vector<Value*>* outputs,
                         const std::string& prefix);
+  Status ImportSubgraphAny(const onnx::GraphProto& g, ir::Block* block,
+                           const std::vector<OnnxValue>& inputs, std::vector<OnnxValue>* outputs,
+                           const std::string& prefix);
   // The graph attribute `name` of the current node; nullptr if absent.
   const onnx::GraphProto* GraphAttr(const char* name) const;
   // True when every name that `g` (or a nested subgraph) reads from an
@@ -237,6 +285,34 @@ class Importer {
                     const std::vector<Value*>& xs, const ScanSpec& spec,
                     std::vector<Value*>* results);
 
+  // --- sequences and optionals (onnx_sequence.cc) ---------------------------------
+  // A Loop that carries a sequence/optional: unrolled (trip count and
+  // condition known at import).
+  Status LoopUnrollAny(const onnx::GraphProto& body, int64_t trips, Value* cond,
+                       const std::vector<OnnxValue>& inits, int64_t num_scan,
+                       std::vector<OnnxValue>& out);
+  // The sequence operand `v` of the current node (a sequence, or an optional
+  // holding one); kInvalidArgument naming `what` otherwise.
+  StatusOr<const OnnxValue*> SequenceOperand(const std::vector<OnnxValue>& in, size_t i,
+                                             const char* what) const;
+#define KILN_ANY_HANDLER(Name)                                                          \
+  Status Name(const onnx::NodeProto& n, const std::vector<OnnxValue>& in,              \
+              std::vector<OnnxValue>& out)
+  KILN_ANY_HANDLER(SequenceConstruct);
+  KILN_ANY_HANDLER(SequenceEmpty);
+  KILN_ANY_HANDLER(SequenceInsert);
+  KILN_ANY_HANDLER(SequenceErase);
+  KILN_ANY_HANDLER(SequenceAt);
+  KILN_ANY_HANDLER(SequenceLength);
+  KILN_ANY_HANDLER(SequenceMap);
+  KILN_ANY_HANDLER(OptionalOp);
+  KILN_ANY_HANDLER(OptionalHasElement);
+  KILN_ANY_HANDLER(OptionalGetElement);
+  KILN_ANY_HANDLER(IdentityAny);
+  KILN_ANY_HANDLER(IfAny);
+  KILN_ANY_HANDLER(LoopAny);
+#undef KILN_ANY_HANDLER
+
   // --- node handlers -------------------------------------------------------------
   Status ImportNode(const onnx::NodeProto& node, int index);
 #define KILN_HANDLER(Name) \
@@ -275,7 +351,6 @@ class Importer {
   KILN_HANDLER(ConstantOfShape);
   KILN_HANDLER(Range);
   KILN_HANDLER(LayerNorm);
-  KILN_HANDLER(If);    // onnx_control_flow.cc
   KILN_HANDLER(Loop);  // onnx_control_flow.cc
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
@@ -288,6 +363,8 @@ class Importer {
   int64_t opset_ = 1;
   ir::Block* block_ = nullptr;
   std::map<std::string, Value*> values_;
+  // Sequence/optional values in scope (never also in values_).
+  std::map<std::string, OnnxValue> composites_;
   std::map<std::string, const onnx::TensorProto*> initializers_;
   std::map<std::pair<Value*, Shape>, Value*> reshapes_;
   // Current node.
