@@ -88,6 +88,8 @@ class ModuleEmitter {
     int64_t offset = AlignUp(static_cast<int64_t>(pool_.size()), kBindingAlignment);
     pool_.resize(offset);
     pool_.insert(pool_.end(), dense->bytes(), dense->bytes() + dense->data->size());
+    // A zero-element constant still names the pool (global 0 must exist).
+    if (pool_.empty()) pool_.resize(kBindingAlignment);
     constant_offsets_[constant] = offset;
     return offset;
   }
