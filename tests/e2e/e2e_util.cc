@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "compiler/ir/parser.h"
 #include "compiler/tools/compile_driver.h"
 #include "hal/driver.h"
@@ -280,6 +282,39 @@ HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v) {
 std::vector<float> Values(const HostTensor& t) {
   std::vector<float> v(t.element_count());
   std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  return v;
+}
+
+std::vector<uint8_t> CompileKirModule(const char* kir, const char* name) {
+  auto parsed = ir::ParseModule(kir, name);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  if (!parsed.ok()) return {};
+  driver::CompileOptions options;
+  options.emit.module_name = name;
+  auto bytes = driver::CompileModule(*parsed.value(), options);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
+  return bytes.ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
+kiln_module_t LoadModule(const std::vector<uint8_t>& bytes) {
+  kiln_module_t m = nullptr;
+  kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), bytes.data(), bytes.size(), &m);
+  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
+  return m;
+}
+
+kiln_tensor_t DeviceF32(const std::vector<float>& v) {
+  int64_t dims[1] = {static_cast<int64_t>(v.size())};
+  kiln_tensor_t t = nullptr;
+  kiln_status_t s = kiln_tensor_create(SharedDevice(), KILN_DTYPE_F32, 1, dims, v.data(), v.size() * 4, &t);
+  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
+  return t;
+}
+
+std::vector<float> ReadF32(kiln_tensor_t t) {
+  std::vector<float> v(kiln_tensor_byte_size(t) / 4);
+  kiln_status_t s = kiln_tensor_read(t, v.data(), v.size() * 4);
+  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
   return v;
 }
 

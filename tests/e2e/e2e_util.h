@@ -65,6 +65,14 @@ std::string Compare(const HostTensor& actual, const HostTensor& expected, double
 // element count), and the f32 values of `t` (t.dtype must be f32).
 HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v);
 std::vector<float> Values(const HostTensor& t);
+// Multi-module programs through the C API (GoogleTest failures on error):
+// `kir` compiled by the default pipeline as module `name` (empty on error);
+// those bytes loaded as a module (they must outlive it); a 1-D f32 device
+// tensor holding `v` on SharedDevice(); and the f32 contents of `t`.
+std::vector<uint8_t> CompileKirModule(const char* kir, const char* name);
+kiln_module_t LoadModule(const std::vector<uint8_t>& bytes);
+kiln_tensor_t DeviceF32(const std::vector<float>& v);
+std::vector<float> ReadF32(kiln_tensor_t t);
 // Number of validation-layer messages seen so far in this process.
 uint64_t ValidationMessages();
 

@@ -8,8 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/ir/parser.h"
-#include "compiler/tools/compile_driver.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace kiln::e2e {
@@ -66,32 +64,6 @@ const char* kAccumulate = R"(
 }) {sym_name = "main", arg_ownership = ["consume"]} : () -> ()
 )";
 
-std::vector<uint8_t> Compile(const char* kir, const char* name) {
-  auto parsed = ir::ParseModule(kir, name);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  if (!parsed.ok()) return {};
-  driver::CompileOptions options;
-  options.emit.module_name = name;
-  auto bytes = driver::CompileModule(*parsed.value(), options);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-  return bytes.ok() ? bytes.value() : std::vector<uint8_t>{};
-}
-
-kiln_tensor_t Tensor(const std::vector<float>& v) {
-  int64_t dims[1] = {static_cast<int64_t>(v.size())};
-  kiln_tensor_t t = nullptr;
-  kiln_status_t s = kiln_tensor_create(SharedDevice(), KILN_DTYPE_F32, 1, dims, v.data(), v.size() * 4, &t);
-  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
-  return t;
-}
-
-std::vector<float> Read(kiln_tensor_t t) {
-  std::vector<float> v(kiln_tensor_byte_size(t) / 4);
-  kiln_status_t s = kiln_tensor_read(t, v.data(), v.size() * 4);
-  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
-  return v;
-}
-
 struct Loaded {
   std::vector<uint8_t> bytes;
   kiln_module_t module = nullptr;
@@ -105,11 +77,11 @@ struct Loaded {
 
 // Compiles `kir` as module `name` and looks up name.main.
 void Load(const char* kir, const char* name, Loaded* l) {
-  l->bytes = Compile(kir, name);
+  l->bytes = CompileKirModule(kir, name);
   ASSERT_FALSE(l->bytes.empty());
-  kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), l->bytes.data(), l->bytes.size(), &l->module);
-  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
-  s = kiln_context_create(SharedDevice(), &l->module, 1, &l->ctx);
+  l->module = LoadModule(l->bytes);
+  ASSERT_NE(l->module, nullptr);
+  kiln_status_t s = kiln_context_create(SharedDevice(), &l->module, 1, &l->ctx);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
   s = kiln_context_lookup_function(l->ctx, (std::string(name) + ".main").c_str(), &l->fn);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
@@ -119,7 +91,7 @@ TEST(LocalCallTest, FunctionOfTheSameModuleCalledTwice) {
   ASSERT_NE(SharedDevice(), nullptr);
   Loaded l;
   ASSERT_NO_FATAL_FAILURE(Load(kSquareTwice, "sq2", &l));
-  kiln_tensor_t state = Tensor({10, 20, 30, 40}), x = Tensor({1, 2, 3, 4});
+  kiln_tensor_t state = DeviceF32({10, 20, 30, 40}), x = DeviceF32({1, 2, 3, 4});
   const std::vector<std::vector<float>> want_state = {{11, 36, 111, 296}, {12, 52, 192, 552}};
   for (int call = 0; call < 2; ++call) {
     kiln_invoke_arg_t args[2] = {{state, KILN_ARG_CONSUME, 0}, {x, KILN_ARG_BORROW, 0}};
@@ -133,12 +105,12 @@ TEST(LocalCallTest, FunctionOfTheSameModuleCalledTwice) {
     EXPECT_EQ(st.copies, 0u) << "call " << call;
     EXPECT_EQ(st.dispatches, 3u) << "call " << call;  // sq twice, the add once
     EXPECT_EQ(st.host_waits, 1u) << "call " << call;  // the synchronous end only
-    EXPECT_EQ(Read(out[0]), (std::vector<float>{1, 16, 81, 256})) << "call " << call;
-    EXPECT_EQ(Read(out[1]), want_state[call]) << "call " << call;
+    EXPECT_EQ(ReadF32(out[0]), (std::vector<float>{1, 16, 81, 256})) << "call " << call;
+    EXPECT_EQ(ReadF32(out[1]), want_state[call]) << "call " << call;
     kiln_tensor_release(out[0]);
     state = out[1];
   }
-  EXPECT_EQ(Read(x), (std::vector<float>{1, 2, 3, 4}));  // borrowed: unchanged
+  EXPECT_EQ(ReadF32(x), (std::vector<float>{1, 2, 3, 4}));  // borrowed: unchanged
   kiln_tensor_release(state);
   kiln_tensor_release(x);
   EXPECT_EQ(ValidationMessages(), 0u);
@@ -149,7 +121,7 @@ TEST(LocalCallTest, ConsumedArgumentIsMovedIntoTheCallee) {
   Loaded l;
   ASSERT_NO_FATAL_FAILURE(Load(kAccumulate, "acc", &l));
   for (bool consume : {true, false}) {
-    kiln_tensor_t in = Tensor({1, 2, 3, 4});
+    kiln_tensor_t in = DeviceF32({1, 2, 3, 4});
     kiln_invoke_arg_t arg = {in, consume ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0};
     kiln_tensor_t out = nullptr;
     ASSERT_EQ(kiln_device_stats_reset(SharedDevice()), nullptr);
@@ -157,11 +129,11 @@ TEST(LocalCallTest, ConsumedArgumentIsMovedIntoTheCallee) {
     ASSERT_EQ(s, nullptr) << kiln_status_message(s);
     kiln_device_stats_t st;
     ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
-    EXPECT_EQ(Read(out), (std::vector<float>{2, 3, 4, 5})) << "consume " << consume;
+    EXPECT_EQ(ReadF32(out), (std::vector<float>{2, 3, 4, 5})) << "consume " << consume;
     EXPECT_EQ(st.copies, consume ? 0u : 1u) << "consume " << consume;
     EXPECT_EQ(st.device_allocations, consume ? 0u : 1u) << "consume " << consume;
     if (!consume) {
-      EXPECT_EQ(Read(in), (std::vector<float>{1, 2, 3, 4}));  // the borrowed tensor is untouched
+      EXPECT_EQ(ReadF32(in), (std::vector<float>{1, 2, 3, 4}));  // the borrowed tensor is untouched
       kiln_tensor_release(in);
     }
     kiln_tensor_release(out);

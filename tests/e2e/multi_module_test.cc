@@ -9,8 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/ir/parser.h"
-#include "compiler/tools/compile_driver.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace kiln::e2e {
@@ -127,46 +125,12 @@ const char* kIdentityUser = R"(
 }) {sym_name = "main", arg_ownership = ["borrow"]} : () -> ()
 )";
 
-std::vector<uint8_t> Compile(const char* kir, const char* name) {
-  auto parsed = ir::ParseModule(kir, name);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  if (!parsed.ok()) return {};
-  driver::CompileOptions options;
-  options.emit.module_name = name;
-  auto bytes = driver::CompileModule(*parsed.value(), options);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
-  return bytes.ok() ? bytes.value() : std::vector<uint8_t>{};
-}
-
-kiln_tensor_t Tensor(const std::vector<float>& v) {
-  int64_t dims[1] = {static_cast<int64_t>(v.size())};
-  kiln_tensor_t t = nullptr;
-  kiln_status_t s = kiln_tensor_create(SharedDevice(), KILN_DTYPE_F32, 1, dims, v.data(), v.size() * 4, &t);
-  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
-  return t;
-}
-
-std::vector<float> Read(kiln_tensor_t t) {
-  std::vector<float> v(kiln_tensor_byte_size(t) / 4);
-  kiln_status_t s = kiln_tensor_read(t, v.data(), v.size() * 4);
-  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
-  return v;
-}
-
-// Loads `bytes` (kept alive by the caller) as a module.
-kiln_module_t Load(const std::vector<uint8_t>& bytes) {
-  kiln_module_t m = nullptr;
-  kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), bytes.data(), bytes.size(), &m);
-  EXPECT_EQ(s, nullptr) << kiln_status_message(s);
-  return m;
-}
-
 TEST(MultiModuleTest, DriverCallsAnotherModuleAndFeedsStateBack) {
   ASSERT_NE(SharedDevice(), nullptr);
-  std::vector<uint8_t> sq = Compile(kSquare, "sq"), drv = Compile(kDriver, "driver");
+  std::vector<uint8_t> sq = CompileKirModule(kSquare, "sq"), drv = CompileKirModule(kDriver, "driver");
   ASSERT_FALSE(sq.empty());
   ASSERT_FALSE(drv.empty());
-  kiln_module_t modules[2] = {Load(sq), Load(drv)};
+  kiln_module_t modules[2] = {LoadModule(sq), LoadModule(drv)};
   kiln_context_t ctx = nullptr;
   kiln_status_t s = kiln_context_create(SharedDevice(), modules, 2, &ctx);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
@@ -174,7 +138,7 @@ TEST(MultiModuleTest, DriverCallsAnotherModuleAndFeedsStateBack) {
   s = kiln_context_lookup_function(ctx, "driver.main", &fn);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
 
-  kiln_tensor_t state = Tensor({10, 20, 30, 40}), x = Tensor({1, 2, 3, 4});
+  kiln_tensor_t state = DeviceF32({10, 20, 30, 40}), x = DeviceF32({1, 2, 3, 4});
   const std::vector<std::vector<float>> want_state = {{11, 36, 111, 296}, {12, 52, 192, 552}};
   for (int call = 0; call < 2; ++call) {
     kiln_invoke_arg_t args[2] = {{state, KILN_ARG_CONSUME, 0}, {x, KILN_ARG_BORROW, 0}};
@@ -187,8 +151,8 @@ TEST(MultiModuleTest, DriverCallsAnotherModuleAndFeedsStateBack) {
     ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
     EXPECT_EQ(st.copies, 0u) << "call " << call;  // views pass between the modules
     EXPECT_EQ(st.dispatches, 3u) << "call " << call;  // sq twice, the add once
-    EXPECT_EQ(Read(out[0]), (std::vector<float>{1, 16, 81, 256})) << "call " << call;
-    EXPECT_EQ(Read(out[1]), want_state[call]) << "call " << call;
+    EXPECT_EQ(ReadF32(out[0]), (std::vector<float>{1, 16, 81, 256})) << "call " << call;
+    EXPECT_EQ(ReadF32(out[1]), want_state[call]) << "call " << call;
     kiln_tensor_release(out[0]);
     state = out[1];
   }
@@ -208,10 +172,10 @@ TEST(MultiModuleTest, DriverCallsAnotherModuleAndFeedsStateBack) {
 //   s = [1, 2, 3, 4] -> [2, 3, 4, 5]
 TEST(MultiModuleTest, ConsumedArgumentIsMovedIntoTheCallee) {
   ASSERT_NE(SharedDevice(), nullptr);
-  std::vector<uint8_t> acc = Compile(kAccumulate, "acc"), mover = Compile(kMover, "mover");
+  std::vector<uint8_t> acc = CompileKirModule(kAccumulate, "acc"), mover = CompileKirModule(kMover, "mover");
   ASSERT_FALSE(acc.empty());
   ASSERT_FALSE(mover.empty());
-  kiln_module_t modules[2] = {Load(acc), Load(mover)};
+  kiln_module_t modules[2] = {LoadModule(acc), LoadModule(mover)};
   kiln_context_t ctx = nullptr;
   kiln_status_t s = kiln_context_create(SharedDevice(), modules, 2, &ctx);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
@@ -219,7 +183,7 @@ TEST(MultiModuleTest, ConsumedArgumentIsMovedIntoTheCallee) {
   s = kiln_context_lookup_function(ctx, "mover.main", &fn);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
   for (bool consume : {true, false}) {
-    kiln_tensor_t in = Tensor({1, 2, 3, 4});
+    kiln_tensor_t in = DeviceF32({1, 2, 3, 4});
     kiln_invoke_arg_t arg = {in, consume ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0};
     kiln_tensor_t out = nullptr;
     ASSERT_EQ(kiln_device_stats_reset(SharedDevice()), nullptr);
@@ -227,11 +191,11 @@ TEST(MultiModuleTest, ConsumedArgumentIsMovedIntoTheCallee) {
     ASSERT_EQ(s, nullptr) << kiln_status_message(s);
     kiln_device_stats_t st;
     ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
-    EXPECT_EQ(Read(out), (std::vector<float>{2, 3, 4, 5})) << "consume " << consume;
+    EXPECT_EQ(ReadF32(out), (std::vector<float>{2, 3, 4, 5})) << "consume " << consume;
     EXPECT_EQ(st.copies, consume ? 0u : 1u) << "consume " << consume;
     EXPECT_EQ(st.device_allocations, consume ? 0u : 1u) << "consume " << consume;
     if (!consume) {
-      EXPECT_EQ(Read(in), (std::vector<float>{1, 2, 3, 4}));  // the borrowed tensor is untouched
+      EXPECT_EQ(ReadF32(in), (std::vector<float>{1, 2, 3, 4}));  // the borrowed tensor is untouched
       kiln_tensor_release(in);
     }
     kiln_tensor_release(out);
@@ -247,17 +211,17 @@ TEST(MultiModuleTest, ConsumedArgumentIsMovedIntoTheCallee) {
 // one copy is the callee's return.
 TEST(MultiModuleTest, ReturnedBorrowedArgumentIsFreshStorage) {
   ASSERT_NE(SharedDevice(), nullptr);
-  std::vector<uint8_t> id = Compile(kIdentity, "id"), user = Compile(kIdentityUser, "user");
+  std::vector<uint8_t> id = CompileKirModule(kIdentity, "id"), user = CompileKirModule(kIdentityUser, "user");
   ASSERT_FALSE(id.empty());
   ASSERT_FALSE(user.empty());
-  kiln_module_t modules[2] = {Load(id), Load(user)};
+  kiln_module_t modules[2] = {LoadModule(id), LoadModule(user)};
   kiln_context_t ctx = nullptr;
   kiln_status_t s = kiln_context_create(SharedDevice(), modules, 2, &ctx);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
   kiln_function_t fn = nullptr;
   s = kiln_context_lookup_function(ctx, "user.main", &fn);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
-  kiln_tensor_t x = Tensor({1, 2, 3, 4});
+  kiln_tensor_t x = DeviceF32({1, 2, 3, 4});
   for (int call = 0; call < 2; ++call) {
     kiln_invoke_arg_t arg = {x, KILN_ARG_BORROW, 0};
     kiln_tensor_t out[2] = {nullptr, nullptr};
@@ -266,13 +230,13 @@ TEST(MultiModuleTest, ReturnedBorrowedArgumentIsFreshStorage) {
     ASSERT_EQ(s, nullptr) << kiln_status_message(s);
     kiln_device_stats_t st;
     ASSERT_EQ(kiln_device_stats(SharedDevice(), &st), nullptr);
-    EXPECT_EQ(Read(out[0]), (std::vector<float>{2, 3, 4, 5})) << "call " << call;
-    EXPECT_EQ(Read(out[1]), (std::vector<float>{3, 4, 5, 6})) << "call " << call;
+    EXPECT_EQ(ReadF32(out[0]), (std::vector<float>{2, 3, 4, 5})) << "call " << call;
+    EXPECT_EQ(ReadF32(out[1]), (std::vector<float>{3, 4, 5, 6})) << "call " << call;
     EXPECT_EQ(st.copies, 1u) << "call " << call;
     kiln_tensor_release(out[0]);
     kiln_tensor_release(out[1]);
   }
-  EXPECT_EQ(Read(x), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(ReadF32(x), (std::vector<float>{1, 2, 3, 4}));
   kiln_tensor_release(x);
   kiln_context_release(ctx);
   kiln_module_release(modules[0]);
@@ -282,10 +246,10 @@ TEST(MultiModuleTest, ReturnedBorrowedArgumentIsFreshStorage) {
 
 TEST(MultiModuleTest, LinkChecksTheTypedImportSignature) {
   ASSERT_NE(SharedDevice(), nullptr);
-  std::vector<uint8_t> sq8 = Compile(kSquare8, "sq"), drv = Compile(kDriver, "driver");
+  std::vector<uint8_t> sq8 = CompileKirModule(kSquare8, "sq"), drv = CompileKirModule(kDriver, "driver");
   ASSERT_FALSE(sq8.empty());
   ASSERT_FALSE(drv.empty());
-  kiln_module_t modules[2] = {Load(sq8), Load(drv)};
+  kiln_module_t modules[2] = {LoadModule(sq8), LoadModule(drv)};
   kiln_context_t ctx = nullptr;
   kiln_status_t s = kiln_context_create(SharedDevice(), modules, 2, &ctx);
   ASSERT_NE(s, nullptr);
