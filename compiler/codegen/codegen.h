@@ -67,7 +67,10 @@ struct CodegenOptions {
   // into a multiply and an add rounded separately (lavapipe always does); a
   // model that amplifies rounding (silero_vad: a K=256 STFT conv feeding log
   // and a recurrent cell state) then drifts from the reference: 1.3e-4 on
-  // its cell state after 100 calls instead of 2e-5 (tests/e2e/silero_stream_test.cc).
+  // its cell state after 100 calls instead of 1e-5 (tests/e2e/silero_stream_test.cc).
+  // Cost of true on lavapipe: +10-20% time on conv-heavy models (noisy), and
+  // larger modules (spirv-opt inlines kiln_fma at every term: PaddleOCR cls
+  // 0.94 -> 1.76 MB, embedding_model 1.54 -> 2.20 MB).
   bool exact_fma = true;
 };
 
