@@ -68,6 +68,27 @@ TEST(CodegenTest, GlslCarriesOpNamesAndLocs) {
   EXPECT_EQ(g.find("binding = 6"), std::string::npos);
 }
 
+// f32 dot products: kiln_fma (a multiply-add rounded once, from precise
+// float steps) by default, GLSL fma() with exact_fma = false; the results
+// are checked bit for bit on the device by codegen_vulkan_test.
+TEST(CodegenTest, DotProductsAccumulateWithFma) {
+  int seen = 0;
+  for (auto& f : AllCases()) {
+    Case c = f();
+    if (c.name != "matmul_exact_fma" && c.name != "conv_exact_fma" && c.name != "matmul_native_fma") continue;
+    ++seen;
+    auto r = CompileDispatch(c.dispatch, c.options);
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
+    const std::string& g = r.value().glsl;
+    bool exact = c.options.exact_fma;
+    EXPECT_EQ(g.find("= kiln_fma(") != std::string::npos, exact) << g;
+    EXPECT_EQ(g.find("precise float pe = ") != std::string::npos, exact) << g;
+    EXPECT_EQ(g.find(" = fma(") != std::string::npos, !exact) << g;
+    EXPECT_EQ(g.find(" += "), std::string::npos) << g;
+  }
+  EXPECT_EQ(seen, 3);
+}
+
 TEST(CodegenTest, GridFoldsIntoY) {
   for (auto& f : AllCases()) {
     Case c = f();

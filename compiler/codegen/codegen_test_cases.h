@@ -589,6 +589,82 @@ inline std::vector<std::function<Case()>> AllCases() {
     c.options.max_workgroup_count = 100;
     return c;
   });
+  // --- f32 dot products accumulate with a multiply-add rounded once ----------
+  // (CodegenOptions::exact_fma, the default). The reference is the sequential
+  // fused multiply-add chain of CPU GEMM kernels (std::fma in float, k in
+  // order), and results must equal it bit for bit; a product and a sum rounded
+  // separately (what lavapipe makes of GLSL fma()) misses by some ulps.
+  // Row 0 of the matmul is built so that the two differ by far: its dot
+  // product is -(1 + 2^-11) * 1 + (1 + 2^-12)^2 = 2^-24 exactly, which a
+  // rounded product (1 + 2^-11) turns into 0.
+  add([] {
+    Case c("matmul_exact_fma");
+    const int64_t M = 4, K = 255, N = 8;  // K < kSplitKMinDepth: matmul-tiled, k in order
+    T a = Random({M, K}, 91), bm = Random({K, N}, 92);
+    for (int64_t k = 0; k < K; ++k) a.v[k] = 0.0;
+    a.v[0] = -(1.0 + std::ldexp(1.0, -11));
+    a.v[1] = 1.0 + std::ldexp(1.0, -12);
+    bm.v[0] = 1.0;
+    bm.v[N] = 1.0 + std::ldexp(1.0, -12);
+    T r{{M, N}, {}};
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < K; ++k)
+          acc = std::fma(static_cast<float>(a.v[i * K + k]), static_cast<float>(bm.v[k * N + j]), acc);
+        r.v.push_back(acc);
+      }
+    c.In(a);
+    c.In(bm);
+    c.Out(r);
+    auto& b = c.Build();
+    c.Return({b.Op("tensor.matmul", {b.arg(0), b.arg(1)}, F32(r.shape))});
+    c.schedule = "matmul-tiled";
+    c.rtol = 0;
+    c.atol = 0;
+    return c;
+  });
+  // The STFT-like conv of silero_vad (one input channel, a 256-tap window at
+  // stride 64): conv-tiled, bit-exact against the fused chain over kw.
+  add([] {
+    Case c("conv_exact_fma");
+    const int64_t O = 6, KW = 256, S = 64, W = 704, OW = (W - KW) / S + 1;
+    T x = Random({1, 1, 1, W}, 93), w = Random({O, 1, 1, KW}, 94);
+    T r{{1, O, 1, OW}, {}};
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < KW; ++k)
+          acc = std::fma(static_cast<float>(x.v[ow * S + k]), static_cast<float>(w.v[o * KW + k]), acc);
+        r.v.push_back(acc);
+      }
+    c.In(x);
+    c.In(w);
+    c.Out(r);
+    auto& b = c.Build();
+    c.Return({b.Op("tensor.conv2d", {b.arg(0), b.arg(1)}, F32(r.shape), {{"strides", Ints({1, S})}})});
+    c.schedule = "conv-tiled";
+    c.rtol = 0;
+    c.atol = 0;
+    return c;
+  });
+  // exact_fma = false: GLSL fma(), fused or not as the driver chooses, so
+  // only the usual tolerance against the float64 reference.
+  add([] {
+    Case c("matmul_native_fma");
+    T a = Random({5, 40}, 95), bm = Random({40, 6}, 96);
+    c.In(a);
+    c.In(bm);
+    T r = RefMatmul(a, bm);
+    c.Out(r);
+    c.options.exact_fma = false;
+    auto& b = c.Build();
+    c.Return({b.Op("tensor.matmul", {b.arg(0), b.arg(1)}, F32(r.shape))});
+    c.schedule = "matmul-tiled";
+    c.atol = 1e-5;
+    return c;
+  });
+
   return cases;
 }
 

@@ -6,7 +6,14 @@
 //                [--topology=unified|discrete|FILE]
 //                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
-//                [--module-name=NAME]
+//                [--module-name=NAME] [--native-fma]
+//
+// --native-fma: f32 dot products (conv, matmul) use GLSL fma(), one
+// instruction where the GPU fuses it, instead of the default kiln_fma (a
+// multiply-add rounded once on every driver, about 25 float ops; see
+// CodegenOptions::exact_fma). Drivers may split fma() into a multiply and an
+// add rounded separately (lavapipe does), which moves results off the CPU
+// references (ONNX Runtime) by some ulps per term.
 //
 // --sequence-input fixes the structure of a sequence/optional graph input:
 // NAME=[2x3,scalar] (element shapes), NAME=[] (empty), NAME=none (an empty
@@ -74,7 +81,7 @@ void Usage() {
                "                    [--topology=unified|discrete|FILE]\n"
                "                    [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]\n"
                "                    [--print-ir-after-all]\n"
-               "                    [--dump-glsl=FILE] [--report] [--module-name=NAME]\n");
+               "                    [--dump-glsl=FILE] [--report] [--module-name=NAME] [--native-fma]\n");
 }
 
 }  // namespace
@@ -87,6 +94,7 @@ int main(int argc, char** argv) {
   std::string topology_flag;
   bool explain_copies = false;
   bool pipeline_options_no_elision = false;
+  bool native_fma = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-o" && i + 1 < argc) {
@@ -122,6 +130,8 @@ int main(int argc, char** argv) {
       emit = a.substr(7);
     } else if (a.rfind("--dump-glsl=", 0) == 0) {
       dump_glsl = a.substr(12);
+    } else if (a == "--native-fma") {
+      native_fma = true;
     } else if (a == "--print-ir-after-all") {
       print_after_all = true;
     } else if (a == "--report") {
@@ -212,6 +222,7 @@ int main(int argc, char** argv) {
   kiln::target::EmitOptions emit_options;
   std::string base = input.substr(input.find_last_of('/') == std::string::npos ? 0 : input.find_last_of('/') + 1);
   emit_options.module_name = module_name.empty() ? base.substr(0, base.find('.')) : module_name;
+  emit_options.codegen.exact_fma = !native_fma;
   std::ofstream glsl;
   if (!dump_glsl.empty()) {
     glsl.open(dump_glsl);

@@ -1,12 +1,19 @@
-// silero_vad streamed over 100 consecutive 512-sample chunks of 16 kHz speech
-// (tests/golden/wakeword/alexa.wav), feeding hn/cn back in as *consumed* h/c:
-// the module is compiled with --consume=h --consume=c, so each call may reuse
-// the storage of the state it is handed; once with --constant-input=sr=16000
-// (straight-line) and once with sr as a runtime input (an scf.if on it).
-// Reference: ONNX Runtime, chunk by chunk (scripts/silero_stream_reference.mjs
-// -> tests/golden/silero_stream/). After warm-up every call must make zero
+// silero_vad streamed over consecutive 512-sample chunks of 16 kHz speech,
+// feeding hn/cn back in as *consumed* h/c: the module is compiled with
+// --consume=h --consume=c, so each call may reuse the storage of the state it
+// is handed; once with --constant-input=sr=16000 (straight-line) and once
+// with sr as a runtime input (an scf.if on it). Two clips:
+//   tests/golden/wakeword/alexa.wav, 100 chunks (3 s of digital silence, then
+//     the onset of "alexa"): tests/golden/silero_stream/
+//   tests/golden/silero_stream_speech/speech.wav, 150 chunks of a sentence
+//     (espeak-ng, 0.5 s lead-in): tests/golden/silero_stream_speech/
+// Reference: ONNX Runtime, chunk by chunk (scripts/silero_stream_reference.mjs).
+// Every output (output, hn, cn) of every chunk must be within an absolute
+// 5e-5 of ORT (issue #2 asks 1e-4). After warm-up every call must make zero
 // device allocations and zero copies (kiln_device_stats).
+// KILN_SILERO_PER_CHUNK=1 prints each chunk's max |x - ort| per output.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -43,14 +50,18 @@ std::vector<float> ReadWav16k(const std::string& path) {
   return out;
 }
 
-// Issue #2's tolerance: 1e-4 absolute, or 1e-3 relative where |value| > 1.
-double Tolerance(double want) { return std::fabs(want) > 1 ? 1e-3 * std::fabs(want) : 1e-4; }
-// The LSTM cell state is unbounded and fed back 100 times: float rounding
-// differences (summation order in the matmuls) are amplified at speech onset
-// (chunks 94-99 of this clip), reaching 1.3e-4 on cn while `output` stays
-// within 9e-6 and hn within 8e-5. cn gets twice the budget; the measured
-// numbers are printed below and recorded in the issue notes.
-double CellTolerance(double want) { return 2 * Tolerance(want); }
+// Absolute tolerance on every output of every chunk. The LSTM cell state is
+// unbounded (|cn| reaches 11) and fed back each chunk, and the model
+// amplifies rounding: its first layer is an STFT as a K=256 conv whose
+// near-zero bins go through log. With products and sums rounded separately
+// in that conv (what lavapipe makes of GLSL fma()), cn drifted 1.3e-4 (alexa)
+// and 3.8e-4 (speech) from ORT, whose MLAS kernels chain fused multiply-adds;
+// the generated kernels now do the same (CodegenOptions::exact_fma). Measured
+// on lavapipe, max over all chunks (output / hn / cn):
+//   alexa  3.6e-7 / 3.0e-6 / 9.5e-6     speech 3.6e-7 / 4.1e-6 / 1.5e-5
+// float64 is no arbiter here: ORT itself is 8.2e-5 (alexa) and 1.5e-4
+// (speech) from a float64 evaluation of the model (scripts/silero_drift.py).
+constexpr double kTolerance = 5e-5;
 
 kiln_tensor_t MakeTensor(const std::vector<int64_t>& shape, const float* data) {
   size_t n = 1;
@@ -67,8 +78,9 @@ kiln_tensor_t MakeTensor(const std::vector<int64_t>& shape, const float* data) {
 // round-trips with no allocation after warm-up: in place when specialized
 // (first chunk only), else through the two buffers of each result's
 // allocate_cached slot (first two chunks).
-void RunStream(bool specialized) {
+void RunStream(bool specialized, const std::string& wav, const std::string& golden) {
   const std::string root = KILN_SOURCE_DIR;
+  const bool per_chunk = std::getenv("KILN_SILERO_PER_CHUNK") != nullptr;
   const std::string model = root + "/.cache/models/silero_vad.onnx";
   if (!std::ifstream(model)) GTEST_SKIP() << "model not fetched (run scripts/setup.sh)";
   driver::CompileOptions options;
@@ -81,11 +93,11 @@ void RunStream(bool specialized) {
 
   HostTensor want_prob, want_hn, want_cn;
   std::string error;
-  ASSERT_TRUE(ReadNpyTensor(root + "/tests/golden/silero_stream/output.npy", &want_prob, &error)) << error;
-  ASSERT_TRUE(ReadNpyTensor(root + "/tests/golden/silero_stream/hn.npy", &want_hn, &error)) << error;
-  ASSERT_TRUE(ReadNpyTensor(root + "/tests/golden/silero_stream/cn.npy", &want_cn, &error)) << error;
+  ASSERT_TRUE(ReadNpyTensor(root + "/" + golden + "/output.npy", &want_prob, &error)) << error;
+  ASSERT_TRUE(ReadNpyTensor(root + "/" + golden + "/hn.npy", &want_hn, &error)) << error;
+  ASSERT_TRUE(ReadNpyTensor(root + "/" + golden + "/cn.npy", &want_cn, &error)) << error;
   const int chunks = static_cast<int>(want_prob.shape[0]);
-  std::vector<float> audio = ReadWav16k(root + "/tests/golden/wakeword/alexa.wav");
+  std::vector<float> audio = ReadWav16k(root + "/" + wav);
   audio.resize(static_cast<size_t>(chunks) * 512, 0.0f);
 
   kiln_device_t device = SharedDevice();
@@ -131,14 +143,18 @@ void RunStream(bool specialized) {
     ASSERT_EQ(kiln_tensor_read(results[0], &prob, 4), nullptr);
     ASSERT_EQ(kiln_tensor_read(results[1], hn, sizeof(hn)), nullptr);
     ASSERT_EQ(kiln_tensor_read(results[2], cn, sizeof(cn)), nullptr);
-    max_err = std::max(max_err, std::fabs(prob - want_prob.At(k)));
-    ASSERT_NEAR(prob, want_prob.At(k), 1e-4) << "chunk " << k;
+    double err = std::fabs(prob - want_prob.At(k)), err_h = 0, err_c = 0;
+    ASSERT_NEAR(prob, want_prob.At(k), kTolerance) << "chunk " << k;
     for (int i = 0; i < 128; ++i) {
-      max_h = std::max(max_h, std::fabs(hn[i] - want_hn.At(k * 128 + i)));
-      max_c = std::max(max_c, std::fabs(cn[i] - want_cn.At(k * 128 + i)));
-      ASSERT_NEAR(hn[i], want_hn.At(k * 128 + i), Tolerance(want_hn.At(k * 128 + i))) << "chunk " << k << " hn[" << i << "]";
-      ASSERT_NEAR(cn[i], want_cn.At(k * 128 + i), CellTolerance(want_cn.At(k * 128 + i))) << "chunk " << k << " cn[" << i << "]";
+      err_h = std::max(err_h, std::fabs(hn[i] - want_hn.At(k * 128 + i)));
+      err_c = std::max(err_c, std::fabs(cn[i] - want_cn.At(k * 128 + i)));
+      ASSERT_NEAR(hn[i], want_hn.At(k * 128 + i), kTolerance) << "chunk " << k << " hn[" << i << "]";
+      ASSERT_NEAR(cn[i], want_cn.At(k * 128 + i), kTolerance) << "chunk " << k << " cn[" << i << "]";
     }
+    if (per_chunk) std::printf("chunk %d: output %.3g hn %.3g cn %.3g\n", k, err, err_h, err_c);
+    max_err = std::max(max_err, err);
+    max_h = std::max(max_h, err_h);
+    max_c = std::max(max_c, err_c);
     kiln_tensor_release(results[0]);
     h = results[1];  // fed back (and consumed) next chunk
     c = results[2];
@@ -149,12 +165,23 @@ void RunStream(bool specialized) {
   kiln_context_release(context);
   kiln_module_release(module);
   EXPECT_EQ(ValidationMessages(), 0u);
-  std::printf("silero stream (%s): %d chunks, max |x - ort|: output %.3g hn %.3g cn %.3g\n",
-              specialized ? "sr specialized" : "sr at run time", chunks, max_err, max_h, max_c);
+  std::printf("silero stream (%s, %s): %d chunks, max |x - ort|: output %.3g hn %.3g cn %.3g\n",
+              wav.c_str(), specialized ? "sr specialized" : "sr at run time", chunks, max_err, max_h, max_c);
 }
 
-TEST(SileroStreamTest, ConsumedStateMatchesOnnxRuntimeWithNoSteadyStateAllocations) { RunStream(true); }
-TEST(SileroStreamTest, UnspecializedSampleRateStreamsWithNoSteadyStateAllocations) { RunStream(false); }
+const char kAlexaWav[] = "tests/golden/wakeword/alexa.wav";
+const char kAlexaGolden[] = "tests/golden/silero_stream";
+const char kSpeechWav[] = "tests/golden/silero_stream_speech/speech.wav";
+const char kSpeechGolden[] = "tests/golden/silero_stream_speech";
+
+TEST(SileroStreamTest, ConsumedStateMatchesOnnxRuntimeWithNoSteadyStateAllocations) {
+  RunStream(true, kAlexaWav, kAlexaGolden);
+}
+TEST(SileroStreamTest, UnspecializedSampleRateStreamsWithNoSteadyStateAllocations) {
+  RunStream(false, kAlexaWav, kAlexaGolden);
+}
+// A whole sentence: the state goes through several onsets and offsets.
+TEST(SileroStreamTest, SpeechClipMatchesOnnxRuntime) { RunStream(true, kSpeechWav, kSpeechGolden); }
 
 }  // namespace
 }  // namespace kiln::e2e
