@@ -387,7 +387,11 @@ const char* kExpm1Helper = R"(float kiln_expm1(float x) {
 }
 )";
 
-const char* kFmaHelper = R"(float kiln_fma(float a, float b, float c) {
+const char* kFmaHelper = R"(layout(constant_id = 0) const bool kiln_exact_fma = true;
+float kiln_fma(float a, float b, float c) {
+  // Specialization constant 0, set per device by the runtime (false where
+  // the driver fuses fma(): one instruction, the same result).
+  if (!kiln_exact_fma) return fma(a, b, c);
   // a * b + c as a fused multiply-add rounds it, from float operations only:
   // Dekker's exact product p + pe (Veltkamp split at 2^12 + 1) and Knuth's
   // TwoSum s + se, then s + (se + pe). Not correctly rounded in every corner

@@ -59,18 +59,22 @@ struct CodegenOptions {
   // Run spirv-opt's performance passes on glslang's output (before validation).
   bool optimize_spirv = true;
   // How f32 dot products (tensor.conv2d, tensor.matmul) accumulate each term.
-  // true (default): kiln_fma(a, b, acc), a multiply-add rounded once, built
-  // from plain float operations (about 25 of them per term), so the result
-  // is the same on every driver and follows the FMA GEMM kernels of CPU
-  // references (ONNX Runtime's MLAS) term by term. false: GLSL fma(), which
-  // costs one instruction where the GPU fuses it but which drivers may split
-  // into a multiply and an add rounded separately (lavapipe always does); a
+  // true (default): kiln_fma(a, b, acc), a multiply-add rounded once, so the
+  // result is the same on every driver and follows the FMA GEMM kernels of
+  // CPU references (ONNX Runtime's MLAS) term by term. kiln_fma chooses at
+  // pipeline creation through specialization constant 0 (the runtime sets
+  // it per device, hal/vulkan VulkanDevice::exact_fma): GLSL fma() where the
+  // device fuses it (GPUs: one instruction), else an emulation from plain
+  // float operations (about 25 per term; CPU drivers such as lavapipe split
+  // fma()). false: GLSL fma() only (smaller modules, `kiln-compile
+  // --native-fma`); drivers that split it round twice (lavapipe), and a
   // model that amplifies rounding (silero_vad: a K=256 STFT conv feeding log
   // and a recurrent cell state) then drifts from the reference: 1.3e-4 on
   // its cell state after 100 calls instead of 1e-5 (tests/e2e/silero_stream_test.cc).
-  // Cost of true on lavapipe: +10-20% time on conv-heavy models (noisy), and
-  // larger modules (spirv-opt inlines kiln_fma at every term: PaddleOCR cls
-  // 0.94 -> 1.76 MB, embedding_model 1.54 -> 2.20 MB).
+  // Cost of true: larger modules (spirv-opt inlines kiln_fma at every term:
+  // PaddleOCR cls 0.94 -> 1.76 MB, embedding_model 1.54 -> 2.20 MB); on
+  // lavapipe, where the emulation runs, +10-20% time on conv-heavy models
+  // (noisy). On a GPU the specialized pipeline runs fma() alone.
   bool exact_fma = true;
 };
 

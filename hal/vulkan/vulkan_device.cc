@@ -55,6 +55,8 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
         VK_API_VERSION_MINOR(properties.apiVersion));
   }
   const bool vulkan13 = api_version >= VK_API_VERSION_1_3;
+  exact_fma_ = properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  if (const char* f = std::getenv("KILN_EXACT_FMA"); f && f[0] != '\0') exact_fma_ = std::strcmp(f, "0") != 0;
 
   uint32_t extension_count = 0;
   KILN_VK_RETURN_IF_ERROR(

@@ -75,6 +75,12 @@ class VulkanDevice final : public Device {
   bool push_descriptors() const { return push_descriptors_; }
   uint32_t max_push_descriptors() const { return max_push_descriptors_; }
   uint64_t max_memory_allocation_size() const { return max_memory_allocation_size_; }
+  // Value of specialization constant 0 (kSpecExactFma) in every pipeline:
+  // true where the driver does not fuse GLSL fma() (CPU implementations:
+  // lavapipe/llvmpipe and SwiftShader split it into a multiply and an add),
+  // so kernels emulate the once-rounded multiply-add; false on GPUs, whose
+  // fma() is one hardware instruction. KILN_EXACT_FMA=0/1 overrides.
+  bool exact_fma() const { return exact_fma_; }
 
   // Internal timeline (every QueueExecute signals the next value): whether
   // submission `value` has retired, and a blocking wait for it (0: no-op).
@@ -102,6 +108,7 @@ class VulkanDevice final : public Device {
   bool push_descriptors_ = false;
   uint32_t max_push_descriptors_ = 0;
   uint64_t max_memory_allocation_size_ = 0;
+  bool exact_fma_ = true;
 
   DeviceInfo info_;
   Stats stats_;

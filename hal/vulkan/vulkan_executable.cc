@@ -142,6 +142,17 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     pipeline_info.stage.module = self->module_;
     pipeline_info.stage.pName = entry.name.c_str();
     pipeline_info.layout = pipeline.layout;
+    // Specialization constant 0: the kernels' exact multiply-add emulation
+    // (compiler/codegen kiln_fma), on where the driver splits fma(). Shaders
+    // that do not declare it ignore the entry.
+    const VkBool32 exact_fma = device->exact_fma() ? VK_TRUE : VK_FALSE;
+    const VkSpecializationMapEntry spec_entry = {0, 0, sizeof(VkBool32)};
+    VkSpecializationInfo spec_info = {};
+    spec_info.mapEntryCount = 1;
+    spec_info.pMapEntries = &spec_entry;
+    spec_info.dataSize = sizeof(VkBool32);
+    spec_info.pData = &exact_fma;
+    pipeline_info.stage.pSpecializationInfo = &spec_info;
     VkResult result = vk.vkCreateComputePipelines(handle, device->pipeline_cache(), 1,
                                                   &pipeline_info, nullptr, &pipeline.pipeline);
     if (result != VK_SUCCESS) {
