@@ -444,7 +444,25 @@ std::vector<FlowEdge> IncomingValues(ir::Value* v, bool* modelled) {
 // ---------------------------------------------------------------------------
 // Aliases and observers
 // ---------------------------------------------------------------------------
-std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_flows_at) {
+namespace {
+// True when `terminator` is the scf.yield of one branch of an scf.if /
+// scf.index_switch and `point` sits in another branch of the same op: in one
+// execution of the op only one of them runs, so what the terminator passes
+// on is not what `point` may have changed. (A later execution of the op, in
+// a loop around it, is a later trip: the captured-value rule covers it.)
+bool InSiblingBranch(const Operation* terminator, const Operation* point) {
+  if (!terminator->is("scf.yield")) return false;
+  const Operation* op = terminator->parent_op();
+  if (!op || !(op->is("scf.if") || op->is("scf.index_switch")) || point == op) return false;
+  const Operation* a = point;
+  while (a && a->parent_op() != op) a = a->parent_op();
+  if (!a || !a->parent_block() || !terminator->parent_block()) return false;
+  return a->parent_block()->parent() != terminator->parent_block()->parent();
+}
+}  // namespace
+
+std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_flows_at,
+                                      const ir::Operation* exclusive_of) {
   std::vector<Value*> out;
   std::unordered_set<Value*> seen;
   auto add = [&](Value* x) {
@@ -485,6 +503,7 @@ std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_f
           for (Value* res : user->results()) add(res);
       }
       if (skip_flows_at && user == skip_flows_at && x == v) continue;
+      if (exclusive_of && InSiblingBranch(user, exclusive_of)) continue;
       for (Value* t : FlowTargets(user, u.operand_index)) add(t);
     }
   }
@@ -492,7 +511,7 @@ std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_f
 }
 
 Observer FindLaterObserver(ir::Value* v, ir::Operation* point, const ir::Operation* skip_flows_at) {
-  std::vector<Value*> aliases = ContentAliases(v, skip_flows_at);
+  std::vector<Value*> aliases = ContentAliases(v, skip_flows_at, point);
   for (Value* x : aliases)
     for (const ir::Use& u : x->uses())
       if (u.user->is("util.global.store") ||

@@ -104,7 +104,11 @@ int FlowGroup(const ir::Operation* op, unsigned i);
 // edges that pass v itself through that op are not followed (used to ask
 // "is v observed after it is handed over at this edge, other than through
 // the edge").
-std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_flows_at = nullptr);
+// `exclusive_of` (optional): a program point; flows through the yield of an
+// scf.if / index_switch branch other than the one holding it are skipped
+// (those branches do not run in the same execution as the point).
+std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_flows_at = nullptr,
+                                      const ir::Operation* exclusive_of = nullptr);
 
 struct Observer {
   enum class Kind {
