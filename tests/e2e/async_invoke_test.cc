@@ -65,15 +65,7 @@ struct Program {
 // r = (x + c) + (x + 2), c = [1, 2, 3, 4], in two execution regions joined
 // by one await (tests/e2e/stream_emission_test.cc has the same program run
 // synchronously).
-const char* kTimelineProgram = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kTimelineProgram = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>

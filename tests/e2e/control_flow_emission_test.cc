@@ -102,15 +102,7 @@ class Session {
   kiln_context_t context_ = nullptr;
 };
 
-const char* kExecutables = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kExecutables = KILN_E2E_ADD_EXECUTABLE R"(
 "flow.executable"() ({
 ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
   %0 = "flow.dispatch"(%a, %b) ({
@@ -274,12 +266,13 @@ TEST(ControlFlowEmissionTest, IndexSwitchInLoop) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
-// cf.br / cf.cond_br: a loop built from blocks with a resource and an index
-// block argument: for (i = 0; i < 3; ++i) x = x + 1 (tied), then return x.
-//   x = [1, 2, 3, 4] -> [4, 5, 6, 7]. Each resource block argument has one
-//   storage; a branch copies its operand in unless it already lives there
-//   (bb2 -> bb1 passes the tied add's result, which lives in ^bb2's %y).
-const char* kBranches = R"(
+// A loop built from blocks over a consumed argument, 3 trips: ^bb1 tests
+// the counter %i < 3 and passes the carried value (%x) to ^bb2 or, on exit,
+// to ^bb3, which returns it. `body` is ^bb2 (arguments %y, the carried
+// value, and %j, the counter); it ends with %k = %j + 1 and
+// `"cf.br"(<next value>, %k)[^bb1]`. %one is a constant splat of 1.0.
+std::string ConsumedBlockLoop(const char* body) {
+  return std::string(R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
@@ -292,14 +285,23 @@ const char* kBranches = R"(
   %lt = "arith.cmpi"(%i, %c3) {predicate = "slt"} : (index, index) -> i1
   "cf.cond_br"(%lt, %x, %i, %x)[^bb2, ^bb3] {operand_segments = [1, 2, 1]} : (i1, !stream.resource<*>, index, !stream.resource<*>) -> ()
 ^bb2(%y: !stream.resource<*>, %j: index):
-  %u = "stream.async.dispatch"(%y, %one) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
-  %k = "arith.addi"(%j, %c1) : (index, index) -> index
-  "cf.br"(%u, %k)[^bb1] : (!stream.resource<*>, index) -> ()
-^bb3(%z: !stream.resource<*>):
+)") + body + R"(^bb3(%z: !stream.resource<*>):
   %e = "stream.tensor.export"(%z) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
   "func.return"(%e) : (tensor<4xf32>) -> ()
 }) {arg_ownership = ["consume"], sym_name = "main"} : () -> ()
 )";
+}
+
+// cf.br / cf.cond_br: a loop built from blocks with a resource and an index
+// block argument: for (i = 0; i < 3; ++i) x = x + 1 (tied), then return x.
+//   x = [1, 2, 3, 4] -> [4, 5, 6, 7]. Each resource block argument has one
+//   storage; a branch copies its operand in unless it already lives there
+//   (bb2 -> bb1 passes the tied add's result, which lives in ^bb2's %y).
+const std::string kBranches = ConsumedBlockLoop(R"(
+  %u = "stream.async.dispatch"(%y, %one) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
+  %k = "arith.addi"(%j, %c1) : (index, index) -> index
+  "cf.br"(%u, %k)[^bb1] : (!stream.resource<*>, index) -> ()
+)");
 
 TEST(ControlFlowEmissionTest, BranchesWithBlockArguments) {
   Session s;
@@ -327,28 +329,12 @@ TEST(ControlFlowEmissionTest, BranchesWithBlockArguments) {
 // the updated clone into ^bb1's %x (1), while ^bb1 -> ^bb2 copies nothing
 // (%y shares %x's storage): 2 per trip (3 before block arguments were
 // coalesced); exit edge (1): 1 + 3 x 2 + 1 = 8.
-const char* kBranchesReadAfter = R"(
-"func.func"() ({
-^bb0(%arg0: tensor<4xf32>):
-  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
-  %one = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
-  %c0 = "arith.constant"() {value = 0 : i64} : () -> index
-  %c1 = "arith.constant"() {value = 1 : i64} : () -> index
-  %c3 = "arith.constant"() {value = 3 : i64} : () -> index
-  "cf.br"(%0, %c0)[^bb1] : (!stream.resource<external>, index) -> ()
-^bb1(%x: !stream.resource<*>, %i: index):
-  %lt = "arith.cmpi"(%i, %c3) {predicate = "slt"} : (index, index) -> i1
-  "cf.cond_br"(%lt, %x, %i, %x)[^bb2, ^bb3] {operand_segments = [1, 2, 1]} : (i1, !stream.resource<*>, index, !stream.resource<*>) -> ()
-^bb2(%y: !stream.resource<*>, %j: index):
+const std::string kBranchesReadAfter = ConsumedBlockLoop(R"(
   %u = "stream.async.dispatch"(%y, %one) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<constant>) -> !stream.resource<*>
   %v = "stream.async.dispatch"(%u, %y) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<*>, !stream.resource<*>) -> !stream.resource<*>
   %k = "arith.addi"(%j, %c1) : (index, index) -> index
   "cf.br"(%v, %k)[^bb1] : (!stream.resource<*>, index) -> ()
-^bb3(%z: !stream.resource<*>):
-  %e = "stream.tensor.export"(%z) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
-  "func.return"(%e) : (tensor<4xf32>) -> ()
-}) {arg_ownership = ["consume"], sym_name = "main"} : () -> ()
-)";
+)");
 
 TEST(ControlFlowEmissionTest, BranchLoopReadAfterUpdateCopiesOncePerEdge) {
   Session s;
@@ -372,19 +358,7 @@ TEST(ControlFlowEmissionTest, BranchLoopReadAfterUpdateCopiesOncePerEdge) {
 // 256 bytes (binding alignment), not 6 (every transient for the whole
 // function). Copies: entry edge (1), the back edge copies t5 into %x (1 per
 // trip), ^bb1 -> ^bb2 nothing (%y shares %x's storage), exit edge (1): 5.
-const char* kBranchesTemps = R"(
-"func.func"() ({
-^bb0(%arg0: tensor<4xf32>):
-  %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
-  %one = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
-  %c0 = "arith.constant"() {value = 0 : i64} : () -> index
-  %c1 = "arith.constant"() {value = 1 : i64} : () -> index
-  %c3 = "arith.constant"() {value = 3 : i64} : () -> index
-  "cf.br"(%0, %c0)[^bb1] : (!stream.resource<external>, index) -> ()
-^bb1(%x: !stream.resource<*>, %i: index):
-  %lt = "arith.cmpi"(%i, %c3) {predicate = "slt"} : (index, index) -> i1
-  "cf.cond_br"(%lt, %x, %i, %x)[^bb2, ^bb3] {operand_segments = [1, 2, 1]} : (i1, !stream.resource<*>, index, !stream.resource<*>) -> ()
-^bb2(%y: !stream.resource<*>, %j: index):
+const std::string kBranchesTemps = ConsumedBlockLoop(R"(
   %t1 = "stream.async.dispatch"(%y) {entry = @neg, sizes = [16], tied_operands = [-1]} : (!stream.resource<*>) -> !stream.resource<transient>
   %t2 = "stream.async.dispatch"(%t1) {entry = @neg, sizes = [16], tied_operands = [-1]} : (!stream.resource<transient>) -> !stream.resource<transient>
   %t3 = "stream.async.dispatch"(%t2, %one) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<transient>, !stream.resource<constant>) -> !stream.resource<transient>
@@ -392,11 +366,7 @@ const char* kBranchesTemps = R"(
   %t5 = "stream.async.dispatch"(%t4) {entry = @neg, sizes = [16], tied_operands = [-1]} : (!stream.resource<transient>) -> !stream.resource<transient>
   %k = "arith.addi"(%j, %c1) : (index, index) -> index
   "cf.br"(%t5, %k)[^bb1] : (!stream.resource<transient>, index) -> ()
-^bb3(%z: !stream.resource<*>):
-  %e = "stream.tensor.export"(%z) {size = 16 : i64} : (!stream.resource<*>) -> tensor<4xf32>
-  "func.return"(%e) : (tensor<4xf32>) -> ()
-}) {arg_ownership = ["consume"], sym_name = "main"} : () -> ()
-)";
+)");
 
 TEST(ControlFlowEmissionTest, BranchLoopSharesTheArena) {
   Session s;

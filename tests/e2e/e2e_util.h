@@ -12,6 +12,20 @@
 #include "compiler/import/onnx/onnx_importer.h"
 #include "kiln/kiln.h"
 
+// The flow.executable @add (tensor<4xf32> + tensor<4xf32>) that many
+// hand-written test programs dispatch, as a string literal to paste in
+// front of a program: KILN_E2E_ADD_EXECUTABLE R"(...)".
+#define KILN_E2E_ADD_EXECUTABLE \
+  "\n" \
+  "\"flow.executable\"() ({\n" \
+  "^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):\n" \
+  "  %0 = \"flow.dispatch\"(%a, %b) ({\n" \
+  "  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):\n" \
+  "    %s = \"tensor.add\"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n" \
+  "    \"flow.return\"(%s) : (tensor<4xf32>) -> ()\n" \
+  "  }) {name = \"add\"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n" \
+  "}) {sym_name = \"add\"} : () -> ()\n"
+
 namespace kiln::e2e {
 
 // A host tensor: dtype, shape and dense little-endian bytes.

@@ -40,15 +40,7 @@ const char* kSquareTwice = R"(
 // Inside an scf.if the call runs only on the taken branch:
 // cond(s consume, p) = p != 0 ? acc(s) : s.
 //   s = [1, 2, 3, 4] -> [2, 3, 4, 5]
-const char* kAccumulate = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kAccumulate = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>

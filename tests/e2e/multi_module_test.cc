@@ -53,15 +53,7 @@ const char* kDriver = R"(
 // acc.main(x consume) = x + 1, written in place into x's storage (a tied
 // dispatch on a consumed import: take_or_clone, so in place when the frame
 // owns x, else on a counted copy).
-const char* kAccumulate = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kAccumulate = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
@@ -101,15 +93,7 @@ const char* kIdentity = R"(
 // place (a tied dispatch: r is the caller's to write, no copy-on-write).
 // Were r an alias of t, that write would change t too.
 //   x = [1, 2, 3, 4] -> t = [2, 3, 4, 5], r + 1 = [3, 4, 5, 6]
-const char* kIdentityUser = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kIdentityUser = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 }) {sym_name = "id.main", import = true, arg_types = [tensor<4xf32>], result_types = [tensor<4xf32>], arg_ownership = ["borrow"]} : () -> ()
 "func.func"() ({

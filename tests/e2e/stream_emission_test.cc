@@ -17,15 +17,7 @@ namespace {
 //   x = [1, 2, 3, 4], c = [1, 2, 3, 4]
 //   sum = [2, 4, 6, 8]; x stays [1, 2, 3, 4]
 //   ones = [1, 1, 1, 1]; update bytes [4, 12) with sum[0..2) -> [1, 2, 4, 1]
-const char* kInPlaceProgram = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kInPlaceProgram = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
@@ -58,15 +50,7 @@ TEST(StreamEmissionTest, InPlaceCloneSplatSliceUpdate) {
 // tied use and the init is consumed), so the loop runs with no copy per trip:
 // only the one copy of the init into the loop's carried storage remains.
 //   x = [1, 2, 3, 4] -> [11, 12, 13, 14]
-const char* kLoopCarriedProgram = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kLoopCarriedProgram = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = true, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
@@ -104,15 +88,7 @@ TEST(StreamEmissionTest, LoopCarriedValueIsUpdatedInPlace) {
 // wait inside the program (kiln_invoke's single wait at its end).
 //   x = [1, 2, 3, 4], c = [1, 2, 3, 4], s = splat 2.0
 //   e1 = x + c = [2, 4, 6, 8]; e2 = x + s = [3, 4, 5, 6]; r = e1 + e2 = [5, 8, 11, 14]
-const char* kTimelineProgram = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kTimelineProgram = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
@@ -159,15 +135,7 @@ TEST(StreamEmissionTest, ExecutionRegionsJoinAndAwait) {
 // the carried timepoint is queue order (LowerTimeline makes it an
 // immediate), and the value is still updated in place.
 //   x = [1, 2, 3, 4], c = [1, 2, 3, 4], 3 trips: x + 3c = [4, 8, 12, 16]
-const char* kTimepointLoopProgram = R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.add"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "add"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "add"} : () -> ()
+const char* kTimepointLoopProgram = KILN_E2E_ADD_EXECUTABLE R"(
 "func.func"() ({
 ^bb0(%arg0: tensor<4xf32>):
   %0 = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
