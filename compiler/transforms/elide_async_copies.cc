@@ -62,8 +62,11 @@
 // types; otherwise it is kept with a remark.
 //
 // One exception to "a global load is not owned": a state update in place.
-// A clone of `%g = util.global.load @S` is removed when every other read of
-// %g comes before the clone in its block, the clone's result is written only by a chain of tied ops (each
+// A clone of `%g = util.global.load @S` is removed when nothing observes %g
+// after the clone (analysis::FindLaterObserver: %g and every content alias of
+// it, i.e. slices, awaits, values it flows into, captures in regions; a view
+// read after the update would see the new state), the clone's result is
+// written only by a chain of tied ops (each
 // value of the chain used once, by the next tied op) whose last result is
 // stored back with `util.global.store @S`, all in %g's block, and between the
 // load and that store nothing else loads or stores @S or calls a function.
@@ -128,19 +131,12 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
   const std::string sym = load->str_attr("global");
   ir::Block* block = load->parent_block();
   if (clone->parent_block() != block) return false;
-  // Every other read of the loaded value comes before the clone in its block.
-  for (const ir::Use& u : src->uses()) {
-    if (u.user == clone) continue;
-    ir::Operation* anc = u.user;
-    while (anc && anc->parent_block() != block) anc = anc->parent_op();
-    if (!anc) return false;
-    bool before = false;
-    for (auto& owned : block->ops()) {
-      if (owned.get() == anc) { before = true; break; }
-      if (owned.get() == clone) break;
-    }
-    if (!before) return false;
-  }
+  // Nothing reads the loaded contents after the clone: no later use of %g or
+  // of any of its content aliases (slices, awaits, block arguments and region
+  // results it flows into, values captured by regions), and %g does not
+  // escape (stored elsewhere, passed to a call). After the rewrite the tied
+  // chain writes the global's buffer, which every such alias views.
+  if (analysis::FindLaterObserver(src, clone)) return false;
   ir::Value* v = clone->result(0);
   ir::Operation* store = nullptr;
   for (int depth = 0; depth < 1024 && !store; ++depth) {

@@ -22,24 +22,26 @@
 //  2. The candidate's type must equal T's result type (a transfer may also
 //     change the lifetime, e.g. staging -> transient, and there is no cast op
 //     at this level); otherwise T stays.
-//  3. If T's result may be written in place (a tied use: fill/copy/update
-//     target, a dispatch's tied operand; or it flows into something this
-//     pass does not follow: an scf/branch/yield operand, a `consume` call
-//     operand (a borrowed call operand is only read), a global
-//     store, an execute capture, a dealloca), eliding T would write the
-//     candidate's storage. That is only allowed when the candidate is a fresh
-//     value (defined in T's block by an async op that makes a new value, or a
-//     `consume` import) whose only use is T. Otherwise T becomes
-//     `stream.async.clone(candidate)` (same result type, size and affinity):
-//     a plain copy that --elide-async-copies, run after this pass, removes if
-//     the candidate has no later use.
-//  4. Transfers left without uses by a rewrite (the earlier legs of a round
-//     trip) are erased.
-// Every transfer kept, or turned into a clone, gets a remark saying why.
+//  3. T's result is replaced by the candidate: from here on the two are ONE
+//     value (one storage) for every later analysis, which is what makes the
+//     pass safe. Transfers left without uses by a rewrite (the earlier legs of
+//     a round trip) are erased.
+// Every transfer kept gets a remark saying why.
 //
-// Preconditions: stream level (after materialize-copy-on-write and
-// elide-async-copies: every tied use of a value still observed later already
-// writes a clone, so rule 3 only has to protect the candidate).
+// Why this pass runs FIRST, before materialize-copy-on-write (pipeline.cc):
+// an elided transfer turns two values into aliases of one storage. Any copy
+// decision taken while they were separate values would be wrong afterwards:
+// e.g. `%t = transfer(%v); %f = fill(%v); read %t`, where copy elision,
+// seeing %t as a copy, lets the fill write %v in place, and eliding %t then
+// makes the read see the fill. So transfers are elided first, then
+// copy-on-write puts a clone before every tied use (including the uses that
+// were the transfer's) and elide-async-copies removes the clones nothing
+// needs: copies are introduced for correctness, then elided where not
+// required, and no elision relies on a decision a later one invalidates.
+// This pass therefore never writes a clone itself and needs no notion of
+// "written in place".
+//
+// Preconditions: stream level (convert-to-stream ran).
 //
 // Before (topology unified):
 //   %0 = "stream.async.transfer"(%arg0) {affinity = "gpu", size = 16 : i64, source_affinity = "host"}
@@ -51,81 +53,11 @@
 #include <string>
 #include <vector>
 
-#include "compiler/analysis/resource_usage.h"
 #include "compiler/analysis/topology.h"
 #include "compiler/transforms/passes.h"
 
 namespace kiln::transforms {
 namespace {
-
-// True when `user` writes its operand `index` in place (a tied operand).
-bool IsTiedUse(ir::Operation* user, unsigned index) {
-  const std::string& n = user->name();
-  if (n == "stream.async.fill" || n == "stream.async.copy" || n == "stream.async.update") return index == 0;
-  if (n == "stream.async.dispatch") {
-    for (int64_t t : user->ints_attr("tied_operands"))
-      if (t == static_cast<int64_t>(index)) return true;
-  }
-  // A `consume` parameter of a call: the callee may update it in place.
-  if (n == "func.call") return analysis::IsConsumedCallOperand(user, index);
-  return false;
-}
-
-// True when `v`, or a value sharing its storage, may be written in place or
-// freed by some user. Conservative for every use it does not know.
-bool MayBeWritten(ir::Value* v, int depth = 0) {
-  if (depth > 16) return true;
-  for (const ir::Use& use : v->uses()) {
-    ir::Operation* user = use.user;
-    const std::string& n = user->name();
-    if (IsTiedUse(user, use.operand_index)) return true;
-    if (n == "stream.async.transfer" || n == "stream.async.clone" || n == "stream.async.dispatch" ||
-        n == "stream.async.copy" || n == "stream.async.update" || n == "stream.tensor.export" ||
-        n == "func.return" || n == "func.call")
-      continue;  // reads (the tied operands, consumed call operands included, were checked above)
-    if (n == "stream.async.slice") {  // a view: a write to it writes `v`
-      if (MayBeWritten(user->result(0), depth + 1)) return true;
-      continue;
-    }
-    if (n == "stream.timepoint.await" && use.operand_index >= 1) {  // forwards the value
-      if (MayBeWritten(user->result(use.operand_index - 1), depth + 1)) return true;
-      continue;
-    }
-    return true;  // scf/cf operands and yields, calls, globals, execute, dealloca, unknown ops
-  }
-  return false;
-}
-
-// True when the storage of `v` may be taken over by the result of `transfer`
-// (which is written in place afterwards): `v` is a fresh value of the same
-// block whose only use is `transfer`.
-bool IsWritableSource(ir::Value* v, ir::Operation* transfer, std::string* why) {
-  ir::Operation* def = v->defining_op();
-  if (!def) {
-    *why = "the source is a block argument (a function argument, loop-carried or region value)";
-    return false;
-  }
-  if (def->parent_block() != transfer->parent_block()) {
-    *why = "the source is defined outside the transfer's block (a region may run more than once)";
-    return false;
-  }
-  if (v->uses().size() != 1) {
-    *why = "the source is still used elsewhere";
-    return false;
-  }
-  const std::string& n = def->name();
-  if (n == "stream.tensor.import") {
-    if (def->bool_attr("consume")) return true;
-    *why = "the source is a borrowed import (the callee must never write it)";
-    return false;
-  }
-  static const std::set<std::string> kFresh = {
-      "stream.async.dispatch", "stream.async.splat", "stream.async.alloca", "stream.async.fill",
-      "stream.async.copy",     "stream.async.update", "stream.async.clone", "stream.async.transfer"};
-  if (kFresh.count(n)) return true;
-  *why = "the source comes from '" + n + "', whose storage may be shared or read-only";
-  return false;
-}
 
 // Devices by affinity: the module's topology, or (without one) one device per
 // distinct affinity name, none sharing memory.
@@ -221,20 +153,7 @@ class ElideTransfersPass : public ir::Pass {
       }
       ir::Value* old_source = t->operand(0);
       // Rule 3.
-      std::string why;
-      if (MayBeWritten(result) && !IsWritableSource(candidate, t, &why)) {
-        ir::Builder b = ir::Builder::Before(t);
-        b.set_loc(t->loc());
-        std::map<std::string, ir::Attribute> attrs;
-        if (const ir::Attribute* size = t->attr("size")) attrs["size"] = *size;
-        if (const ir::Attribute* aff = t->attr("affinity")) attrs["affinity"] = *aff;
-        ir::Operation* clone = b.Create("stream.async.clone", {candidate}, {result->type()}, attrs);
-        result->ReplaceAllUsesWith(clone->result(0));
-        ctx.Remark(t, "transfer replaced by a clone: its result is written in place and " + why +
-                          " (elide-async-copies decides)");
-      } else {
-        result->ReplaceAllUsesWith(candidate);
-      }
+      result->ReplaceAllUsesWith(candidate);
       maybe_dead.erase(t);
       t->Erase();
       if (old_source != candidate && old_source->defining_op())

@@ -10,11 +10,12 @@ const std::vector<std::string>& DefaultPipeline() {
   static const std::vector<std::string> kPipeline = {
       "fuse-dispatch-regions",
       "convert-to-stream",
-      // Introduce copies for correctness, then elide the ones not needed;
-      // transfer elision may turn transfers into clones, so elide again.
-      "materialize-copy-on-write",
-      "elide-async-copies",
+      // Transfers between devices that share memory become aliases of their
+      // source first, so that copy-on-write sees the real aliasing; then
+      // copies are introduced for correctness and the ones not needed are
+      // elided. No elision relies on a decision a later one invalidates.
       "elide-transfers",
+      "materialize-copy-on-write",
       "elide-async-copies",
       // Dealloca at the known last use, retain/release where a resource
       // escapes; the emitter ends transient lifetimes at the deallocas.

@@ -177,6 +177,9 @@ class Generator {
     }
     std::swap(rng_, lib_rng_);
     if (local_lib_) Note("call within the module");
+    // The device topology elide-transfers reads (transfers are drawn in Step).
+    int topo = rng_.Int(0, 99);
+    topology_ = topo < 30 ? "" : topo < 65 ? "unified" : "discrete";
     int nargs = rng_.Int(1, 3);
     std::vector<std::string> ownership;
     std::ostringstream& body_ = out_;
@@ -249,6 +252,7 @@ class Generator {
       }
       if (!lib_.empty()) prog_.lib_kir = LibModule();
     }
+    if (!topology_.empty()) os << "\"kiln.topology\"() {spec = \"" << topology_ << "\"} : () -> ()\n";
     for (const std::string& g : globals_)
       os << "\"util.global\"() {size = " << kFull * 4 << " : i64, sym_name = \"" << g
          << "\", type = !stream.resource<variable>} : () -> ()\n";
@@ -310,6 +314,7 @@ class Generator {
       return rng_.Chance(50) ? GlobalLoad(g) : GlobalStore(g);
     }
     r = rng_.Int(0, 99);
+    if (r < 5) return Transfer();
     if (r < 8) return Constant();
     if (r < 14) return Splat();
     if (r < 34) return Dispatch(/*tied=*/false);
@@ -437,8 +442,8 @@ class Generator {
     Push(v);
   }
 
-  void Fill() {
-    Val t = Pick(-1);
+  // An in-place fill of a subrange of `t` (tied: the result reuses t's storage).
+  Val FillOf(const Val& t) {
     int64_t len = kAlign * rng_.Int(1, static_cast<int>(t.elems / kAlign));
     int64_t off = kAlign * rng_.Int(0, static_cast<int>((t.elems - len) / kAlign));
     float f = rng_.Value();
@@ -453,7 +458,53 @@ class Generator {
       std::fill(out.begin() + off, out.begin() + off + len, f);
       e.f[vn] = out;
     });
-    Push(v);
+    return v;
+  }
+
+  void Fill() { Push(FillOf(Pick(-1))); }
+
+  // ---- transfers (the module's topology: none, unified or discrete) ----
+
+  // A transfer of `a` from affinity `from` to `to` ("host", "gpu"). Value
+  // semantics: a copy. The result keeps a's type (so elide-transfers may
+  // replace it by its source) unless a is a constant, a global's value or a
+  // region value: those become transient, a type change the pass must keep.
+  Val TransferOf(const Val& a, const char* from, const char* to) {
+    bool keep = a.lifetime == "external" || a.lifetime == "transient";
+    Val v{Fresh(), keep ? a.lifetime : "transient", a.elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.transfer\"(" << a.name << ") {affinity = \"" << to
+         << "\", size = " << a.elems * 4 << " : i64, source_affinity = \"" << from << "\"} : ("
+         << ResType(a.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
+    std::string vn = v.name, an = a.name;
+    Emit([vn, an](Env& e, Env&) { e.f[vn] = e.f.at(an); });
+    return v;
+  }
+
+  // host -> gpu, sometimes back to the host (a round trip gives the original
+  // back: elided even across a discrete link), sometimes with the SOURCE
+  // filled in place between the legs and the transferred value read after
+  // the fill (the pattern that once made elision wrong).
+  void Transfer() {
+    Note(topology_.empty() ? "transfer (no topology)" : "transfer " + topology_);
+    Val a = Pick(-1);
+    Val t = TransferOf(a, "host", "gpu");
+    Val f;
+    bool fill_between = rng_.Chance(40);
+    if (fill_between) {
+      Note("fill between transfer legs");
+      f = FillOf(a);
+    }
+    Val last = t;
+    if (rng_.Chance(50)) {
+      Note("transfer round trip");
+      Push(t);
+      last = TransferOf(t, "gpu", "host");
+    }
+    if (fill_between) {
+      Push(f);
+      Push(DispatchOf(Kinds()[0], last, &f, /*tied=*/false));  // read after the fill
+    }
+    Push(last);
   }
 
   void Copy() {
@@ -1001,6 +1052,19 @@ class Generator {
 
   // ---- globals ----
 
+  // `v` forwarded by a stream.timepoint.await on an immediate timepoint (an
+  // alias of the same contents).
+  Val AwaitOf(const Val& v) {
+    std::string tp = Fresh();
+    Val w{Fresh(), v.lifetime, v.elems, {}};
+    out_ << "  " << tp << " = \"stream.timepoint.immediate\"() : () -> !stream.timepoint\n";
+    out_ << "  " << w.name << " = \"stream.timepoint.await\"(" << tp << ", " << v.name
+         << ") : (!stream.timepoint, " << ResType(v.lifetime) << ") -> " << ResType(w.lifetime) << "\n";
+    std::string wn = w.name, vn = v.name;
+    Emit([wn, vn](Env& e, Env&) { e.f[wn] = e.f.at(vn); });
+    return w;
+  }
+
   void GlobalLoad(const std::string& g) {
     Note("util.global.load");
     Val v{Fresh(), "variable", kFull, {}};
@@ -1029,11 +1093,26 @@ class Generator {
     GlobalLoad(g);
     Val s = vals_.back();
     if (rng_.Chance(50)) Push(DispatchOf(Kinds()[0], s, &vals_.front(), false));  // out = state + arg0
+    // A view of the loaded (old) state, read after the update: a slice or
+    // an await alias. It must still see the old contents.
+    Val view;
+    int kind = rng_.Int(0, 99);
+    if (kind < 25) {
+      Note("global slice read after update");
+      view = SliceOf(s, kAlign * rng_.Int(0, (kFull - kSlice) / kAlign), kSlice);
+    } else if (kind < 45) {
+      Note("global await read after update");
+      view = AwaitOf(s);
+    }
     Val u = TiedUpdate(s);
     out_ << "  \"util.global.store\"(" << u.name << ") {global = @" << g << "} : (" << ResType(u.lifetime)
          << ") -> ()\n";
     std::string un = u.name;
     Emit([un, g](Env& e, Env& gl) { gl.f[g] = e.f.at(un); });
+    if (!view.name.empty()) {
+      Push(view);  // later steps (and regions) may read it too
+      Push(DispatchOf(Kinds()[7], view, nullptr, /*tied=*/false));  // neg(view): a read after the store
+    }
   }
 
   Rng rng_;
@@ -1053,6 +1132,7 @@ class Generator {
   HostOps top_;
   HostOps* ops_ = &top_;
   std::vector<std::string> globals_;
+  std::string topology_;  // "", "unified" or "discrete": the module's kiln.topology
   std::vector<std::string> ivs_;  // induction variables of enclosing scf.for
   bool in_cf_body_ = false;
   int next_id_ = 0;

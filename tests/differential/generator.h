@@ -7,7 +7,9 @@
 // scf.while, nested, with captured and loop-carried values), branches with
 // block arguments (cf.br / cf.cond_br), module globals (util.global*) and
 // calls (func.call) into a generated callee module with borrowed and consumed
-// arguments; the host reference runs the callee's body with value semantics.
+// arguments, and transfers between "host" and "gpu" under a unified,
+// discrete or absent device topology; the host reference runs the callee's
+// body with value semantics.
 #ifndef KILN_TESTS_DIFFERENTIAL_GENERATOR_H_
 #define KILN_TESTS_DIFFERENTIAL_GENERATOR_H_
 
@@ -40,7 +42,12 @@ struct GeneratedProgram {
   // "device condition", "func.call", "call borrow operand", "call consume
   // operand", "call consume operand read later", "call consume operand dead
   // after", "call in a region or branch", "call result passed to a call",
-  // "call result returned", "call result stored to a global".
+  // "call result returned", "call result stored to a global", "transfer
+  // unified" / "transfer discrete" / "transfer (no topology)" (the module's
+  // kiln.topology), "transfer round trip", "fill between transfer legs" (the
+  // source filled in place after the first leg, the transferred value read
+  // after the fill), "global slice read after update", "global await read
+  // after update" (a view of a loaded global read after its in-place update).
   std::map<std::string, int> constructs;
 };
 

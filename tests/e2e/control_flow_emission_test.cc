@@ -11,96 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/ir/parser.h"
-#include "compiler/tools/compile_driver.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace kiln::e2e {
 namespace {
-
-std::string Error(kiln_status_t s) {
-  std::string m = kiln_status_message(s);
-  kiln_status_free(s);
-  return m;
-}
-
-// One compiled module loaded into one context: invoke `function` several
-// times (module globals persist between the calls), counting copies and
-// dispatches per call.
-class Session {
- public:
-  ~Session() {
-    if (context_) kiln_context_release(context_);
-    if (module_) kiln_module_release(module_);
-  }
-  std::string Load(const std::string& kir, bool disable_elision = false, target::EmitReport* report = nullptr) {
-    auto parsed = ir::ParseModule(kir, "<control_flow>");
-    if (!parsed.ok()) return "parse: " + parsed.status().message();
-    driver::CompileOptions options;
-    options.pipeline.disable_elision = disable_elision;
-    auto compiled = driver::CompileModule(*parsed.value(), options, report);
-    if (!compiled.ok()) return "compile: " + compiled.status().message();
-    bytes_ = std::move(compiled.value());
-    if (kiln_status_t s = kiln_module_load_from_memory(SharedInstance(), bytes_.data(), bytes_.size(), &module_))
-      return "load: " + Error(s);
-    kiln_device_t device = SharedDevice();
-    if (kiln_status_t s = kiln_context_create(device, &module_, 1, &context_)) return "context: " + Error(s);
-    return "";
-  }
-  // Invokes `function` with `inputs` (handed over with KILN_ARG_CONSUME when
-  // `consume`, else borrowed); results read back into *out.
-  std::string Invoke(const char* function, const std::vector<HostTensor>& inputs, std::vector<HostTensor>* out,
-                     kiln_device_stats_t* delta = nullptr, bool consume = false) {
-    kiln_function_t fn = nullptr;
-    if (kiln_status_t s = kiln_context_lookup_function(context_, function, &fn)) return "lookup: " + Error(s);
-    kiln_device_t device = SharedDevice();
-    std::vector<kiln_tensor_t> args;
-    std::string error;
-    for (const HostTensor& h : inputs) {
-      kiln_tensor_t t = nullptr;
-      if (kiln_status_t s =
-              kiln_tensor_create(device, h.dtype, h.shape.size(), h.shape.data(), h.data.data(), h.data.size(), &t)) {
-        error = "tensor: " + Error(s);
-        break;
-      }
-      args.push_back(t);
-    }
-    std::vector<kiln_tensor_t> results(kiln_function_result_count(fn), nullptr);
-    if (error.empty()) {
-      kiln_device_stats_t before{}, after{};
-      kiln_device_stats(device, &before);
-      std::vector<kiln_invoke_arg_t> a;
-      for (kiln_tensor_t t : args) a.push_back({t, consume ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0});
-      if (kiln_status_t s = kiln_invoke_ex(context_, fn, a.data(), a.size(), results.data(), results.size()))
-        error = "invoke: " + Error(s);
-      if (consume) args.clear();  // the call took our references
-      kiln_device_stats(device, &after);
-      if (delta) {
-        delta->copies = after.copies - before.copies;
-        delta->dispatches = after.dispatches - before.dispatches;
-        delta->device_allocations = after.device_allocations - before.device_allocations;
-      }
-    }
-    out->clear();
-    for (kiln_tensor_t r : results) {
-      if (!r) continue;
-      HostTensor h;
-      h.dtype = kiln_tensor_dtype(r);
-      h.shape.assign(kiln_tensor_dims(r), kiln_tensor_dims(r) + kiln_tensor_rank(r));
-      h.data.resize(kiln_tensor_byte_size(r));
-      if (kiln_status_t s = kiln_tensor_read(r, h.data.data(), h.data.size())) error = "read: " + Error(s);
-      out->push_back(std::move(h));
-      kiln_tensor_release(r);
-    }
-    for (kiln_tensor_t t : args) kiln_tensor_release(t);
-    return error;
-  }
-
- private:
-  std::vector<uint8_t> bytes_;
-  kiln_module_t module_ = nullptr;
-  kiln_context_t context_ = nullptr;
-};
 
 const char* kExecutables = KILN_E2E_ADD_EXECUTABLE R"(
 "flow.executable"() ({

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/import/onnx/onnx_importer.h"
+#include "compiler/tools/compile_driver.h"
 #include "kiln/kiln.h"
 
 // The flow.executable @add (tensor<4xf32> + tensor<4xf32>) that many
@@ -89,6 +90,33 @@ kiln_tensor_t DeviceF32(const std::vector<float>& v);
 std::vector<float> ReadF32(kiln_tensor_t t);
 // Number of validation-layer messages seen so far in this process.
 uint64_t ValidationMessages();
+
+// One program (.kir text at any level) compiled in-process by the default
+// pipeline and loaded into one context on SharedDevice(): invoke functions
+// several times (module globals persist between the calls), counting the
+// copies, dispatches and device allocations of each call. Errors come back
+// as text ("" on success).
+class Session {
+ public:
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+  // Compiles `kir` (with PipelineOptions::disable_elision when asked) and
+  // creates the context; `report` (may be null) receives the emitter report.
+  std::string Load(const std::string& kir, bool disable_elision = false, target::EmitReport* report = nullptr);
+  // Invokes `function` with `inputs` (handed over with KILN_ARG_CONSUME when
+  // `consume`, else borrowed); results read back into *out; `delta` (may be
+  // null) receives the counters of this call (copies, dispatches,
+  // device_allocations).
+  std::string Invoke(const char* function, const std::vector<HostTensor>& inputs, std::vector<HostTensor>* out,
+                     kiln_device_stats_t* delta = nullptr, bool consume = false);
+
+ private:
+  std::vector<uint8_t> bytes_;
+  kiln_module_t module_ = nullptr;
+  kiln_context_t context_ = nullptr;
+};
 
 }  // namespace kiln::e2e
 
