@@ -73,6 +73,16 @@
 // The emitter views %g as the global's buffer, so the tied ops update the
 // state in place and the store copies nothing (zero copies per call).
 //
+// A read-only copy goes too, even when its source is still used or is not
+// the function's: when neither the copy nor its source is ever written in
+// place after it holds its contents (no tied use of any content alias of
+// either, other than the writes that produced the source; not a global's
+// value, not stored to a global), sharing one buffer cannot be observed
+// (IREE's rule for immutable clones). E.g. a clone of a borrowed import
+// read by two dispatches, or two clones of one splat. Only a copy of the
+// same type (a lifetime change stays: its result may feed an edge whose
+// types must match, such as a loop's init).
+//
 // Must not act (each tested): a source used later, a borrowed import, a
 // constant, a global load (except the state update above: not when the
 // result is stored to another global, read elsewhere, or @S is touched in
@@ -173,6 +183,45 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
       if (inner->is("func.call")) touches = true;
     });
     if (touches) return false;
+  }
+  return true;
+}
+
+// The read-only rule (header comment): true when nothing ever writes the
+// storage `v` may share in place after `v` holds its contents: no content
+// alias of v (analysis::ContentAliases: slices, awaits, values it flows
+// into, the tied operands behind it, consumed call operands) is the tied
+// operand of an op, except the writes that produced v itself (the tied
+// chain, through slices and awaits, v's contents come from), and none is
+// stored to a global or is a global's value (a later store overwrites a
+// global's buffer without a tied op).
+bool NeverWrittenAfterDefinition(ir::Value* v) {
+  std::set<const ir::Operation*> producers;  // the writes v's contents come from
+  for (ir::Value* x = v; x;) {
+    ir::Operation* def = x->defining_op();
+    if (!def) break;
+    ir::Value* next = nullptr;
+    if (def->is("stream.async.slice")) {
+      next = def->operand(0);
+    } else if (def->is("stream.timepoint.await")) {
+      if (x->index() + 1 < def->num_operands()) next = def->operand(x->index() + 1);
+    } else {
+      int t = analysis::TiedOperandOfResult(def, x->index());
+      if (t >= 0) {
+        producers.insert(def);
+        next = def->operand(static_cast<unsigned>(t));
+      }
+    }
+    x = next;
+  }
+  for (ir::Value* a : analysis::ContentAliases(v)) {
+    if (ir::Operation* def = a->defining_op(); def && def->is("util.global.load")) return false;
+    for (const ir::Use& u : a->uses()) {
+      if (u.user->is("util.global.store")) return false;
+      if (producers.count(u.user)) continue;
+      for (unsigned t : analysis::TiedOperands(u.user))
+        if (t == u.operand_index) return false;
+    }
   }
   return true;
 }
@@ -408,6 +457,9 @@ class ElideAsyncCopiesPass : public ir::Pass {
         }
         analysis::Verdict v = analysis::CanReuseStorage(clone, 0);
         if (!v.ok && IsGlobalStateUpdate(clone)) v = analysis::Verdict{true, ""};
+        if (!v.ok && src->type() == copy->type() && NeverWrittenAfterDefinition(src) &&
+            NeverWrittenAfterDefinition(copy))
+          v = analysis::Verdict{true, ""};  // a read-only copy of a value nobody writes
         if (!v.ok) {
           if (TryHoistLoopInitCopy(clone, v.reason, ctx)) continue;
           const ir::Operation* entry = FeedsLoopEntry(clone);
