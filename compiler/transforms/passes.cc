@@ -9,6 +9,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
   ir::RegisterPass("materialize-copy-on-write", CreateMaterializeCopyOnWritePass);
   ir::RegisterPass("elide-async-copies", CreateElideAsyncCopiesPass);
+  ir::RegisterPass("elide-dead-writes", CreateElideDeadWritesPass);
   ir::RegisterPass("elide-transfers", CreateElideTransfersPass);
   ir::RegisterPass("schedule-execution", CreateScheduleExecutionPass);
   ir::RegisterPass("elide-timepoints", CreateElideTimepointsPass);

@@ -19,7 +19,7 @@ std::unique_ptr<ir::Pass> CreateFuseDispatchRegionsPass();
 std::unique_ptr<ir::Pass> CreateConvertToStreamPass();
 
 // --elide-transfers: stream.async.transfer between devices that share memory
-// (module-level kiln.topology op) -> its source (or a clone if written in place).
+// (module-level kiln.topology op) -> its source (runs before copy-on-write).
 std::unique_ptr<ir::Pass> CreateElideTransfersPass();
 
 // --schedule-execution: straight-line runs of async work -> stream.async.execute
@@ -38,6 +38,10 @@ std::unique_ptr<ir::Pass> CreateMaterializeCopyOnWritePass();
 // and dead after it (across branches, scf regions and loop trips); remarks
 // say why each remaining copy is kept.
 std::unique_ptr<ir::Pass> CreateElideAsyncCopiesPass();
+
+// --elide-dead-writes: removes an in-place update/copy/fill whose bytes the
+// next write of the same resource overwrites before any read.
+std::unique_ptr<ir::Pass> CreateElideDeadWritesPass();
 
 std::unique_ptr<ir::Pass> CreateResourceLifetimePass();  // --resource-lifetime: dealloca / retain / release
 

@@ -17,6 +17,8 @@ const std::vector<std::string>& DefaultPipeline() {
       "elide-transfers",
       "materialize-copy-on-write",
       "elide-async-copies",
+      // Subrange writes overwritten before any read (dead stores).
+      "elide-dead-writes",
       // Dealloca at the known last use, retain/release where a resource
       // escapes; the emitter ends transient lifetimes at the deallocas.
       "resource-lifetime",
@@ -31,7 +33,8 @@ Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, cons
                  ir::PassContext& ctx) {
   RegisterAllPasses();
   for (const std::string& flag : flags) {
-    if (options.disable_elision && (flag == "elide-async-copies" || flag == "elide-transfers")) continue;
+    if (options.disable_elision && (flag == "elide-async-copies" || flag == "elide-transfers" ||
+                                     flag == "elide-dead-writes")) continue;
     std::unique_ptr<ir::Pass> pass = ir::CreatePass(flag);
     if (!pass) return InvalidArgumentError("unknown pass '%s'", flag.c_str());
     size_t first_remark = ctx.remarks.size();
