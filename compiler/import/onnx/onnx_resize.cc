@@ -219,6 +219,8 @@ Status Importer::Resize(const onnx::NodeProto& n, const std::vector<Value*>& in,
     spec.in_len = xs[d];
     spec.out_len = os[d];
     spec.scale = scale[d];
+    spec.length_resized = have_scales ? scale[d] * static_cast<float>(xs[d])
+                                      : static_cast<float>(os[d]);
     spec.roi_start = roi_start[d];
     spec.roi_end = roi_end[d];
     spec.cubic_coeff_a = cubic_a;

@@ -43,7 +43,7 @@ float ResizeSourceCoordinate(const ResizeAxisSpec& s, int64_t xi) {
   // lambdas; `volatile` keeps each step rounded to f32 in this order.
   const float x = static_cast<float>(xi);
   const float scale = s.scale;
-  const float len_out = static_cast<float>(s.out_len);
+  const float len_out = s.length_resized;
   const float len_in = static_cast<float>(s.in_len);
   switch (s.coord) {
     case ResizeCoordMode::kAsymmetric:
@@ -66,7 +66,7 @@ float ResizeSourceCoordinate(const ResizeAxisSpec& s, int64_t xi) {
     }
     case ResizeCoordMode::kHalfPixelSymmetric: {
       volatile float output_width = scale * len_in;
-      volatile float adjustment = len_out / output_width;
+      volatile float adjustment = static_cast<float>(s.out_len) / output_width;
       volatile float center = len_in / 2;
       volatile float offset = center * (1 - adjustment);
       // (x + 0.5) is a double here: the rest runs in f64, then is rounded.
@@ -196,6 +196,9 @@ ResizeAxisTaps ComputeResizeAxisTaps(const ResizeAxisSpec& s) {
   ResizeAxisTaps t;
   const int64_t in = s.in_len;
   const bool crop = s.coord == ResizeCoordMode::kTfCropAndResize;
+  if (s.scale == 1.0f && s.in_len == s.out_len &&
+      !(crop && (s.roi_start != 0.0f || s.roi_end != 1.0f)))
+    return t;  // copied
   const bool aa = s.antialias && s.mode != ResizeMode::kNearest && s.scale < 1.0f;
   if (s.mode == ResizeMode::kNearest) {
     t.taps = 1;

@@ -55,6 +55,12 @@ struct ResizeAxisSpec {
   // out_len / in_len (f32) when `sizes` was given, or the
   // keep_aspect_ratio_policy scale.
   float scale = 1.0f;
+  // length_resized of align_corners, pytorch_half_pixel and
+  // tf_crop_and_resize: f32(scale) * f32(in_len) when `scales` was given
+  // (the ONNX reference implementation's output_width: 3.142857 in
+  // test_resize_downsample_scales_linear_align_corners, where ONNX Runtime
+  // uses the truncated out_len and gives 4), else out_len.
+  float length_resized = 1.0f;
   float roi_start = 0.0f, roi_end = 1.0f;  // kTfCropAndResize only
   float cubic_coeff_a = -0.75f;
   bool exclude_outside = false;
@@ -80,7 +86,10 @@ struct ResizeAxisTaps {
 // with one output element are kept).
 float ResizeSourceCoordinate(const ResizeAxisSpec& s, int64_t x);
 
-// The taps of axis `s`. Taps whose weight is 0 for every output coordinate
+// The taps of axis `s`. An axis with scale 1 and in_len == out_len is
+// copied, whatever the coordinate transform (as ONNX Runtime does; the
+// reference would shift it by half a pixel under tf_half_pixel_for_nn),
+// except tf_crop_and_resize with a roi other than [0, 1]. Taps whose weight is 0 for every output coordinate
 // are dropped where that makes the axis a gather (taps == 1, weight 1), and a
 // gather of x[o] for every o becomes the copy (taps == 0). Cost:
 // O(out_len * taps) host time and memory (taps <= 4, or about 4 / scale with
