@@ -83,6 +83,13 @@
 // same type (a lifetime change stays: its result may feed an edge whose
 // types must match, such as a loop's init).
 //
+// A copy that would stay (and is not a loop's initial value, hoisted
+// instead) and whose source is a stream.async.constant whose bytes
+// repeat one 32-bit pattern becomes a stream.async.splat of that pattern
+// (the constant written straight into the mutable storage: a fill, no copy;
+// IREE's clones of splat constants). Other constants keep their copy (an
+// upload from the constant pool costs what the copy does).
+//
 // Must not act (each tested): a source used later, a borrowed import, a
 // constant, a global load (except the state update above: not when the
 // result is stored to another global, read elsewhere, or @S is touched in
@@ -413,6 +420,40 @@ bool TryHoistLoopInitCopy(ir::Operation* clone, const std::string& reason, ir::P
   return false;
 }
 
+// The 32-bit pattern every 4 bytes of `constant` (a stream.async.constant)
+// repeat, when they do and the constant is a whole number of words.
+bool SplatPattern(const ir::Operation* constant, int64_t size, uint32_t* pattern) {
+  const ir::DenseElements* d = constant->dense_attr("value");
+  if (!d || !d->data || size <= 0 || size % 4 != 0 || static_cast<int64_t>(d->data->size()) != size) return false;
+  const uint8_t* b = d->bytes();
+  for (int64_t i = 4; i < size; ++i)
+    if (b[i] != b[i % 4]) return false;
+  *pattern = static_cast<uint32_t>(b[0]) | static_cast<uint32_t>(b[1]) << 8 | static_cast<uint32_t>(b[2]) << 16 |
+             static_cast<uint32_t>(b[3]) << 24;
+  return true;
+}
+
+// A copy that stays and whose source is a constant repeating one 32-bit
+// pattern is written as a splat of that pattern instead (a fill, no copy
+// from the constant pool): the constant is materialised straight into the
+// mutable storage.
+bool MaterializeSplatConstantCopy(ir::Operation* clone, ir::PassContext& ctx) {
+  ir::Operation* def = clone->operand(0)->defining_op();
+  int64_t size = clone->int_attr("size", -1);
+  uint32_t pattern = 0;
+  if (!def || !def->is("stream.async.constant") || !SplatPattern(def, size, &pattern)) return false;
+  ir::Builder b = ir::Builder::Before(clone);
+  b.set_loc(clone->loc());
+  std::map<std::string, ir::Attribute> attrs = {{"size", ir::Attribute(size)},
+                                                {"pattern", ir::Attribute(static_cast<int64_t>(pattern))}};
+  if (const ir::Attribute* aff = clone->attr("affinity")) attrs["affinity"] = *aff;
+  ir::Operation* splat = b.Create("stream.async.splat", {}, {clone->result(0)->type()}, std::move(attrs));
+  ctx.Remark(clone, "copy of a constant written as a splat: its bytes repeat one 32-bit pattern (a fill, no copy)");
+  clone->result(0)->ReplaceAllUsesWith(splat->result(0));
+  clone->Erase();
+  return true;
+}
+
 class ElideAsyncCopiesPass : public ir::Pass {
  public:
   const char* flag() const override { return "elide-async-copies"; }
@@ -462,6 +503,7 @@ class ElideAsyncCopiesPass : public ir::Pass {
           v = analysis::Verdict{true, ""};  // a read-only copy of a value nobody writes
         if (!v.ok) {
           if (TryHoistLoopInitCopy(clone, v.reason, ctx)) continue;
+          if (MaterializeSplatConstantCopy(clone, ctx)) continue;
           const ir::Operation* entry = FeedsLoopEntry(clone);
           ctx.Remark(clone, "kept copy: " + v.reason + (entry ? HoistedNote(entry) : std::string()));
           continue;

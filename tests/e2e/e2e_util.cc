@@ -376,6 +376,7 @@ std::string Session::Invoke(const char* function, const std::vector<HostTensor>&
       delta->copies = after.copies - before.copies;
       delta->dispatches = after.dispatches - before.dispatches;
       delta->device_allocations = after.device_allocations - before.device_allocations;
+    delta->fills = after.fills - before.fills;
     }
   }
   out->clear();

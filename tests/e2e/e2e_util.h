@@ -108,7 +108,7 @@ class Session {
   // Invokes `function` with `inputs` (handed over with KILN_ARG_CONSUME when
   // `consume`, else borrowed); results read back into *out; `delta` (may be
   // null) receives the counters of this call (copies, dispatches,
-  // device_allocations).
+  // device_allocations, fills).
   std::string Invoke(const char* function, const std::vector<HostTensor>& inputs, std::vector<HostTensor>* out,
                      kiln_device_stats_t* delta = nullptr, bool consume = false);
 

@@ -133,6 +133,23 @@ const char* kDeadUpdate = R"(
 }) {sym_name = "main"} : () -> ()
 )";
 
+// A copy of a splat constant updated in place, the constant read again:
+//   k = [1, 1, 1, 1]; u = (copy of k) + x in place; r = k + x
+//   x = [1, 2, 3, 4] -> u = r = [2, 3, 4, 5]
+const char* kSplatConstantCopy = KILN_E2E_ADD_EXECUTABLE R"(
+"func.func"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %x = "stream.tensor.import"(%arg0) {consume = false, size = 16 : i64} : (tensor<4xf32>) -> !stream.resource<external>
+  %k = "stream.async.constant"() {size = 16 : i64, value = dense<[1.0, 1.0, 1.0, 1.0]> : tensor<4xf32>} : () -> !stream.resource<constant>
+  %c = "stream.async.clone"(%k) {size = 16 : i64} : (!stream.resource<constant>) -> !stream.resource<transient>
+  %u = "stream.async.dispatch"(%c, %x) {entry = @add, sizes = [16], tied_operands = [0]} : (!stream.resource<transient>, !stream.resource<external>) -> !stream.resource<transient>
+  %r = "stream.async.dispatch"(%k, %x) {entry = @add, sizes = [16], tied_operands = [-1]} : (!stream.resource<constant>, !stream.resource<external>) -> !stream.resource<transient>
+  %e = "stream.tensor.export"(%u) {size = 16 : i64} : (!stream.resource<transient>) -> tensor<4xf32>
+  %f = "stream.tensor.export"(%r) {size = 16 : i64} : (!stream.resource<transient>) -> tensor<4xf32>
+  "func.return"(%e, %f) : (tensor<4xf32>, tensor<4xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
 class ElisionCorrectnessTest : public ::testing::TestWithParam<bool> {};  // param: elision disabled
 
 TEST_P(ElisionCorrectnessTest, TransferSourceFilledWhileResultIsRead) {
@@ -186,6 +203,24 @@ TEST(DeadWriteElisionTest, DeadUpdateIsRemoved) {
   // first update (its bytes are overwritten): the second update only (1).
   EXPECT_EQ(copies[0], 1u);
   EXPECT_EQ(copies[1], 4u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+TEST(SplatConstantCopyTest, WrittenAsAFill) {
+  for (bool disable : {false, true}) {
+    Session s;
+    ASSERT_EQ(s.Load(kSplatConstantCopy, disable), "");
+    std::vector<HostTensor> out;
+    kiln_device_stats_t d{};
+    ASSERT_EQ(s.Invoke("main", {F32({4}, {1, 2, 3, 4})}, &out, &d), "");
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(Values(out[0]), (std::vector<float>{2, 3, 4, 5}));
+    EXPECT_EQ(Values(out[1]), (std::vector<float>{2, 3, 4, 5}));
+    // Elided: the copy of the constant is a splat (one fill, no copy).
+    // Non-elided: the copy from the constant pool.
+    EXPECT_EQ(d.copies, disable ? 1u : 0u);
+    EXPECT_EQ(d.fills, disable ? 0u : 1u);
+  }
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
