@@ -86,7 +86,9 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelGoldenTest,
                                            GoldenCase{"hey_rhasspy_v0.1"}, GoldenCase{"timer_v0.1"},
                                            GoldenCase{"weather_v0.1"},
                                            // scf.if on a device-computed condition / on the `sr` input:
-                                           GoldenCase{"hey_jarvis_v0.1"}, GoldenCase{"silero_vad"}),
+                                           GoldenCase{"hey_jarvis_v0.1"}, GoldenCase{"silero_vad"},
+                                           // PP-OCRv4 recognizer at 48x128 (samples/ocr):
+                                           GoldenCase{"rec_line"}),
                          [](const ::testing::TestParamInfo<GoldenCase>& info) {
                            std::string n = info.param.dir;
                            for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
