@@ -64,6 +64,7 @@
 #include <set>
 
 #include "compiler/codegen/conv_transpose_schedule.h"
+#include "compiler/codegen/resize_schedule.h"
 #include "compiler/ir/ops.h"
 
 namespace kiln::codegen {
@@ -334,7 +335,7 @@ const std::set<std::string>& AnchorOps() {
   static const std::set<std::string> k = {
       "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
       "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
-      "tensor.expand", "tensor.conv_transpose"};
+      "tensor.expand", "tensor.conv_transpose", "tensor.resize"};
   return k;
 }
 
@@ -569,6 +570,7 @@ class Generator {
   std::string EvalConcat(Operation* op, const Idx& idx);
   std::string EvalPad(Operation* op, const Idx& idx);
   std::string EvalGather(Operation* op, const Idx& idx);
+  std::string EvalResize(Operation* op, const Idx& idx);  // resize_schedule.cc
   std::string EvalReshape(Operation* op, const Idx& idx);
 
   // Reduction helpers.
@@ -664,6 +666,7 @@ std::string Generator::Eval(Value* v, const Idx& idx) {
     else if (n == "tensor.concat") r = EvalConcat(op, idx);
     else if (n == "tensor.pad") r = EvalPad(op, idx);
     else if (n == "tensor.gather") r = EvalGather(op, idx);
+    else if (n == "tensor.resize") r = EvalResize(op, idx);
     else if (n == "tensor.expand") r = Eval(op->operand(0), BroadcastIdx(idx, ShapeOf(op->result()), ShapeOf(op->operand(0))));
     else if (n == "tensor.reshape") r = EvalReshape(op, idx);
     else {
@@ -1257,6 +1260,18 @@ std::string Generator::EvalGather(Operation* op, const Idx& idx) {
   return Eval(data, di);
 }
 
+std::string Generator::EvalResize(Operation* op, const Idx& idx) {
+  ResizeEmitter e;
+  e.line = [this](const std::string& s) { Line(s); };
+  e.open = [this](const std::string& h) { Open(h); };
+  e.close = [this] { Close(); };
+  e.fresh = [this](const char* p) { return Fresh(p); };
+  e.eval = [this](Value* v, const std::vector<std::string>& d) { return Eval(v, Idx{d, "", {}}); };
+  e.type_name = [this](Value* v) { return std::string(CTName(CTOf(v))); };
+  uses_ctrl_attr_ = true;  // the tap loops may be [[unroll]]
+  return EmitResizeElement(op, idx.d, e);
+}
+
 std::string Generator::EvalReshape(Operation* op, const Idx& idx) {
   Value* x = op->operand(0);
   const Shape& os = ShapeOf(op->result());
@@ -1308,6 +1323,10 @@ Status Generator::CheckOps() {
     }
     if (n == "tensor.gather" && ComputeType(op->operand(1)->type().dtype) == CT::kF32)
       return Unsupported(op, "float indices");
+    if (n == "tensor.resize") {
+      Status s = CheckResize(op);
+      if (!s.ok()) return Unsupported(op, s.message());
+    }
   }
   for (Value* a : block_->arguments()) KILN_RETURN_IF_ERROR(check_type(a, dispatch_));
   return OkStatus();

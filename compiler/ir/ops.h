@@ -64,6 +64,19 @@
 //                      ends; may be negative), mode: "constant"|"reflect"|"edge",
 //                      value: f64.
 //   tensor.gather      operands: data, indices (i64/i32). attrs: axis.
+//   tensor.resize      operands: x, index (i32 [K]), optional weight (f32 [K]).
+//                      attrs: taps [rank] (taps per output coordinate along
+//                      each axis; 0 = the axis is copied, out = in),
+//                      extrapolation_value: f64, mode: string (the ONNX mode,
+//                      informational). ONNX Resize/Upsample with host-computed
+//                      separable taps (import/onnx/resize_taps.h): along
+//                      axis d (off_d = sum_{e<d} taps[e] * out[e]) output
+//                      coordinate o reads x at index[off_d + o*taps[d] + t]
+//                      with weight[...] (1 without weights), t < taps[d];
+//                      y = the weighted sum over every combination of taps,
+//                      or extrapolation_value where the first index of a
+//                      coordinate is -1. Without weights every taps[d] <= 1
+//                      (a gather; any dtype); with weights x and y are f32.
 //   tensor.expand      broadcast operand to the result shape.
 //   tensor.batch_norm  is never produced: the importer folds BatchNormalization
 //                      into tensor.mul/tensor.add with per-channel constants.

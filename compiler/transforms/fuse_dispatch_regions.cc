@@ -3,7 +3,7 @@
 // Groups the tensor-level ops of every function into flow.dispatch ops, each
 // of which codegen turns into one compute shader. A group is either
 //   - one "anchor" op (conv2d, matmul, reduce, pool2d, softmax, transpose,
-//     slice, concat, pad, gather, expand, conv_transpose; any non-elementwise
+//     slice, concat, pad, gather, expand, conv_transpose, resize; any non-elementwise
 //     tensor op starts a group of its own) followed by elementwise consumers
 //     (an epilogue: bias, activation, folded batch-norm), or
 //   - a chain of elementwise ops.

@@ -1,4 +1,5 @@
 #include "compiler/import/onnx/const_eval.h"
+#include "compiler/import/onnx/resize_taps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -789,6 +790,12 @@ bool EvaluateOp(const std::string& name, const std::vector<const DenseElements*>
     return true;
   }
   if (op == "select") return n == 3 && EvalSelect(*operands[0], *operands[1], *operands[2], rt, out);
+  if (op == "resize") {
+    std::vector<int64_t> taps;
+    return (n == 2 || n == 3) && IntsAttr(attrs, "taps", &taps) &&
+           EvaluateResize(*operands[0], *operands[1], n == 3 ? operands[2] : nullptr, rt, taps,
+                          FloatAttr(attrs, "extrapolation_value", 0.0), out);
+  }
   if (op == "transpose") {
     std::vector<int64_t> perm;
     return n == 1 && IntsAttr(attrs, "perm", &perm) && EvalTranspose(*operands[0], rt, perm, out);

@@ -10,7 +10,7 @@
 //
 // Supported: the unary/binary/ternary elementwise ops (float-only ones on
 // float dtypes), tensor.cast, clamp, select, reshape, transpose, slice,
-// concat, gather, expand, pad, reduce (every kind), and on floats matmul,
+// concat, gather, expand, pad, resize, reduce (every kind), and on floats matmul,
 // conv2d, pool2d, softmax (naive loops: also a host reference for tests).
 // Returns false, without error, for anything else (unknown op, dtype, an
 // out-of-range gather index, an integer division by zero): the caller then

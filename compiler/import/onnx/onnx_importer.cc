@@ -661,6 +661,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"Scan", &Importer::Scan},
       {"LSTM", &Importer::LSTM},
       {"ConvTranspose", &Importer::ConvTranspose},
+      {"Resize", &Importer::Resize}, {"Upsample", &Importer::Resize},
   };
   return kHandlers;
 }

@@ -1,7 +1,7 @@
 // Internal to the ONNX importer (compiler/import/onnx/): the Importer class
 // and the helpers shared by its translation units (onnx_importer.cc: graph,
 // scopes and plain ops; onnx_control_flow.cc: If, Loop, Scan;
-// onnx_lstm.cc: LSTM). Not a public API.
+// onnx_lstm.cc: LSTM; onnx_resize.cc: Resize, Upsample). Not a public API.
 #ifndef KILN_COMPILER_IMPORT_ONNX_ONNX_IMPORTER_INTERNAL_H_
 #define KILN_COMPILER_IMPORT_ONNX_ONNX_IMPORTER_INTERNAL_H_
 
@@ -355,6 +355,7 @@ class Importer {
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
   KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
+  KILN_HANDLER(Resize);  // onnx_resize.cc (Resize and Upsample)
 #undef KILN_HANDLER
 
   Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
