@@ -87,8 +87,8 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelGoldenTest,
                                            GoldenCase{"weather_v0.1"},
                                            // scf.if on a device-computed condition / on the `sr` input:
                                            GoldenCase{"hey_jarvis_v0.1"}, GoldenCase{"silero_vad"},
-                                           // PP-OCRv4 recognizer at 48x128 (samples/ocr):
-                                           GoldenCase{"rec_line"}),
+                                           // PP-OCRv4 det at 96x160 and rec at 48x128 (samples/ocr):
+                                           GoldenCase{"det_text"}, GoldenCase{"rec_line"}),
                          [](const ::testing::TestParamInfo<GoldenCase>& info) {
                            std::string n = info.param.dir;
                            for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
