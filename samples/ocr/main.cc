@@ -3,7 +3,7 @@
 //
 //   kiln-ocr --det=D.kiln [--cls=C.kiln] --rec=R.kiln --keys=ppocr_keys_v1.txt
 //            IMAGE [IMAGE ...] [--annotate=OUT.png] [--device=SUBSTRING]
-//            [--preset=paddle|ocr-node] [--stats]
+//            [--preset=paddle|ocr-node] [--stats] [--dump=DIR]
 //
 // stdout: one line per text line, in reading order:
 //   TEXT<TAB>CONFIDENCE<TAB>x0,y0 x1,y1 x2,y2 x3,y3
@@ -31,16 +31,17 @@ namespace {
 constexpr const char* kUsage =
     "usage: kiln-ocr --det=D.kiln [--cls=C.kiln] --rec=R.kiln --keys=ppocr_keys_v1.txt\n"
     "                IMAGE [IMAGE ...] [--annotate=OUT.png] [--device=SUBSTRING]\n"
-    "                [--preset=paddle|ocr-node] [--stats]\n"
+    "                [--preset=paddle|ocr-node] [--stats] [--dump=DIR]\n"
     "  D.kiln: ch_PP-OCRv4_det_infer.onnx compiled for x=1x3xHxW (H, W multiples of 32)\n"
     "  C.kiln: ch_ppocr_mobile_v2.0_cls_infer.onnx for x=1x3x48x192 (optional)\n"
     "  R.kiln: ch_PP-OCRv4_rec_infer.onnx for x=1x3x48x320\n"
     "  --preset=ocr-node: @gutenye/ocr-node's pre/post-processing (for comparisons)\n"
     "  --annotate: write the (last) image with boxes and text drawn\n"
-    "  --stats: device counters per image on stderr\n";
+    "  --stats: device counters per image on stderr\n"
+    "  --dump: write each model's input and output tensors to DIR (.npy; last image)\n";
 
 struct Args {
-  std::string det, cls, rec, keys, annotate, device, preset = "paddle";
+  std::string det, cls, rec, keys, annotate, device, dump, preset = "paddle";
   bool stats = false;
   std::vector<std::string> images;
 };
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
     if (Flag(a, "--det", &args.det) || Flag(a, "--cls", &args.cls) ||
         Flag(a, "--rec", &args.rec) || Flag(a, "--keys", &args.keys) ||
         Flag(a, "--annotate", &args.annotate) || Flag(a, "--device", &args.device) ||
-        Flag(a, "--preset", &args.preset)) {
+        Flag(a, "--preset", &args.preset) || Flag(a, "--dump", &args.dump)) {
       continue;
     }
     if (std::strcmp(a, "--stats") == 0) {
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --preset=%s: expected paddle or ocr-node\n", args.preset.c_str());
     return 2;
   }
+  options.dump_dir = args.dump;
 
   std::string error;
   std::vector<std::string> characters;

@@ -4,6 +4,7 @@
 
 #include "crop.h"
 #include "ctc_decode.h"
+#include "npy_write.h"
 
 namespace ocr {
 
@@ -26,6 +27,18 @@ Pipeline::Pipeline(KilnModel* det, KilnModel* cls, KilnModel* rec,
                    std::vector<std::string> characters, PipelineOptions options)
     : det_(det), cls_(cls), rec_(rec), characters_(std::move(characters)), options_(options) {}
 
+bool Pipeline::RunModel(KilnModel* model, const std::string& name, std::string* error) {
+  if (!model->Run(input_, &output_, error)) return false;
+  if (options_.dump_dir.empty()) return true;
+  const kiln_tensor_signature_t& r = model->result_signature();
+  return WriteNpyF32(options_.dump_dir + "/" + name + "_in.npy",
+                     {1, 3, model->input_height(), model->input_width()}, input_.data(),
+                     input_.size(), error) &&
+         WriteNpyF32(options_.dump_dir + "/" + name + "_out.npy",
+                     std::vector<int64_t>(r.dims, r.dims + r.rank), output_.data(),
+                     output_.size(), error);
+}
+
 bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTimes* t,
                    std::string* error) {
   using Clock = std::chrono::steady_clock;
@@ -38,7 +51,7 @@ bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTime
   const int dh = det_->input_height(), dw = det_->input_width();
   DetGeometry geometry = PreprocessDet(image, dw, dh, options_.det_norm, &input_);
   auto t1 = Clock::now();
-  if (!det_->Run(input_, &output_, error)) return false;
+  if (!RunModel(det_, "det", error)) return false;
   auto t2 = Clock::now();
   const kiln_tensor_signature_t& ds = det_->result_signature();
   if (det_->output_elements() != static_cast<size_t>(dh) * dw) {
@@ -70,7 +83,7 @@ bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTime
       PreprocessLine(crops[i], cls_->input_width(), cls_->input_height(), options_.cls_norm,
                      &input_);
       auto b = Clock::now();
-      if (!cls_->Run(input_, &output_, error)) return false;
+      if (!RunModel(cls_, "cls_" + std::to_string(i), error)) return false;
       auto c = Clock::now();
       if (output_[1] > output_[0] && output_[1] > options_.cls_thresh) {
         crops[i] = Rotate180(crops[i]);
@@ -95,7 +108,7 @@ bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTime
     PreprocessLine(crops[i], rec_->input_width(), rec_->input_height(), options_.rec_norm,
                    &input_);
     auto b = Clock::now();
-    if (!rec_->Run(input_, &output_, error)) return false;
+    if (!RunModel(rec_, "rec_" + std::to_string(i), error)) return false;
     auto c = Clock::now();
     Decoded d = CtcGreedyDecode(output_.data(), static_cast<int>(rs.dims[1]),
                                 static_cast<int>(rs.dims[2]), characters_);

@@ -26,6 +26,10 @@ struct PipelineOptions {
   Normalization rec_norm = LineNormalization();
   float cls_thresh = 0.9f;   // turn a crop when P(180) > cls_thresh and P(180) > P(0)
   float drop_score = 0.5f;   // drop lines whose confidence is below
+  // When set, every model call writes its input and output there as .npy:
+  // det_in/det_out, cls_in_<i>/cls_out_<i>, rec_in_<i>/rec_out_<i> (i: box
+  // index in reading order), so they can be replayed through ONNX Runtime.
+  std::string dump_dir;
 };
 
 // The pre/post-processing of @gutenye/ocr-node 1.4.8 (the reference the
@@ -70,6 +74,9 @@ class Pipeline {
   KilnModel* rec_;
   std::vector<std::string> characters_;
   PipelineOptions options_;
+  // Runs `model` on input_ into output_; dumps both when dump_dir is set.
+  bool RunModel(KilnModel* model, const std::string& name, std::string* error);
+
   std::vector<float> input_, output_;  // reused across calls
 };
 
