@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
                args.cls.empty() ? ", no cls" : "");
 
   ocr::Pipeline pipeline(&det, args.cls.empty() ? nullptr : &cls, &rec, characters, options);
+  if (!pipeline.Check(&error)) return Fail(error);
   for (size_t k = 0; k < args.images.size(); ++k) {
     const std::string& path = args.images[k];
     cv::Mat image = cv::imread(path, cv::IMREAD_COLOR);

@@ -39,9 +39,32 @@ bool Pipeline::RunModel(KilnModel* model, const std::string& name, std::string* 
                      output_.size(), error);
 }
 
+bool Pipeline::Check(std::string* error) const {
+  const int dh = det_->input_height(), dw = det_->input_width();
+  if (det_->output_elements() != static_cast<size_t>(dh) * dw) {
+    *error = "det model: output " + ShapeString(det_->result_signature()) +
+             " is not one map of the input's " + std::to_string(dh) + "x" + std::to_string(dw);
+    return false;
+  }
+  if (cls_ && cls_->output_elements() != 2) {
+    *error = "cls model: output " + ShapeString(cls_->result_signature()) +
+             " is not 2 class probabilities [P(0), P(180)]";
+    return false;
+  }
+  const kiln_tensor_signature_t& rs = rec_->result_signature();
+  if (rs.rank != 3 || rs.dims[0] != 1 || rs.dims[2] != static_cast<int64_t>(characters_.size())) {
+    *error = "rec model: output " + ShapeString(rs) + " is not [1,T," +
+             std::to_string(characters_.size()) + "] (blank + " +
+             std::to_string(characters_.size() - 2) + " dictionary characters + space)";
+    return false;
+  }
+  return true;
+}
+
 bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTimes* t,
                    std::string* error) {
   using Clock = std::chrono::steady_clock;
+  if (!Check(error)) return false;
   *t = StageTimes{};
   lines->clear();
   const auto start = Clock::now();
@@ -53,12 +76,6 @@ bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTime
   auto t1 = Clock::now();
   if (!RunModel(det_, "det", error)) return false;
   auto t2 = Clock::now();
-  const kiln_tensor_signature_t& ds = det_->result_signature();
-  if (det_->output_elements() != static_cast<size_t>(dh) * dw) {
-    *error = "det model: output " + ShapeString(ds) + " is not one map of the input's " +
-             std::to_string(dh) + "x" + std::to_string(dw);
-    return false;
-  }
   cv::Mat prob(dh, dw, CV_32F, output_.data());
   std::vector<DetBox> boxes = DetPostprocess(prob, geometry, options_.det);
   auto t3 = Clock::now();
@@ -72,11 +89,6 @@ bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTime
   for (const DetBox& b : boxes) crops.push_back(RotateCrop(image, b.quad));
   t->cls_pre += Ms(c0, Clock::now());
   if (cls_) {
-    if (cls_->output_elements() != 2) {
-      *error = "cls model: output " + ShapeString(cls_->result_signature()) +
-               " is not 2 class probabilities [P(0), P(180)]";
-      return false;
-    }
     for (size_t i = 0; i < crops.size(); ++i) {
       if (crops[i].empty()) continue;
       auto a = Clock::now();
@@ -96,12 +108,6 @@ bool Pipeline::Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTime
 
   // --- recognition ---
   const kiln_tensor_signature_t& rs = rec_->result_signature();
-  if (rs.rank != 3 || rs.dims[0] != 1 || rs.dims[2] != static_cast<int64_t>(characters_.size())) {
-    *error = "rec model: output " + ShapeString(rs) + " is not [1,T," +
-             std::to_string(characters_.size()) + "] (blank + " +
-             std::to_string(characters_.size() - 2) + " dictionary characters + space)";
-    return false;
-  }
   for (size_t i = 0; i < crops.size(); ++i) {
     if (crops[i].empty()) continue;
     auto a = Clock::now();

@@ -63,6 +63,11 @@ class Pipeline {
   Pipeline(KilnModel* det, KilnModel* cls, KilnModel* rec, std::vector<std::string> characters,
            PipelineOptions options);
 
+  // Checks the models' output shapes against their roles: det one map of
+  // its input's H x W, cls 2 probabilities, rec [1, T, characters.size()].
+  // Returns false with *error naming the model. Run() checks this first.
+  bool Check(std::string* error) const;
+
   // OCR of `image` (CV_8UC3 BGR). Lines in reading order (PaddleOCR's
   // sorted_boxes). Returns false with *error set on a Kiln or shape error.
   bool Run(const cv::Mat& image, std::vector<TextLine>* lines, StageTimes* times,

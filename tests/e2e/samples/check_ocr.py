@@ -11,7 +11,9 @@ serif, mono: 640x480, their text in NAME.txt), then by MODE:
             direction classifier on) reads every page; the lines must equal
             NAME.txt exactly, including the demo's line turned 180 degrees.
             With two pages in one process, the second page must make no device
-            allocation (kiln_device_stats through --stats).
+            allocation (kiln_device_stats through --stats). Bad input (the cls
+            module given as det, an unreadable image) must fail with a clear
+            message, exit status 1.
   ocr-node  kiln-ocr --preset=ocr-node (det compiled at the page size, 480x640,
             which is what ocr-node feeds ONNX Runtime, no classifier) and
             scripts/ocr_reference.mjs (@gutenye/ocr-node 1.4.8 unmodified) on
@@ -107,6 +109,21 @@ def mode_text(kilns, ocr_bin, root, work):
         line_ok = texts == want
         print('%s %s: %r (want %r)' % ('ok  ' if line_ok else 'FAIL', name, texts, want))
         ok = ok and line_ok
+    # Bad input: clear errors, no crash.
+    for args, want in [
+            (['--det=' + kilns['cls'], '--rec=' + kilns['rec'], page_paths(work)[0]],
+             'det model: output [1,2] is not one map of the input\'s 48x192'),
+            (['--det=' + kilns['det640'], '--rec=' + kilns['rec'], '/nonexistent.png'],
+             'cannot read the image /nonexistent.png'),
+            (['--det=' + kilns['det640'], '--rec=' + kilns['cls'], page_paths(work)[0]],
+             'rec model: output [1,2] is not [1,T,6625]'),
+            (['--det=' + kilns['det640'], '--rec=' + kilns['det480'], page_paths(work)[0]],
+             "module 'ch_PP-OCRv4_det_infer': a module of that name is already registered")]:
+        e = run([ocr_bin, '--keys=' + keys] + args)
+        err_ok = e.returncode == 1 and want in e.stderr
+        print('%s bad input %s: exit %d, %r' % ('ok  ' if err_ok else 'FAIL', args[0:2],
+                                                e.returncode, e.stderr.strip().splitlines()[-1:]))
+        ok = ok and err_ok
     stats = [l for l in r.stderr.splitlines() if l.startswith('stats ')]
     steady = [l for l in stats[1:] if 'device_allocations 0 ' not in l]
     if len(stats) != len(PAGES) or steady:
