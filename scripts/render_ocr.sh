@@ -5,7 +5,8 @@
 #
 # Writes, for NAME in demo, serif, mono: OUT_DIR/NAME.png (640x480, sides
 # multiples of 32 so @gutenye/ocr-node feeds its detector the image unscaled)
-# and OUT_DIR/NAME.txt (the lines, top to bottom, as they must be read).
+# and OUT_DIR/NAME.txt (the lines, top to bottom, as they must be read); and
+# demo_large.png/.txt, the demo page enlarged to 960x720.
 #  demo:  DejaVu Sans on white; 4 lines, one at 40 pt (the others 26-28 pt),
 #         the last one turned 180 degrees (the direction classifier's job).
 #  serif: DejaVu Serif / Liberation Serif at 22-34 pt on light Gaussian noise.
@@ -42,4 +43,8 @@ convert -size 640x480 gradient:'#ffffff-#c8c8c8' -seed 11 -attenuate 0.3 +noise 
   -font Liberation-Sans -pointsize 28 -annotate +50+330 'Sans serif line' \
   "${png[@]}" "$out/mono.png"
 printf '%s\n' 'mono 12345' 'small text here' 'Sans serif line' > "$out/mono.txt"
-echo "render_ocr: $out/{demo,serif,mono}.png"
+# demo_large: the demo page enlarged 1.5x (960x720), so a 640x640 det canvas
+# scales it down (boxes come back 1.5x those of demo.png).
+convert "$out/demo.png" -filter Triangle -resize 150% "${png[@]}" "$out/demo_large.png"
+cp "$out/demo.txt" "$out/demo_large.txt"
+echo "render_ocr: $out/{demo,serif,mono,demo_large}.png"

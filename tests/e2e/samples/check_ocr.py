@@ -10,7 +10,9 @@ serif, mono: 640x480, their text in NAME.txt), then by MODE:
   text      kiln-ocr (PaddleOCR's pre/post-processing, det on a 640x640 canvas,
             direction classifier on) reads every page; the lines must equal
             NAME.txt exactly, including the demo's line turned 180 degrees.
-            With two pages in one process, the second page must make no device
+            demo_large (the demo page at 1.5x, scaled down into the canvas)
+            must read the same, its boxes 1.5x the demo's within 4 px.
+            With several pages in one process, pages after the first make no device
             allocation (kiln_device_stats through --stats). Bad input (the cls
             module given as det, an unreadable image) must fail with a clear
             message, exit status 1.
@@ -93,9 +95,10 @@ def page_paths(work):
 
 def mode_text(kilns, ocr_bin, root, work):
     keys = os.path.join(root, '.cache', 'models', 'ppocr_keys_v1.txt')
+    large = os.path.join(work, 'pages', 'demo_large.png')
     r = run([ocr_bin, '--det=' + kilns['det640'], '--cls=' + kilns['cls'], '--rec=' + kilns['rec'],
              '--keys=' + keys, '--stats', '--annotate=' + os.path.join(work, 'annotated.png')]
-            + page_paths(work))
+            + page_paths(work) + [large])
     sys.stdout.write(r.stdout)
     sys.stdout.write(r.stderr)
     if r.returncode != 0:
@@ -109,6 +112,14 @@ def mode_text(kilns, ocr_bin, root, work):
         line_ok = texts == want
         print('%s %s: %r (want %r)' % ('ok  ' if line_ok else 'FAIL', name, texts, want))
         ok = ok and line_ok
+    demo, big = got.get(page_paths(work)[0], []), got.get(large, [])
+    want = open(os.path.join(work, 'pages', 'demo.txt')).read().splitlines()
+    worst = max((abs(1.5 * a - b) for (_, _, bd), (_, _, bb) in zip(demo, big)
+                 for pd, pb in zip(bd, bb) for a, b in zip(pd, pb)), default=99)
+    large_ok = [t for t, _, _ in big] == want and len(demo) == len(big) and worst <= 4
+    print('%s demo_large: %r, boxes vs 1.5 x demo: max diff %.1f px (tol 4)' % (
+        'ok  ' if large_ok else 'FAIL', [t for t, _, _ in big], worst))
+    ok = ok and large_ok
     # Bad input: clear errors, no crash.
     for args, want in [
             (['--det=' + kilns['cls'], '--rec=' + kilns['rec'], page_paths(work)[0]],
@@ -126,11 +137,11 @@ def mode_text(kilns, ocr_bin, root, work):
         ok = ok and err_ok
     stats = [l for l in r.stderr.splitlines() if l.startswith('stats ')]
     steady = [l for l in stats[1:] if 'device_allocations 0 ' not in l]
-    if len(stats) != len(PAGES) or steady:
+    if len(stats) != len(PAGES) + 1 or steady:
         print('FAIL: pages after the first must make no device allocation: %s' % (steady or stats))
         ok = False
     else:
-        print('ok   steady state: pages 2..%d made 0 device allocations' % len(PAGES))
+        print('ok   steady state: pages 2..%d made 0 device allocations' % (len(PAGES) + 1))
     print('PASS' if ok else 'FAIL')
     return 0 if ok else 1
 
