@@ -491,6 +491,74 @@ inline std::vector<std::function<Case()>> AllCases() {
     c.Return({b.Op("tensor.gather", {b.arg(0), b.arg(1)}, F32(r.shape), {{"axis", 1}})});
     return c;
   });
+  // tensor.resize: arbitrary per-axis taps (indices, weights, -1 rows that
+  // take extrapolation_value), checked against a naive weighted gather.
+  auto resize_case = [&](const std::string& name, Shape xs, Shape ys, Shape taps, bool weighted,
+                         DType dt, uint32_t seed) {
+    add([=] {
+      Case c(name);
+      T x = Random(xs, seed, -4, 4);
+      if (dt != DType::kF32)
+        for (double& v : x.v) v = std::round(v * 1000);
+      const double ext = -7.5;
+      std::vector<int64_t> off(xs.size(), 0);
+      int64_t total = 0;
+      for (size_t d = 0; d < xs.size(); ++d) off[d] = total, total += taps[d] * ys[d];
+      T index{{total}, {}}, weight = Random({total}, seed + 1, -1, 1);
+      T pick = Random({total}, seed + 2, 0, 1);
+      for (size_t d = 0; d < xs.size(); ++d)
+        for (int64_t o = 0; o < ys[d] * taps[d]; ++o)
+          index.v.push_back(std::min<double>(std::floor(pick.v[off[d] + o] * xs[d]), xs[d] - 1));
+      // Output coordinate 1 of the first resized axis is extrapolated.
+      for (size_t d = 0; d < xs.size(); ++d)
+        if (taps[d] > 0) {
+          for (int64_t t = 0; t < taps[d]; ++t) index.v[off[d] + taps[d] + t] = -1;
+          break;
+        }
+      T y{ys, std::vector<double>(Numel(ys), 0)};
+      Shape xst = StridesOf(xs);
+      for (int64_t e = 0; e < Numel(ys); ++e) {
+        Shape o(ys.size());
+        for (int64_t d = static_cast<int64_t>(ys.size()) - 1, r = e; d >= 0; --d) o[d] = r % ys[d], r /= ys[d];
+        bool outside = false;
+        for (size_t d = 0; d < ys.size(); ++d)
+          outside |= taps[d] > 0 && index.v[off[d] + o[d] * taps[d]] < 0;
+        if (outside) { y.v[e] = dt == DType::kF32 ? ext : std::trunc(ext); continue; }
+        Shape k(ys.size(), 0);
+        double acc = 0;
+        for (bool more = true; more;) {
+          double w = 1;
+          int64_t src = 0;
+          for (size_t d = 0; d < ys.size(); ++d) {
+            if (taps[d] == 0) { src += o[d] * xst[d]; continue; }
+            int64_t at = off[d] + o[d] * taps[d] + k[d];
+            src += static_cast<int64_t>(index.v[at]) * xst[d];
+            if (weighted) w *= weight.v[at];
+          }
+          acc += w * x.v[src];
+          more = false;
+          for (size_t d = 0; d < ys.size() && !more; ++d)
+            if (taps[d] > 0) { if (++k[d] < taps[d]) more = true; else k[d] = 0; }
+        }
+        y.v[e] = acc;
+      }
+      c.In(x, dt);
+      c.In(index, DType::kI32);
+      if (weighted) c.In(weight);
+      c.Out(y, dt);
+      auto& b = c.Build();
+      std::vector<ir::Value*> ops = {b.arg(0), b.arg(1)};
+      if (weighted) ops.push_back(b.arg(2));
+      c.Return({b.Op("tensor.resize", ops, ir::Type::Tensor(dt, ys),
+                     {{"taps", Ints(taps)}, {"extrapolation_value", ext}})});
+      c.atol = 1e-5;
+      return c;
+    });
+  };
+  resize_case("resize_bilinear_like", {2, 3, 4, 5}, {2, 3, 6, 3}, {0, 0, 2, 2}, true, DType::kF32, 57);
+  resize_case("resize_cubic_like_3d", {3, 5, 6}, {4, 2, 7}, {4, 1, 4}, true, DType::kF32, 60);
+  resize_case("resize_wide_taps", {2, 9}, {2, 3}, {0, 20}, true, DType::kF32, 63);
+  resize_case("resize_gather_i32", {3, 4, 2}, {5, 4, 3}, {1, 0, 1}, false, DType::kI32, 66);
   add([] {
     Case c("expand");
     T x = Random({3, 1}, 56);

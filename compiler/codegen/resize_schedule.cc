@@ -66,6 +66,7 @@ std::string EmitResizeElement(ir::Operation* op, const std::vector<std::string>&
   ir::Value* x = op->operand(0);
   ir::Value* index = op->operand(1);
   ir::Value* weight = op->num_operands() > 2 ? op->operand(2) : nullptr;
+  const std::vector<int64_t>& xs = x->type().shape;
   const std::vector<int64_t>& ys = op->result()->type().shape;
   std::vector<int64_t> taps = op->ints_attr("taps");
   const size_t rank = taps.size();
@@ -121,7 +122,10 @@ std::string EmitResizeElement(ir::Operation* op, const std::vector<std::string>&
       e.open("");
     }
     std::string at = t == "0" ? base[d] : "(" + base[d] + " + " + t + ")";
-    src[d] = t == "0" ? first[d] : e.eval(index, {at});
+    // Clamped, so that a bad table can never read outside x's binding.
+    src[d] = e.fresh("ri");
+    e.line("int " + src[d] + " = clamp(" + (t == "0" ? first[d] : e.eval(index, {at})) + ", 0, " +
+           Int(xs[d] - 1) + ");");
     if (weight) w[d] = e.eval(weight, {at});
   }
   std::string v = e.eval(x, src);

@@ -9,7 +9,8 @@
 // (s_last = sum_t w * x[...]; s_d = sum_t w_d * s_{d+1}), like the ONNX
 // reference implementation; with unit weights (no weight operand) it is a
 // gather of x (any dtype, exact). An output coordinate whose first index is
-// -1 on any axis is extrapolation_value (tf_crop_and_resize).
+// -1 on any axis is extrapolation_value (tf_crop_and_resize); other indices
+// are clamped to x's extent, so a bad table never reads outside a binding.
 // Cost per element: prod_d T_d loads of x plus sum_d T_d (index, weight)
 // loads (bilinear: 4 + 4 + 4; bicubic: 16 + 8 + 8).
 #ifndef KILN_COMPILER_CODEGEN_RESIZE_SCHEDULE_H_

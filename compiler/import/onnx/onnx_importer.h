@@ -57,6 +57,10 @@
 //         optional B, P (peepholes), initial_h, initial_c, clip, input_forget,
 //         activations among Sigmoid/Tanh/Relu; sequence_lens must be absent or
 //         a constant equal to the sequence length.
+//   Resize (opsets 10-18), Upsample (7, 9): tensor.resize with per-axis
+//         input indices and weights computed at import (onnx_resize.cc,
+//         resize_taps.h); scales / sizes / roi must be constants at import
+//         (else kUnimplemented naming the node and the input).
 // An scf op whose operands and captured values are all constants is
 // evaluated on the host and replaced by constants.
 //

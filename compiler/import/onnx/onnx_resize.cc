@@ -49,7 +49,11 @@ Status Importer::Resize(const onnx::NodeProto& n, const std::vector<Value*>& in,
   const DType dt = x->type().dtype;
   const bool upsample = op_type_ == "Upsample";
   const bool legacy = upsample || opset_ < 11;  // no coordinate_transformation_mode
-  auto input = [&](size_t i) -> Value* { return in.size() > i ? in[i] : nullptr; };
+  // An optional input: absent when not given, or given with no elements.
+  auto input = [&](size_t i) -> Value* {
+    Value* v = in.size() > i ? in[i] : nullptr;
+    return v && SafeNumElements(v->type().shape) != 0 ? v : nullptr;
+  };
   auto floats = [&](Value* v, const char* what) -> StatusOr<std::vector<float>> {
     const DenseElements* d = GetConst(v);
     if (!d)
@@ -65,8 +69,10 @@ Status Importer::Resize(const onnx::NodeProto& n, const std::vector<Value*>& in,
   // --- attributes ---------------------------------------------------------------
   std::string mode_name = AttrStr("mode", "nearest");
   ResizeMode mode;
-  if (!ParseResizeMode(mode_name, &mode) || (legacy && mode == ResizeMode::kCubic))
+  if (!ParseResizeMode(mode_name, &mode) || (mode_name == "bilinear" && !upsample))
     return Invalid("unknown mode '" + mode_name + "'");
+  if (legacy && mode == ResizeMode::kCubic)
+    return Invalid("mode 'cubic' needs Resize opset 11 or later");
   std::string coord_name =
       legacy ? "asymmetric" : AttrStr("coordinate_transformation_mode", "half_pixel");
   ResizeCoordMode coord;
@@ -201,10 +207,8 @@ Status Importer::Resize(const onnx::NodeProto& n, const std::vector<Value*>& in,
   if (mode != ResizeMode::kNearest && dt != DType::kF32)
     return Unimpl(mode_name + " Resize on " + DTypeName(dt) + " (only f32; nearest takes any dtype)");
   for (int64_t d = 0; d < rank; ++d)
-    if (os[d] == 0 || xs[d] == 0) {
-      if (os[d] != xs[d] || os[d] == 0)
-        return Unimpl("Resize of an empty tensor (X " + ShapeStr(xs) + ", Y " + ShapeStr(os) + ")");
-    }
+    if (os[d] == 0 || xs[d] == 0)
+      return Unimpl("Resize of an empty tensor (X " + ShapeStr(xs) + ", Y " + ShapeStr(os) + ")");
 
   // --- taps -------------------------------------------------------------------------
   std::vector<int64_t> taps(rank, 0);

@@ -147,7 +147,8 @@ void AntialiasTaps(const ResizeAxisSpec& s, double x, int64_t n, int32_t* index,
       if (idx < 0 || idx >= s.in_len) c[i] = 0;
       kept += c[i];
     }
-    for (int64_t i = 0; i < n; ++i) c[i] /= kept;
+    if (kept != 0)
+      for (int64_t i = 0; i < n; ++i) c[i] /= kept;
   }
   for (int64_t i = 0; i < n; ++i) {
     index[i] = static_cast<int32_t>(Clamp(first + i, 0, s.in_len - 1));
