@@ -46,6 +46,7 @@
 // the conversions), so the device needs storageBuffer8BitAccess and
 // shaderInt8; CompiledDispatch::requires_* say which features a shader uses.
 #include "compiler/codegen/codegen.h"
+#include "compiler/codegen/conv_transpose_schedule.h"
 
 #include <glslang/Include/glslang_c_interface.h>
 #include <glslang/Public/resource_limits_c.h>
@@ -63,7 +64,6 @@
 #include <mutex>
 #include <set>
 
-#include "compiler/codegen/conv_transpose_schedule.h"
 #include "compiler/ir/ops.h"
 
 namespace kiln::codegen {
@@ -332,9 +332,10 @@ const std::set<std::string>& FloatOnlyOps() {
 
 const std::set<std::string>& AnchorOps() {
   static const std::set<std::string> k = {
+      "tensor.conv_transpose",  // conv_transpose_schedule.h
       "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
       "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
-      "tensor.expand", "tensor.conv_transpose"};
+      "tensor.expand"};
   return k;
 }
 
