@@ -46,7 +46,6 @@
 // the conversions), so the device needs storageBuffer8BitAccess and
 // shaderInt8; CompiledDispatch::requires_* say which features a shader uses.
 #include "compiler/codegen/codegen.h"
-#include "compiler/codegen/conv_transpose_schedule.h"
 
 #include <glslang/Include/glslang_c_interface.h>
 #include <glslang/Public/resource_limits_c.h>
@@ -64,6 +63,7 @@
 #include <mutex>
 #include <set>
 
+#include "compiler/codegen/conv_transpose_schedule.h"
 #include "compiler/ir/ops.h"
 
 namespace kiln::codegen {
@@ -332,10 +332,9 @@ const std::set<std::string>& FloatOnlyOps() {
 
 const std::set<std::string>& AnchorOps() {
   static const std::set<std::string> k = {
-      "tensor.conv_transpose",  // conv_transpose_schedule.h
       "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
       "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
-      "tensor.expand"};
+      "tensor.expand", "tensor.conv_transpose"};
   return k;
 }
 

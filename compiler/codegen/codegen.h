@@ -13,12 +13,10 @@
 //
 // What a dispatch region may hold (anything else: kUnimplemented):
 //   ops: every elementwise op of ops.h, tensor.conv2d/matmul/reduce/pool2d/
-//        softmax/transpose/slice/concat/pad/gather/expand, plus
+//        softmax/transpose/slice/concat/pad/gather/expand/conv_transpose, plus
 //        tensor.reshape and small tensor.constant (<= 4096 elements).
 //   dtypes: f32, i32, i64, i8, u8, i1 (conv2d/conv_transpose/pool2d/softmax and the
 //        transcendental ops: f32 only). No f16/f64/i16.
-//   tensor.conv_transpose (1-3 spatial dims, f32) is an anchor too: a gather
-//        per output element in the pointwise schedule (conv_transpose_schedule.h).
 // Any DAG of these is correct (producers are recomputed per use index).
 // Fast schedules (see codegen.cc) apply when the region has exactly one
 // non-elementwise op (the anchor) and every result has the anchor's shape:

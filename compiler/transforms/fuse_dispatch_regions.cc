@@ -3,7 +3,8 @@
 // Groups the tensor-level ops of every function into flow.dispatch ops, each
 // of which codegen turns into one compute shader. A group is either
 //   - one "anchor" op (conv2d, matmul, reduce, pool2d, softmax, transpose,
-//     slice, concat, pad, gather, expand) followed by elementwise consumers
+//     slice, concat, pad, gather, expand, conv_transpose; any non-elementwise
+//     tensor op starts a group of its own) followed by elementwise consumers
 //     (an epilogue: bias, activation, folded batch-norm), or
 //   - a chain of elementwise ops.
 // An elementwise op joins its producer's group only when that producer is the
@@ -13,8 +14,6 @@
 // output element; a broadcast that grows the shape would change the grid).
 // This is the producer-consumer elementwise fusion of XLA and IREE's
 // dispatch-region formation, restricted to what needs no tiling analysis.
-// Any other non-elementwise tensor op (conv_transpose, ...) is an anchor too:
-// it starts a group of its own.
 //
 // tensor.constant and tensor.reshape stay outside dispatches: constants live
 // in the module's constant pool and reshapes are free views, so the host knows

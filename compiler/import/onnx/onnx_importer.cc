@@ -629,7 +629,6 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"Clip", &Importer::Clip},
       {"PRelu", &Importer::PRelu},
       {"Conv", &Importer::Conv},
-      {"ConvTranspose", &Importer::ConvTranspose},
       {"MaxPool", &Importer::Pool}, {"AveragePool", &Importer::Pool},
       {"GlobalAveragePool", &Importer::GlobalPool}, {"GlobalMaxPool", &Importer::GlobalPool},
       {"BatchNormalization", &Importer::BatchNorm},
@@ -661,6 +660,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"LayerNormalization", &Importer::LayerNorm},
       {"Scan", &Importer::Scan},
       {"LSTM", &Importer::LSTM},
+      {"ConvTranspose", &Importer::ConvTranspose},
   };
   return kHandlers;
 }

@@ -326,7 +326,6 @@ class Importer {
   KILN_HANDLER(Clip);
   KILN_HANDLER(PRelu);
   KILN_HANDLER(Conv);
-  KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
   KILN_HANDLER(Pool);
   KILN_HANDLER(GlobalPool);
   KILN_HANDLER(BatchNorm);
@@ -355,6 +354,7 @@ class Importer {
   KILN_HANDLER(Loop);  // onnx_control_flow.cc
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
+  KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
 #undef KILN_HANDLER
 
   Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
