@@ -11,8 +11,7 @@
 // Supported: the unary/binary/ternary elementwise ops (float-only ones on
 // float dtypes), tensor.cast, clamp, select, reshape, transpose, slice,
 // concat, gather, expand, pad, reduce (every kind), and on floats matmul,
-// conv2d, conv_transpose, pool2d, softmax (naive loops: also a host reference
-// for tests).
+// conv2d, pool2d, softmax (naive loops: also a host reference for tests).
 // Returns false, without error, for anything else (unknown op, dtype, an
 // out-of-range gather index, an integer division by zero): the caller then
 // keeps the op. Cost: O(result elements * rank).
@@ -33,7 +32,8 @@ bool EvaluateOp(const std::string& name, const std::vector<const ir::DenseElemen
                 const ir::Type& result_type, const std::map<std::string, ir::Attribute>& attrs,
                 ir::DenseElements* out);
 
-// tensor.conv_transpose on float constants (const_eval_conv_transpose.cc; a
+// tensor.conv_transpose on float constants (EvaluateOp calls it; it lives in
+// const_eval_conv_transpose.cc: a
 // scatter over the input elements, independent of codegen's gather): false
 // when the attributes or shapes do not fit together.
 bool EvalConvTranspose(const std::vector<const ir::DenseElements*>& operands, const ir::Type& result_type,
