@@ -71,7 +71,9 @@ std::string EmitConvTransposeElement(const ir::Operation& op, const ir::ConvTran
       const int64_t inv = InverseMod(d / g, step);
       std::string q = g > 1 ? "(" + t + " / " + std::to_string(g) + ")" : t;
       k0 = e.Fresh("k0_");
-      e.Line("int " + k0 + " = (" + Times(q, inv) + ") % " + std::to_string(step) + ";");
+      // (q mod step) * inv < step^2: no 32-bit overflow for any real stride.
+      e.Line("int " + k0 + " = " + Times("(" + q + " % " + std::to_string(step) + ")", inv) + " % " +
+             std::to_string(step) + ";");
     }
     std::string kv = e.Fresh("k");
     e.Open("for (int " + kv + " = " + k0 + "; " + kv + " < " + std::to_string(K) + "; " + kv +

@@ -72,6 +72,10 @@ Status Importer::ConvTranspose(const onnx::NodeProto& n, const std::vector<Value
       return Invalid("strides, dilations and kernel sizes must be positive");
     if (out_pad[i] < 0 || out_pad[i] > kMaxDim) return Invalid("bad output_padding " + std::to_string(out_pad[i]));
     if (xs[2 + i] < 1) return Invalid("input " + ShapeStr(xs) + " has an empty spatial dim");
+    // Keeps the extent arithmetic below far from int64 overflow.
+    constexpr int64_t kMaxSpan = int64_t{1} << 40;
+    if (strides[i] > kMaxSpan / xs[2 + i] || (kernel[i] - 1) > kMaxSpan / dil[i] || out_pad[i] > kMaxSpan)
+      return Invalid("output extent of spatial dim " + std::to_string(i) + " would exceed 2^40");
   }
   for (int64_t p : pads)
     if (p < 0 || p > kMaxDim) return Invalid("bad pad " + std::to_string(p));
