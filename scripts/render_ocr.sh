@@ -11,7 +11,7 @@
 #         the last one turned 180 degrees (the direction classifier's job).
 #  serif: DejaVu Serif / Liberation Serif at 22-34 pt on light Gaussian noise.
 #  mono:  DejaVu Sans Mono / Liberation Sans at 20-30 pt on a grey gradient with
-#         noise.
+#         noise, and a line tilted by 10 degrees (the perspective crop).
 # Deterministic: fixed seeds, no timestamps. Needs fonts-dejavu-core and
 # fonts-liberation.
 set -euo pipefail
@@ -41,8 +41,9 @@ convert -size 640x480 gradient:'#ffffff-#c8c8c8' -seed 11 -attenuate 0.3 +noise 
   -font DejaVu-Sans-Mono -pointsize 30 -annotate +50+90 'mono 12345' \
   -pointsize 20 -annotate +50+200 'small text here' \
   -font Liberation-Sans -pointsize 28 -annotate +50+330 'Sans serif line' \
+  -font DejaVu-Sans -pointsize 26 -annotate 350x350+380+440 'Tilted text' \
   "${png[@]}" "$out/mono.png"
-printf '%s\n' 'mono 12345' 'small text here' 'Sans serif line' > "$out/mono.txt"
+printf '%s\n' 'mono 12345' 'small text here' 'Sans serif line' 'Tilted text' > "$out/mono.txt"
 # demo_large: the demo page enlarged 1.5x (960x720), so a 640x640 det canvas
 # scales it down (boxes come back 1.5x those of demo.png).
 convert "$out/demo.png" -filter Triangle -resize 150% "${png[@]}" "$out/demo_large.png"
