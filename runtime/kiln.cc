@@ -477,6 +477,21 @@ kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes
   return Wrap(std::move(s));
 }
 
+kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t src_bytes) {
+  if (!tensor) return NullArg("kiln_tensor_write", "tensor");
+  uint64_t bytes = tensor->view->byte_length();
+  if (src_bytes != bytes) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_write: %s has %llu bytes, %zu given",
+                                           tensor->view->TypeString().c_str(),
+                                           static_cast<unsigned long long>(bytes), src_bytes));
+  }
+  if (bytes == 0) return nullptr;
+  if (!src) return NullArg("kiln_tensor_write", "src");
+  Status s = tensor->view->buffer()->Write(tensor->view->byte_offset(), src, bytes);
+  if (!s.ok()) s.Annotate("kiln_tensor_write");
+  return Wrap(std::move(s));
+}
+
 kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor) {
   return tensor ? static_cast<kiln_dtype_t>(tensor->view->dtype()) : KILN_DTYPE_INVALID;
 }

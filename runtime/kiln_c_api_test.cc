@@ -124,6 +124,30 @@ TEST_F(CApiTest, EndToEnd) {
   kiln_tensor_release(keep);
 }
 
+// kiln_tensor_write refills an input in place: the second invoke sees the
+// new values and makes no device allocation for its inputs.
+TEST_F(CApiTest, TensorWriteRefillsInputs) {
+  std::vector<float> a(kVaddCount, 1.0f), b(kVaddCount, 2.0f);
+  kiln_tensor_t args[2] = {Vector(a), Vector(b)};
+  for (int i = 0; i < kVaddCount; ++i) a[i] = 3.0f * i;
+  ASSERT_EQ(Str(kiln_tensor_write(args[0], a.data(), a.size() * 4)), "OK");
+  ASSERT_EQ(Str(kiln_device_stats_reset(device_)), "OK");
+  kiln_tensor_t results[3] = {};
+  ASSERT_EQ(Str(kiln_invoke(context_, main_, args, 2, results, 3)), "OK");
+  kiln_device_stats_t stats;
+  ASSERT_EQ(Str(kiln_device_stats(device_, &stats)), "OK");
+  EXPECT_EQ(stats.device_allocations, 3u);  // the three results, none for inputs
+  std::vector<float> c(kVaddCount);
+  ASSERT_EQ(Str(kiln_tensor_read(results[0], c.data(), c.size() * 4)), "OK");
+  for (int i = 0; i < kVaddCount; ++i) EXPECT_EQ(c[i], 3.0f * i + 2.0f + (i + 0.5f)) << i;
+  EXPECT_EQ(Str(kiln_tensor_write(args[0], a.data(), 8)),
+            "INVALID_ARGUMENT: kiln_tensor_write: tensor<" + std::to_string(kVaddCount) +
+                "xf32> has " + std::to_string(kVaddCount * 4) + " bytes, 8 given");
+  EXPECT_EQ(Str(kiln_tensor_write(nullptr, a.data(), 8)).rfind("INVALID_ARGUMENT", 0), 0u);
+  for (kiln_tensor_t t : results) kiln_tensor_release(t);
+  for (kiln_tensor_t t : args) kiln_tensor_release(t);
+}
+
 TEST_F(CApiTest, ArgumentErrors) {
   std::vector<float> a(kVaddCount), short_v(kVaddCount - 1);
   kiln_tensor_t good = Vector(a);

@@ -6,12 +6,14 @@
 //       writes OUTDIR/output_<i>.npy, one per graph output in graph order, with the
 //       dtype ORT produced (f32, i64, ...).
 //
-//   node scripts/gen_golden.mjs --all [--outputs-only]
+//   node scripts/gen_golden.mjs --all [--outputs-only] [--only=DIR,DIR]
 //       Regenerates every golden under tests/golden/ (the table GOLDENS below):
 //       inputs (gen_golden_inputs.py, render_text.sh + preprocess_cls.py, and the
 //       mel/embedding models for the embedding and head inputs), then outputs, inputs.txt,
 //       outputs.txt and model.txt. --outputs-only keeps the committed inputs and
 //       only reruns ORT. Also checks that the cls goldens classify right.
+//       --only limits it to some directories (their inputs and outputs), e.g.
+//       --only=det_text,rec_line for the PP-OCRv4 det and rec goldens.
 //
 // Env: KILN_ORT_DIR (where onnxruntime-node is installed, see ort_loader.mjs),
 //      KILN_MODELS_DIR (default <repo>/.cache/models), KILN_PYTHON (default /usr/bin/python3).
@@ -53,7 +55,28 @@ const GOLDENS = [
   ['timer_v0.1', 'timer_v0.1.onnx'],
   ['hey_jarvis_v0.1', 'hey_jarvis_v0.1.onnx'],
   ['silero_vad', 'silero_vad.onnx'],
+  // PP-OCRv4 at small fixed shapes (the full 640x640 det / 48x320 rec tensors
+  // would be MBs; samples/ocr's e2e test compares those live with ORT).
+  ['det_text', 'ch_PP-OCRv4_det_infer.onnx'],
+  ['rec_line', 'ch_PP-OCRv4_rec_infer.onnx'],
 ];
+
+// OCR goldens: det_text is two lines of text on a 160x96 canvas, rec_line one
+// short line at 48x128 (T = 16 steps x 6625 classes out).
+async function makeOcrInputs(tmp) {
+  const det = path.join(GOLDEN_DIR, 'det_text');
+  const rec = path.join(GOLDEN_DIR, 'rec_line');
+  fs.mkdirSync(det, { recursive: true });
+  fs.mkdirSync(rec, { recursive: true });
+  const detPng = path.join(tmp, 'det_text.png');
+  sh('convert', ['-size', '160x96', 'xc:white', '-font', 'DejaVu-Sans', '-fill', 'black',
+    '-pointsize', '20', '-annotate', '+8+32', 'Kiln OCR', '-pointsize', '14', '-annotate', '+8+70', 'PP-OCRv4 det',
+    '-alpha', 'off', '-type', 'TrueColor', '-strip', detPng]);
+  sh(PYTHON, [path.join(REPO_ROOT, 'scripts', 'preprocess_cls.py'), detPng, path.join(det, 'input_0.npy'), '--det', '--shape=96x160']);
+  const recDir = path.join(tmp, 'rec');
+  sh(path.join(REPO_ROOT, 'scripts', 'render_text.sh'), [recDir, 'Kiln 26', '28']);
+  sh(PYTHON, [path.join(REPO_ROOT, 'scripts', 'preprocess_cls.py'), path.join(recDir, 'upright.png'), path.join(rec, 'input_0.npy'), '--shape=48x128']);
+}
 
 function toTensor(npy) {
   // ORT wants bool as Uint8Array under type 'bool'; the other names match ours.
@@ -164,13 +187,18 @@ async function melFrames(audio) {
   return Float32Array.from(mel.data, (v) => v / 10 + 2);
 }
 
-async function all(outputsOnly) {
+async function all(outputsOnly, only) {
+  const ocrOnly = only && only.every((d) => d === 'det_text' || d === 'rec_line');
   if (!outputsOnly) {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-golden-'));
-    try { await makeInputs(tmp); } finally { fs.rmSync(tmp, { recursive: true, force: true }); }
+    try {
+      if (!ocrOnly) await makeInputs(tmp);
+      await makeOcrInputs(tmp);
+    } finally { fs.rmSync(tmp, { recursive: true, force: true }); }
   }
   const results = {};
   for (const [dir, model] of GOLDENS) {
+    if (only && !only.includes(dir)) continue;
     const d = path.join(GOLDEN_DIR, dir);
     const modelPath = path.join(MODELS_DIR, model);
     const s = await session(modelPath);
@@ -192,6 +220,21 @@ async function all(outputsOnly) {
     console.log(`${dir}: ${inLines.join('; ')} -> ` +
       outputs.map((o) => `${shapeStr(o.shape)} ${o.dtype} (${stats(o.data)})`).join('; '));
   }
+  if (results.rec_line) {
+    const keys = ['', ...fs.readFileSync(path.join(MODELS_DIR, 'ppocr_keys_v1.txt'), 'utf8').split('\n'), ' '];
+    const [o] = results.rec_line;
+    const [, T, C] = o.shape;
+    let text = '', prev = -1;
+    for (let t = 0; t < T; ++t) {
+      let best = 0;
+      for (let c = 1; c < C; ++c) if (o.data[t * C + c] > o.data[t * C + best]) best = c;
+      if (best !== 0 && best !== prev) text += keys[best];
+      prev = best;
+    }
+    console.log(`rec_line decodes to '${text}'`);
+    if (text !== 'Kiln 26') throw new Error(`rec_line decodes to '${text}', want 'Kiln 26'`);
+  }
+  if (!results.cls_upright) return;
   // The cls goldens are only useful if they classify right, with margin.
   const up = results.cls_upright[0].data, rot = results.cls_rotated[0].data;
   console.log(`cls_upright probs [0deg, 180deg] = [${up[0].toFixed(4)}, ${up[1].toFixed(4)}]`);
@@ -208,7 +251,8 @@ async function all(outputsOnly) {
 
 async function main() {
   const args = process.argv.slice(2);
-  if (args[0] === '--all') return all(args.includes('--outputs-only'));
+  const onlyArg = args.find((a) => a.startsWith('--only='));
+  if (args[0] === '--all') return all(args.includes('--outputs-only'), onlyArg ? onlyArg.slice(7).split(',') : null);
   if (args.length < 2 || args[0].startsWith('-')) {
     console.error('usage: gen_golden.mjs MODEL.onnx OUTDIR name=@in.npy [...]\n' +
       '       gen_golden.mjs --all [--outputs-only]');

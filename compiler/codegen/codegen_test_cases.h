@@ -192,6 +192,44 @@ inline std::vector<std::function<Case()>> AllCases() {
     return c;
   });
 
+  // --- conv_transpose: group 2, strides with dilations that share a factor
+  // (s=3,d=2: taps k = 2t mod 3, step 3; s=6,d=4: gcd 2, step 3), pads,
+  // output_padding, bias, epilogue --------------------------------------------
+  add([] {
+    Case c("conv_transpose_group_epilogue");
+    T x = Random({2, 4, 5, 6}, 40), w = Random({4, 3, 3, 4}, 41), bias = Random({6}, 42);
+    for (T* t : {&x, &w, &bias}) c.In(*t);
+    // H: 3*4 + 1 + (2*2+1) - 1 - 0 = 17; W: 6*5 + 2 + (3*4+1) - 2 - 3 = 40.
+    T ct = RefConvTranspose(x, w, &bias, {3, 6}, {1, 2}, {2, 4}, 2, {17, 40});
+    c.Out(Map1(ct, [](double v) { return std::max(v, 0.0); }));
+    auto& b = c.Build();
+    auto f = F32(ct.shape);
+    auto* cv = b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1), b.arg(2)}, f,
+                    {{"strides", Ints({3, 6})}, {"pads", Ints({1, 2, 0, 3})}, {"dilations", Ints({2, 4})},
+                     {"output_padding", Ints({1, 2})}, {"group", 2}}, "ConvTranspose_0");
+    c.Return({b.Op("tensor.relu", {cv}, f)});
+    c.schedule = "pointwise";
+    c.atol = 1e-5;
+    return c;
+  });
+
+  // --- conv_transpose 1-D, stride 1, dilation 3, no bias -------------------------
+  add([] {
+    Case c("conv_transpose_1d");
+    T x = Random({1, 3, 7}, 43), w = Random({3, 2, 5}, 44);
+    c.In(x);
+    c.In(w);
+    // 1*6 + 0 + (4*3+1) - 2 - 1 = 16.
+    T ct = RefConvTranspose(x, w, nullptr, {1}, {2}, {3}, 1, {16});
+    c.Out(ct);
+    auto& b = c.Build();
+    c.Return({b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1)}, F32(ct.shape),
+                   {{"strides", Ints({1})}, {"pads", Ints({2, 1})}, {"dilations", Ints({3})},
+                    {"output_padding", Ints({0})}, {"group", 1}})});
+    c.schedule = "pointwise";
+    return c;
+  });
+
   // --- 1x1 conv (no attributes: defaults) ---------------------------------------
   add([] {
     Case c("conv_1x1");

@@ -173,6 +173,44 @@ inline T RefConv2d(const T& x, const T& w, const T* bias, Shape st, Shape pads, 
   return r;
 }
 
+// tensor.conv_transpose on NC[H]W (1 or 2 spatial dims; 1-D as H = 1), as
+// the scatter of the ONNX spec: x[n, c, i] adds x * w[c, m', k] to
+// y[n, g*Mg + m', i*s - pad_begin + k*d]. `out` is the result's spatial shape.
+inline T RefConvTranspose(const T& x, const T& w, const T* bias, Shape st, Shape pads_begin,
+                          Shape dil, int64_t group, Shape out) {
+  const bool one_d = x.shape.size() == 3;
+  auto at = [&](const Shape& s, size_t i) { return one_d ? (i == 2 ? int64_t{1} : s[i == 3 ? 2 : i]) : s[i]; };
+  if (one_d) {
+    st.insert(st.begin(), 1);
+    pads_begin.insert(pads_begin.begin(), 0);
+    dil.insert(dil.begin(), 1);
+    out.insert(out.begin(), 1);
+  }
+  const int64_t N = x.shape[0], C = x.shape[1], H = at(x.shape, 2), W = at(x.shape, 3);
+  const int64_t Mg = w.shape[1], KH = at(w.shape, 2), KW = at(w.shape, 3), Cg = C / group, M = Mg * group;
+  const int64_t OH = out[0], OW = out[1];
+  Shape rs = one_d ? Shape{N, M, OW} : Shape{N, M, OH, OW};
+  T r{rs, std::vector<double>(Numel(rs), 0.0)};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t iw = 0; iw < W; ++iw)
+          for (int64_t kh = 0; kh < KH; ++kh)
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              int64_t oh = ih * st[0] - pads_begin[0] + kh * dil[0];
+              int64_t ow = iw * st[1] - pads_begin[1] + kw * dil[1];
+              if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+              for (int64_t mg = 0; mg < Mg; ++mg) {
+                int64_t m = (c / Cg) * Mg + mg;
+                r.v[((n * M + m) * OH + oh) * OW + ow] +=
+                    x.v[((n * C + c) * H + ih) * W + iw] * w.v[((c * Mg + mg) * KH + kh) * KW + kw];
+              }
+            }
+  if (bias)
+    for (int64_t i = 0; i < r.size(); ++i) r.v[i] += bias->v[(i / (OH * OW)) % M];
+  return r;
+}
+
 inline T RefMatmul(const T& a, const T& b) {
   Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
   Shape batch = BroadcastShape(ab, bb);

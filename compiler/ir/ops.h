@@ -35,6 +35,14 @@
 //                      optional bias [O]. attrs: strides [2], pads [4]
 //                      (top, left, bottom, right), dilations [2], group.
 //                      1-D convolutions are imported as conv2d with H = 1.
+//   tensor.conv_transpose  operands: input [N, C, D1..Dk] (k = 1..3), filter
+//                      [C, M/group, K1..Kk], optional bias [M]; f32. attrs:
+//                      strides [k], dilations [k], pads [2k] (begins, then
+//                      ends), output_padding [k], group. ONNX ConvTranspose
+//                      with auto_pad / output_shape resolved into pads and
+//                      output_padding; the result extents are exactly ONNX's
+//                      formula (compiler/ir/conv_transpose.h, which the
+//                      verifier checks).
 //   tensor.matmul      operands: A [..., M, K], B [..., K, N]; batch dims
 //                      broadcast. Rank-1 operands are promoted as in ONNX
 //                      MatMul by the importer (via tensor.reshape).

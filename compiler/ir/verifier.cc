@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/ir/conv_transpose.h"
 #include "compiler/ir/ops.h"
 
 namespace kiln::ir {
@@ -322,6 +323,7 @@ class Verifier {
     if (IsElementwiseOp(n)) return VerifyElementwise(op);
     if (n == "tensor.constant") return VerifyConstant(op);
     if (n == "tensor.conv2d") return VerifyConv(op);
+    if (n == "tensor.conv_transpose") return VerifyConvTranspose(op);
     if (n == "tensor.matmul") return VerifyMatmul(op);
     if (n == "tensor.reshape") return VerifyReshape(op);
     return true;
@@ -630,6 +632,12 @@ class Verifier {
     if (!d->data || static_cast<int64_t>(d->data->size()) != d->type.byte_size())
       return Fail(op, "value holds the wrong number of bytes");
     return true;
+  }
+
+  bool VerifyConvTranspose(Operation* op) {
+    ConvTransposeParams p;
+    std::string error;
+    return GetConvTransposeParams(*op, &p, &error) || Fail(op, error);
   }
 
   bool VerifyConv(Operation* op) {

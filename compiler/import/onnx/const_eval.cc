@@ -821,6 +821,11 @@ bool EvaluateOp(const std::string& name, const std::vector<const DenseElements*>
            EvalReduce(*operands[0], rt, StrAttr(attrs, "kind"), axes,
                       BoolAttr(attrs, "keepdims", true), out);
   }
+  if (op == "conv_transpose") {  // const_eval_conv_transpose.cc
+    for (auto* o : operands)
+      if (!IsFloatDType(o->type.dtype)) return false;
+    return IsFloatDType(rt.dtype) && EvalConvTranspose(operands, rt, attrs, out);
+  }
   if (op == "matmul" || op == "conv2d" || op == "pool2d" || op == "softmax") {
     for (auto* o : operands)
       if (!IsFloatDType(o->type.dtype)) return false;

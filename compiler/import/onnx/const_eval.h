@@ -32,6 +32,13 @@ bool EvaluateOp(const std::string& name, const std::vector<const ir::DenseElemen
                 const ir::Type& result_type, const std::map<std::string, ir::Attribute>& attrs,
                 ir::DenseElements* out);
 
+// tensor.conv_transpose on float constants (EvaluateOp calls it; it lives in
+// const_eval_conv_transpose.cc: a
+// scatter over the input elements, independent of codegen's gather): false
+// when the attributes or shapes do not fit together.
+bool EvalConvTranspose(const std::vector<const ir::DenseElements*>& operands, const ir::Type& result_type,
+                       const std::map<std::string, ir::Attribute>& attrs, ir::DenseElements* out);
+
 // Element access helpers on DenseElements of any numeric dtype (f16 included).
 double ReadElementAsDouble(const ir::DenseElements& d, int64_t i);
 int64_t ReadElementAsInt(const ir::DenseElements& d, int64_t i);

@@ -660,6 +660,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"LayerNormalization", &Importer::LayerNorm},
       {"Scan", &Importer::Scan},
       {"LSTM", &Importer::LSTM},
+      {"ConvTranspose", &Importer::ConvTranspose},
       {"Resize", &Importer::Resize}, {"Upsample", &Importer::Resize},
   };
   return kHandlers;

@@ -354,6 +354,7 @@ class Importer {
   KILN_HANDLER(Loop);  // onnx_control_flow.cc
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
+  KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
   KILN_HANDLER(Resize);  // onnx_resize.cc (Resize and Upsample)
 #undef KILN_HANDLER
 
