@@ -153,6 +153,11 @@ struct kiln_context_s : public kiln::RefObject {
   std::vector<kiln::vm::BufferView*> storage_views;  // per result (kiln_invoke_ex)
   std::vector<kiln_tensor_s*> storage_tensors;       // per result (kiln_invoke_ex)
   std::vector<kiln::Ref<kiln::vm::BufferView>> result_views;
+  // The signal point of the last kiln_invoke_async whose work was submitted:
+  // once reached, every earlier invocation of the context is done too (one
+  // queue, in order). Synchronous invokes finish before they return.
+  kiln::Ref<kiln::hal::Semaphore> last_signal_semaphore;
+  uint64_t last_signal_value = 0;
 };
 
 // Pooled (vm::BlockPool): result handles made on every invoke cost no host
@@ -982,8 +987,50 @@ kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function
   kiln_status_t status = InvokeExImpl("kiln_invoke_async", context, function, args, arg_count,
                                       &fences, out_results, result_count);
   // Failed before any work was submitted: the fence stays usable.
-  if (!fences.signal_submitted) signal_fence->signal_claimed.store(false);
+  if (!fences.signal_submitted) {
+    signal_fence->signal_claimed.store(false);
+  } else {
+    if (context->last_signal_semaphore.get() != fences.signal.semaphore) {
+      context->last_signal_semaphore = Ref<kiln::hal::Semaphore>::Retain(fences.signal.semaphore);
+    }
+    context->last_signal_value = fences.signal.value;
+  }
   return status;
+}
+
+kiln_status_t kiln_context_wait_idle(kiln_context_t context, uint64_t timeout_ns) {
+  if (!context) return NullArg("kiln_context_wait_idle", "context");
+  kiln::hal::Semaphore* semaphore = context->last_signal_semaphore.get();
+  if (semaphore) {
+    uint64_t value = context->last_signal_value;
+    Status s = semaphore->Wait(value, timeout_ns);
+    if (!s.ok()) {
+      auto now = semaphore->Query();
+      if (now.ok() && now.value() < value) {
+        return Wrap(kiln::FailedPreconditionError(
+            "kiln_context_wait_idle: timeout: the context's work has not finished within %llu "
+            "ns (is it waiting on a fence nobody signalled?)",
+            static_cast<unsigned long long>(timeout_ns)));
+      }
+      return Wrap(std::move(s));
+    }
+  }
+  return Wrap(context->context->Collect());
+}
+
+kiln_status_t kiln_context_release_within(kiln_context_t context, uint64_t timeout_ns) {
+  if (!context) return nullptr;
+  if (!LiveHandle<kiln_context_s, HandleTag::kContext>(context, "kiln_context_release_within")) {
+    return Wrap(kiln::InvalidArgumentError(
+        "kiln_context_release_within: not a live context handle (double release?)"));
+  }
+  // Only the last reference waits (kiln_context_release blocks there).
+  if (context->refcount() == 1) {
+    kiln_status_t idle = kiln_context_wait_idle(context, timeout_ns);
+    if (idle) return idle;  // still held by the caller
+  }
+  context->Release();
+  return nullptr;
 }
 
 kiln_status_t kiln_context_collect(kiln_context_t context) {

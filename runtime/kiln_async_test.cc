@@ -253,6 +253,38 @@ TEST_P(AsyncTest, ReadOfAnInFlightResultWaitsForItsWork) {
   kiln_tensor_release(b);
 }
 
+// Releasing a context whose work waits on a wait fence nobody signals would
+// block forever; kiln_context_wait_idle and kiln_context_release_within
+// return a timeout instead and keep the context usable. Once the fence is
+// signalled the deadline release goes through.
+TEST_P(AsyncTest, DeadlineReleaseOfAContextWithBlockedWork) {
+  if (!GetParam()) GTEST_SKIP() << "execute_and_wait blocks the calling thread on the wait fence";
+  kiln_tensor_t a = Vector(a_), b = Vector(b_);
+  kiln_fence_t never = Fence(), done = Fence();
+  kiln_tensor_t r[3] = {};
+  auto args = Args(a, b);
+  ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3)), "OK");
+  EXPECT_EQ(Str(kiln_context_wait_idle(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  // The last reference: a timeout, nothing released.
+  EXPECT_EQ(Str(kiln_context_release_within(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  // Another reference: released at once without waiting.
+  kiln_context_retain(context_);
+  EXPECT_EQ(Str(kiln_context_release_within(context_, 0)), "OK");
+  EXPECT_FALSE(Signaled(done));
+  ASSERT_EQ(Str(kiln_fence_signal(never)), "OK");
+  ASSERT_EQ(Str(kiln_context_wait_idle(context_, UINT64_MAX)), "OK");
+  EXPECT_TRUE(Signaled(done));
+  std::vector<float> c = Read(r[0]);
+  for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(c[i], a_[i] + b_[i] + Bias(i)) << i;
+  for (kiln_tensor_t t : r) kiln_tensor_release(t);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  EXPECT_EQ(Str(kiln_context_release_within(context_, UINT64_MAX)), "OK");
+  context_ = nullptr;  // released (TearDown ignores NULL)
+  kiln_fence_release(never);
+  kiln_fence_release(done);
+}
+
 // Every tensor of a call released by the app while its work is held back by
 // an unsignalled wait fence: nothing is freed until the work's timepoint is
 // reached (the command buffer keeps the buffers), then all of it is, without

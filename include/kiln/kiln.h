@@ -337,7 +337,25 @@ KILN_API const char* kiln_module_name(kiln_module_t module);
 KILN_API kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
                                   size_t module_count, kiln_context_t* out_context);
 KILN_API void kiln_context_retain(kiln_context_t context);
+/* Releasing the last reference waits until the context's device work is
+ * done (its buffers are freed in queue order), without a time limit: work
+ * held back by a wait fence that is never signalled would block it forever.
+ * kiln_context_release_within bounds that wait. */
 KILN_API void kiln_context_release(kiln_context_t context);
+/* Blocks until every invocation submitted on `context` has finished, or
+ * `timeout_ns` nanoseconds elapse (0 polls; UINT64_MAX: no limit), then
+ * frees what finished work released (kiln_context_collect).
+ * Errors: FAILED_PRECONDITION with "timeout" in the message (nothing
+ * changes; e.g. work waits on a wait fence not signalled yet), driver
+ * errors. */
+KILN_API kiln_status_t kiln_context_wait_idle(kiln_context_t context, uint64_t timeout_ns);
+/* kiln_context_release with a deadline: when this is the last reference
+ * and the context's work does not finish within `timeout_ns`, returns the
+ * timeout status of kiln_context_wait_idle and releases NOTHING (the caller
+ * still owns its reference: signal the fences the work waits on, then call
+ * again, or keep the context). Otherwise releases the reference and returns
+ * NULL. NULL `context` is ignored. */
+KILN_API kiln_status_t kiln_context_release_within(kiln_context_t context, uint64_t timeout_ns);
 
 /* Finds the exported function `name`: "function" searches the modules in
  * registration order (the first match wins); "module.function" names the
