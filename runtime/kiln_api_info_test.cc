@@ -30,6 +30,7 @@ TEST(ApiInfoTest, VersionMatchesTheHeader) {
                 KILN_VERSION_PATCH);
   EXPECT_STREQ(kiln_version(), want);
   EXPECT_EQ(kiln_api_version(), static_cast<uint32_t>(KILN_API_VERSION));
+  EXPECT_TRUE(KILN_API_VERSION_OK());
 }
 
 TEST(ApiInfoTest, EnumeratesDevicesInCreationOrder) {

@@ -98,6 +98,10 @@ extern "C" {
 KILN_API const char* kiln_version(void);
 /* The KILN_API_VERSION of the loaded library. */
 KILN_API uint32_t kiln_api_version(void);
+/* API-version check for apps that load libkiln dynamically: nonzero when the
+ * loaded library implements the API of the kiln.h the app was compiled
+ * with (same KILN_API_VERSION, the SONAME's number). Check once at start-up. */
+#define KILN_API_VERSION_OK() (kiln_api_version() == KILN_API_VERSION)
 
 /* ------------------------------------------------------------------------ */
 /* Status                                                                   */
