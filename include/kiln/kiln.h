@@ -472,7 +472,11 @@ KILN_API size_t kiln_tensor_byte_size(kiln_tensor_t tensor);     /* 0 for NULL *
  * Errors: INVALID_ARGUMENT ("argument 0 'x': expected tensor<1x3xf32>, got
  * tensor<1x4xf32>", arity mismatch, NULL handles), FAILED_PRECONDITION (an
  * input aliases output storage), errors raised while running, annotated with
- * function, bytecode offset and source location. */
+ * function, bytecode offset and source location.
+ * Waiting: the call blocks until its device work is done, without a time
+ * limit; it runs after earlier kiln_invoke_async work of the context, so
+ * work held back by an unsignalled wait fence holds it too (bound that with
+ * kiln_context_wait_idle first). */
 KILN_API kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
                           const kiln_tensor_t* args, size_t arg_count,
                           kiln_tensor_t* out_results, size_t result_count);
@@ -561,7 +565,8 @@ KILN_API kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out
 KILN_API void kiln_fence_retain(kiln_fence_t fence);
 /* Releasing the last reference of a fence that submitted work still waits
  * on or signals blocks until that work has retired: signal every wait fence
- * you handed to kiln_invoke_async before releasing it. */
+ * you handed to kiln_invoke_async before releasing it (this wait has no
+ * time limit; kiln_context_wait_idle bounds the wait for the work). */
 KILN_API void kiln_fence_release(kiln_fence_t fence);
 /* Signals `fence` from the host: device work waiting on it may start.
  * Errors: FAILED_PRECONDITION when it was already signalled or is the
