@@ -30,7 +30,9 @@
 // tests, with and without the validation layer; a race in the driver's
 // queue thread, not Kiln memory (every stack frame is in the driver).
 // Suppressed by module name like the layer; Kiln's own leaks still report.
-extern "C" const char* __lsan_default_suppressions() {
+// Default visibility: the runtime is built with -fvisibility=hidden, and the
+// sanitizer runtime finds this hook only as a visible symbol.
+extern "C" __attribute__((visibility("default"))) const char* __lsan_default_suppressions() {
   return "leak:libVkLayer_khronos_validation.so\nleak:libvulkan_lvp.so\n";
 }
 #endif

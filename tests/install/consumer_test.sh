@@ -48,7 +48,7 @@ for f in include/kiln/kiln.h lib/libkiln.so lib/libkiln.so.1 lib/libkiln.a \
 done
 soname=$(readelf -d "$prefix/lib/libkiln.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = "libkiln.so.1" ] || fail "SONAME is '$soname', want libkiln.so.1"
-if readelf -d "$prefix/lib/libkiln.so" | grep NEEDED | grep -qiE "vulkan|flatbuffers"; then
+if grep NEEDED <<<"$(readelf -d "$prefix/lib/libkiln.so")" | grep -iE "vulkan|flatbuffers" >/dev/null; then
   fail "libkiln.so links libvulkan/flatbuffers at load time: $(readelf -d "$prefix/lib/libkiln.so" | grep NEEDED)"
 fi
 
@@ -64,7 +64,7 @@ for lib in libkiln.so libkiln.a; do
   vk=$(nm -a "$prefix/lib/$lib" 2>/dev/null | awk '{print $NF}' | grep -E '^_?vk[A-Z]' | sort -u | head -5)
   [ -z "$vk" ] || fail "$lib holds vk* symbols: $vk"
 done
-nm -D --undefined-only "$prefix/lib/libkiln.so" | awk '{print $2}' | grep -E '^vk' &&
+awk '{print $2}' <<<"$(nm -D --undefined-only "$prefix/lib/libkiln.so")" | grep -E '^vk' &&
   fail "libkiln.so needs vk* symbols from the app"
 # Strong global definitions in the archive: only the API (weak W/V symbols are
 # libstdc++ template instances, merged with the app's own copies).
@@ -88,12 +88,16 @@ done
 run_consumer() { # label, binary, want_static(0/1)
   local label=$1 bin=$2 want_static=$3 out
   if [ ! -x "$bin" ]; then fail "[$label] not built"; return; fi
-  if ldd "$bin" | grep -q "libkiln.so"; then
+  # ldd's output is captured first: `ldd | grep -q` under pipefail fails
+  # whenever grep exits before ldd finishes writing (SIGPIPE).
+  local libs
+  libs=$(ldd "$bin")
+  if grep -q "libkiln.so" <<<"$libs"; then
     [ "$want_static" = 0 ] || fail "[$label] links libkiln.so, want the static library"
   else
     [ "$want_static" = 1 ] || fail "[$label] does not link libkiln.so"
   fi
-  ldd "$bin" | grep -q "libvulkan.so" || fail "[$label] does not link libvulkan"
+  grep -q "libvulkan.so" <<<"$libs" || fail "[$label] does not link libvulkan"
   out=$("$bin" "$work/alexa.kiln" "$golden/input_0.npy" "$golden/output_0.npy" 2>&1)
   local rc=$?
   echo "[$label] $(grep '^ok:' <<<"$out")"
