@@ -1,0 +1,245 @@
+// The C API's tensors (include/kiln/kiln.h): create, views, read, write,
+// wait for asynchronous writers.
+#include <cstring>
+#include <vector>
+
+#include "base/dtype.h"
+#include "runtime/kiln_internal.h"
+
+namespace kiln::capi {
+
+// Records that device work signalling `point` writes the storage of `view`.
+void MarkPendingWrite(const kiln::vm::BufferView* view, const kiln::hal::SemaphorePoint& point) {
+  kiln::hal::Buffer* root = RootOf(view);
+  if (root->pending_write_semaphore.get() != point.semaphore) {
+    root->pending_write_semaphore = Ref<kiln::hal::Semaphore>::Retain(point.semaphore);
+  }
+  root->pending_write_value = point.value;
+}
+
+}  // namespace kiln::capi
+
+using namespace kiln::capi;  // NOLINT: the entry points below use the helpers
+
+namespace {
+
+// Copies [offset, offset+length) of `buffer` to host memory through a
+// host-visible staging buffer (used when `buffer` is not host visible).
+Status StagedRead(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset, void* dst,
+                  uint64_t length) {
+  kiln::hal::Device* device = dev->device.get();
+  if (!dev->readback_semaphore) {
+    KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, device->CreateSemaphore(0));
+  }
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::Buffer> staging,
+                        device->AllocateBuffer(length, kiln::hal::MemoryKind::kHostVisible));
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::CommandBuffer> cb, device->CreateCommandBuffer());
+  KILN_RETURN_IF_ERROR(cb->CopyBuffer(buffer, offset, staging.get(), 0, length));
+  KILN_RETURN_IF_ERROR(cb->End());
+  kiln::hal::SemaphorePoint signal{dev->readback_semaphore.get(), ++dev->readback_value};
+  KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
+  KILN_RETURN_IF_ERROR(dev->readback_semaphore->Wait(signal.value, UINT64_MAX));
+  device->stats().transfers++;
+  return staging->Read(0, dst, length);
+}
+
+
+
+// Waits (at most `timeout_ns`) until device work submitted by an
+// asynchronous invocation that writes `tensor`'s storage has finished.
+// A reached mark is cleared, so later reads cost nothing.
+Status WaitPendingWrite(const char* api, kiln_tensor_s* tensor, uint64_t timeout_ns) {
+  kiln::hal::Buffer* root = RootOf(tensor->view.get());
+  kiln::hal::Semaphore* semaphore = root->pending_write_semaphore.get();
+  if (!semaphore) return kiln::OkStatus();
+  uint64_t value = root->pending_write_value;
+  KILN_ASSIGN_OR_RETURN(uint64_t reached, semaphore->Query());
+  if (reached < value) {
+    Status s = semaphore->Wait(value, timeout_ns);
+    if (!s.ok()) {
+      auto now = semaphore->Query();
+      if (now.ok() && now.value() < value) {
+        return kiln::FailedPreconditionError(
+            "%s: timeout: the invocation writing %s has not finished within %llu ns (its "
+            "wait fence is not signalled yet?)",
+            api, tensor->view->TypeString().c_str(), static_cast<unsigned long long>(timeout_ns));
+      }
+      return s;
+    }
+  }
+  if (root->pending_write_semaphore.get() == semaphore && root->pending_write_value == value) {
+    root->pending_write_semaphore.reset();
+  }
+  return kiln::OkStatus();
+}
+
+// Copies `length` bytes of `src` to [offset, offset+length) of `buffer`
+// through a host-visible staging buffer (used when `buffer` is not host
+// visible). Blocks until the copy is done.
+Status StagedWrite(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset,
+                   const void* src, uint64_t length) {
+  kiln::hal::Device* device = dev->device.get();
+  if (!dev->readback_semaphore) {
+    KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, device->CreateSemaphore(0));
+  }
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::Buffer> staging,
+                        device->AllocateBuffer(length, kiln::hal::MemoryKind::kHostVisible));
+  KILN_RETURN_IF_ERROR(staging->Write(0, src, length));
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::CommandBuffer> cb, device->CreateCommandBuffer());
+  KILN_RETURN_IF_ERROR(cb->CopyBuffer(staging.get(), 0, buffer, offset, length));
+  KILN_RETURN_IF_ERROR(cb->End());
+  kiln::hal::SemaphorePoint signal{dev->readback_semaphore.get(), ++dev->readback_value};
+  KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
+  KILN_RETURN_IF_ERROR(dev->readback_semaphore->Wait(signal.value, UINT64_MAX));
+  device->stats().transfers++;
+  return kiln::OkStatus();
+}
+
+}  // namespace
+
+extern "C" {
+
+// --- tensors -----------------------------------------------------------------
+
+kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_t rank,
+                                 const int64_t* dims, const void* data, size_t data_bytes,
+                                 kiln_tensor_t* out_tensor) {
+  if (!device) return NullArg("kiln_tensor_create", "device");
+  if (!dims && rank) return NullArg("kiln_tensor_create", "dims");
+  if (!out_tensor) return NullArg("kiln_tensor_create", "out_tensor");
+  if (kiln_dtype_size(dtype) == 0) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: invalid dtype %d",
+                                           static_cast<int>(dtype)));
+  }
+  if (rank > KILN_MAX_RANK) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: rank %zu exceeds %d", rank,
+                                           KILN_MAX_RANK));
+  }
+  uint64_t count = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0) {
+      return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: dim %zu is negative (%lld)", i,
+                                             static_cast<long long>(dims[i])));
+    }
+    if (dims[i] != 0 && count > (uint64_t{1} << 40) / static_cast<uint64_t>(dims[i])) {
+      return Wrap(kiln::InvalidArgumentError("kiln_tensor_create: shape is too large"));
+    }
+    count *= static_cast<uint64_t>(dims[i]);
+  }
+  uint64_t bytes = count * kiln_dtype_size(dtype);
+  if (data && data_bytes != bytes) {
+    return Wrap(kiln::InvalidArgumentError(
+        "kiln_tensor_create: %s needs %llu bytes, %zu given",
+        kiln::vm::TensorTypeString(static_cast<kiln::DType>(dtype), dims, rank).c_str(),
+        static_cast<unsigned long long>(bytes), data_bytes));
+  }
+  kiln::hal::Device* dev = device->device.get();
+  uint64_t alloc = bytes ? (bytes + 3) / 4 * 4 : 4;
+  auto buffer = dev->AllocateBuffer(alloc, kiln::hal::MemoryKind::kHostVisible);
+  if (!buffer.ok()) return Wrap(buffer.take_status());
+  if (data && bytes) {
+    Status s = buffer.value()->Write(0, data, bytes);
+    if (!s.ok()) return Wrap(std::move(s));
+  } else if (bytes) {
+    std::vector<uint8_t> zeros(bytes);
+    Status s = buffer.value()->Write(0, zeros.data(), bytes);
+    if (!s.ok()) return Wrap(std::move(s));
+  }
+  auto view = kiln::vm::BufferView::Create(std::move(buffer).value(), 0,
+                                           static_cast<kiln::DType>(dtype), dims, rank);
+  if (!view.ok()) return Wrap(view.take_status());
+  auto* t = new kiln_tensor_s();
+  t->device = Ref<kiln_device_s>::Retain(device);
+  t->view = std::move(view).value();
+  *out_tensor = t;
+  return nullptr;
+}
+void kiln_tensor_retain(kiln_tensor_t tensor) {
+  RetainHandle<HandleTag::kTensor>(tensor, "kiln_tensor_retain");
+}
+void kiln_tensor_release(kiln_tensor_t tensor) {
+  ReleaseHandle<HandleTag::kTensor>(tensor, "kiln_tensor_release");
+}
+
+kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes) {
+  if (!tensor) return NullArg("kiln_tensor_read", "tensor");
+  uint64_t bytes = tensor->view->byte_length();
+  if (dst_bytes != bytes) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_read: %s has %llu bytes, %zu requested",
+                                           tensor->view->TypeString().c_str(),
+                                           static_cast<unsigned long long>(bytes), dst_bytes));
+  }
+  if (bytes == 0) return nullptr;
+  if (!dst) return NullArg("kiln_tensor_read", "dst");
+  // Results of kiln_invoke_async: wait for the work that writes them.
+  Status pending = WaitPendingWrite("kiln_tensor_read", tensor, UINT64_MAX);
+  if (!pending.ok()) return Wrap(std::move(pending));
+  kiln::hal::Buffer* buffer = tensor->view->buffer();
+  Status s = buffer->Read(tensor->view->byte_offset(), dst, bytes);
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    s = StagedRead(tensor->device.get(), buffer, tensor->view->byte_offset(), dst, bytes);
+  }
+  return Wrap(std::move(s));
+}
+
+kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t src_bytes) {
+  if (!tensor) return NullArg("kiln_tensor_write", "tensor");
+  uint64_t bytes = tensor->view->byte_length();
+  if (src_bytes != bytes) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_write: %s has %llu bytes, %zu given",
+                                           tensor->view->TypeString().c_str(),
+                                           static_cast<unsigned long long>(bytes), src_bytes));
+  }
+  if (bytes == 0) return nullptr;
+  if (!src) return NullArg("kiln_tensor_write", "src");
+  // Work still writing the storage (an asynchronous result) finishes first.
+  Status pending = WaitPendingWrite("kiln_tensor_write", tensor, UINT64_MAX);
+  if (!pending.ok()) return Wrap(std::move(pending));
+  kiln::hal::Buffer* buffer = tensor->view->buffer();
+  Status s = buffer->Write(tensor->view->byte_offset(), src, bytes);
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    s = StagedWrite(tensor->device.get(), buffer, tensor->view->byte_offset(), src, bytes);
+  }
+  return Wrap(std::move(s));
+}
+
+kiln_status_t kiln_tensor_wait(kiln_tensor_t tensor, uint64_t timeout_ns) {
+  if (!tensor) return NullArg("kiln_tensor_wait", "tensor");
+  return Wrap(WaitPendingWrite("kiln_tensor_wait", tensor, timeout_ns));
+}
+
+kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor) {
+  return tensor ? static_cast<kiln_dtype_t>(tensor->view->dtype()) : KILN_DTYPE_INVALID;
+}
+size_t kiln_tensor_rank(kiln_tensor_t tensor) { return tensor ? tensor->view->rank() : 0; }
+const int64_t* kiln_tensor_dims(kiln_tensor_t tensor) {
+  return tensor ? tensor->view->dims() : nullptr;
+}
+size_t kiln_tensor_byte_size(kiln_tensor_t tensor) {
+  return tensor ? static_cast<size_t>(tensor->view->byte_length()) : 0;
+}
+
+kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,
+                                      kiln_dtype_t dtype, size_t rank, const int64_t* dims,
+                                      kiln_tensor_t* out_tensor) {
+  if (!parent) return NullArg("kiln_tensor_create_view", "parent");
+  if (!dims && rank) return NullArg("kiln_tensor_create_view", "dims");
+  if (!out_tensor) return NullArg("kiln_tensor_create_view", "out_tensor");
+  if (kiln_dtype_size(dtype) == 0) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_create_view: invalid dtype %d",
+                                           static_cast<int>(dtype)));
+  }
+  auto view = kiln::vm::BufferView::CreateSubview(*parent->view, byte_offset,
+                                                  static_cast<kiln::DType>(dtype), dims, rank);
+  if (!view.ok()) {
+    Status s = view.take_status();
+    return Wrap(s.Annotate("kiln_tensor_create_view"));
+  }
+  auto* t = new kiln_tensor_s();
+  t->device = parent->device;
+  t->view = std::move(view).value();
+  *out_tensor = t;
+  return nullptr;
+}
+
+}  // extern "C"
