@@ -81,7 +81,7 @@ StatusOr<Ref<VulkanBuffer>> VulkanBuffer::Allocate(VulkanDevice* device, uint64_
   self->kind_ = kind;
   Ref<VulkanBuffer> ref = Ref<VulkanBuffer>::Adopt(self);  // destructor frees partial state
 
-  const VolkDeviceTable& vk = device->syms();
+  const VulkanDeviceSyms& vk = device->syms();
   VkBufferCreateInfo buffer_info = {};
   buffer_info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   buffer_info.size = rounded;
@@ -168,7 +168,7 @@ VulkanBuffer::~VulkanBuffer() {
   if (parent_) {
     parent_->Release();
   } else if (device_) {
-    const VolkDeviceTable& vk = device_->syms();
+    const VulkanDeviceSyms& vk = device_->syms();
     if (buffer_ != VK_NULL_HANDLE) vk.vkDestroyBuffer(device_->handle(), buffer_, nullptr);
     if (memory_ != VK_NULL_HANDLE) {
       // Freeing memory implicitly unmaps it.
@@ -191,7 +191,7 @@ Status VulkanBuffer::FlushOrInvalidate(uint64_t absolute_offset, uint64_t length
   range.memory = root->memory_;
   range.offset = begin;
   range.size = end >= root->memory_size_ ? VK_WHOLE_SIZE : end - begin;
-  const VolkDeviceTable& vk = device_->syms();
+  const VulkanDeviceSyms& vk = device_->syms();
   if (flush) {
     KILN_VK_RETURN_IF_ERROR(vk.vkFlushMappedMemoryRanges(device_->handle(), 1, &range),
                             "vkFlushMappedMemoryRanges");

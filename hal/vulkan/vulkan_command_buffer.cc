@@ -51,7 +51,7 @@ VulkanCommandBuffer::~VulkanCommandBuffer() {
   if (!device_) return;
   // The GPU may still read this command buffer and the resources it retains.
   (void)device_->WaitSubmission(submission_value_);
-  const VolkDeviceTable& vk = device_->syms();
+  const VulkanDeviceSyms& vk = device_->syms();
   if (command_buffer_ != VK_NULL_HANDLE) {
     vk.vkFreeCommandBuffers(device_->handle(), device_->command_pool(), 1, &command_buffer_);
   }
@@ -123,7 +123,7 @@ void VulkanCommandBuffer::RetainExecutable(Executable* executable) {
 Status VulkanCommandBuffer::AllocateDescriptorSet(VkDescriptorSetLayout layout,
                                                   uint32_t binding_count,
                                                   VkDescriptorSet* out_set) {
-  const VolkDeviceTable& vk = device_->syms();
+  const VulkanDeviceSyms& vk = device_->syms();
   // Pools are filled in order; a pool's own counters guarantee that the
   // allocation below never fails for lack of space.
   while (current_pool_ < pools_.size() && (pools_[current_pool_].sets_left == 0 ||
@@ -234,7 +234,7 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
     scratch_infos_.push_back(VkDescriptorBufferInfo{buffer->handle(), absolute, length});
   }
 
-  const VolkDeviceTable& vk = device_->syms();
+  const VulkanDeviceSyms& vk = device_->syms();
   VkDescriptorSet set = VK_NULL_HANDLE;
   if (binding_count && !pipeline.push_descriptor) {
     KILN_RETURN_IF_ERROR(AllocateDescriptorSet(pipeline.set_layout, binding_count, &set));
@@ -447,7 +447,7 @@ Status VulkanCommandBuffer::Reset() {
     return FailedPreconditionError(
         "CommandBuffer::Reset: command buffer is still executing (wait for its signal first)");
   }
-  const VolkDeviceTable& vk = device_->syms();
+  const VulkanDeviceSyms& vk = device_->syms();
   KILN_VK_RETURN_IF_ERROR(vk.vkResetCommandBuffer(command_buffer_, 0), "vkResetCommandBuffer");
   for (Pool& pool : pools_) {
     KILN_VK_RETURN_IF_ERROR(vk.vkResetDescriptorPool(device_->handle(), pool.pool, 0),

@@ -33,7 +33,7 @@
 #ifndef KILN_HAL_VULKAN_VULKAN_COMMAND_BUFFER_H_
 #define KILN_HAL_VULKAN_VULKAN_COMMAND_BUFFER_H_
 
-#include <volk.h>
+#include "hal/vulkan/vulkan_symbols.h"
 
 #include <vector>
 

@@ -44,7 +44,7 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
 
   // --- properties ------------------------------------------------------------
   VkPhysicalDeviceProperties properties = {};
-  vkGetPhysicalDeviceProperties(physical_device, &properties);
+  instance_->syms().vkGetPhysicalDeviceProperties(physical_device, &properties);
   uint32_t api_version = properties.apiVersion < instance_->api_version()
                              ? properties.apiVersion
                              : instance_->api_version();
@@ -60,10 +60,10 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
 
   uint32_t extension_count = 0;
   KILN_VK_RETURN_IF_ERROR(
-      vkEnumerateDeviceExtensionProperties(physical_device, nullptr, &extension_count, nullptr),
+      instance_->syms().vkEnumerateDeviceExtensionProperties(physical_device, nullptr, &extension_count, nullptr),
       "vkEnumerateDeviceExtensionProperties");
   std::vector<VkExtensionProperties> extensions(extension_count);
-  VkResult result = vkEnumerateDeviceExtensionProperties(physical_device, nullptr,
+  VkResult result = instance_->syms().vkEnumerateDeviceExtensionProperties(physical_device, nullptr,
                                                          &extension_count, extensions.data());
   if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
     return VkResultToStatus(result, "vkEnumerateDeviceExtensionProperties");
@@ -81,10 +81,10 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
   VkPhysicalDeviceProperties2 properties2 = {};
   properties2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   properties2.pNext = &maintenance3;
-  vkGetPhysicalDeviceProperties2(physical_device, &properties2);
+  instance_->syms().vkGetPhysicalDeviceProperties2(physical_device, &properties2);
   limits_ = properties.limits;
   max_memory_allocation_size_ = maintenance3.maxMemoryAllocationSize;
-  vkGetPhysicalDeviceMemoryProperties(physical_device, &memory_properties_);
+  instance_->syms().vkGetPhysicalDeviceMemoryProperties(physical_device, &memory_properties_);
 
   // --- features --------------------------------------------------------------
   VkPhysicalDeviceVulkan13Features supported13 = {};
@@ -98,7 +98,7 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
   VkPhysicalDeviceFeatures2 supported = {};
   supported.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   supported.pNext = &supported11;
-  vkGetPhysicalDeviceFeatures2(physical_device, &supported);
+  instance_->syms().vkGetPhysicalDeviceFeatures2(physical_device, &supported);
   if (!supported12.timelineSemaphore) {
     return UnimplementedError("Vulkan device '%s' lacks timelineSemaphore (required)",
                               properties.deviceName);
@@ -147,9 +147,9 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
 
   // --- queue -----------------------------------------------------------------
   uint32_t family_count = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &family_count, nullptr);
+  instance_->syms().vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &family_count, nullptr);
   std::vector<VkQueueFamilyProperties> families(family_count);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &family_count, families.data());
+  instance_->syms().vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &family_count, families.data());
   bool found_queue = false;
   for (uint32_t i = 0; i < family_count; ++i) {
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT && families[i].queueCount > 0) {
@@ -175,9 +175,16 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
   device_info.pQueueCreateInfos = &queue_info;
   device_info.enabledExtensionCount = static_cast<uint32_t>(enabled_extensions.size());
   device_info.ppEnabledExtensionNames = enabled_extensions.data();
-  KILN_VK_RETURN_IF_ERROR(vkCreateDevice(physical_device, &device_info, nullptr, &device_),
+  KILN_VK_RETURN_IF_ERROR(instance_->syms().vkCreateDevice(physical_device, &device_info, nullptr, &device_),
                           "vkCreateDevice");
-  volkLoadDeviceTable(&syms_, device_);
+  {
+    Status loaded = LoadVulkanDeviceSyms(instance_->syms(), device_, &syms_);
+    if (!loaded.ok()) {
+      if (syms_.vkDestroyDevice) syms_.vkDestroyDevice(device_, nullptr);
+      device_ = VK_NULL_HANDLE;
+      return loaded;
+    }
+  }
   syms_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 
   VkCommandPoolCreateInfo pool_info = {};

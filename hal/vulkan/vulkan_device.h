@@ -26,7 +26,7 @@
 #ifndef KILN_HAL_VULKAN_VULKAN_DEVICE_H_
 #define KILN_HAL_VULKAN_VULKAN_DEVICE_H_
 
-#include <volk.h>
+#include "hal/vulkan/vulkan_symbols.h"
 
 #include <cstdint>
 #include <vector>
@@ -61,7 +61,7 @@ class VulkanDevice final : public Device {
   Stats& stats() override { return stats_; }
 
   // --- driver-internal accessors (used by the other vulkan_* files) --------
-  const VolkDeviceTable& syms() const { return syms_; }
+  const VulkanDeviceSyms& syms() const { return syms_; }
   VkDevice handle() const { return device_; }
   VkPhysicalDevice physical_device() const { return physical_device_; }
   VulkanInstance* instance() const { return instance_.get(); }
@@ -95,7 +95,7 @@ class VulkanDevice final : public Device {
   Ref<VulkanInstance> instance_;
   VkPhysicalDevice physical_device_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
-  VolkDeviceTable syms_ = {};
+  VulkanDeviceSyms syms_;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;

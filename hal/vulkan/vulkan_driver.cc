@@ -13,17 +13,18 @@ std::string Lower(std::string s) {
   return s;
 }
 
-std::string DeviceName(VkPhysicalDevice device) {
+std::string DeviceName(const VulkanInstance& instance, VkPhysicalDevice device) {
   VkPhysicalDeviceProperties properties = {};
-  vkGetPhysicalDeviceProperties(device, &properties);
+  instance.syms().vkGetPhysicalDeviceProperties(device, &properties);
   return properties.deviceName;
 }
 
-std::string JoinNames(const std::vector<VkPhysicalDevice>& devices) {
+std::string JoinNames(const VulkanInstance& instance,
+                      const std::vector<VkPhysicalDevice>& devices) {
   std::string names;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (i) names += ", ";
-    names += "'" + DeviceName(devices[i]) + "'";
+    names += "'" + DeviceName(instance, devices[i]) + "'";
   }
   return names.empty() ? "none" : names;
 }
@@ -37,7 +38,7 @@ StatusOr<std::vector<std::string>> EnumerateDevices() {
                         instance->EnumeratePhysicalDevices());
   std::vector<std::string> names;
   names.reserve(devices.size());
-  for (VkPhysicalDevice device : devices) names.push_back(DeviceName(device));
+  for (VkPhysicalDevice device : devices) names.push_back(DeviceName(*instance, device));
   return names;
 }
 
@@ -53,19 +54,19 @@ StatusOr<Ref<Device>> CreateDevice(const DeviceOptions& options) {
   if (!options.name.empty()) {
     const std::string wanted = Lower(options.name);
     for (VkPhysicalDevice device : devices) {
-      if (Lower(DeviceName(device)).find(wanted) != std::string::npos) {
+      if (Lower(DeviceName(*instance, device)).find(wanted) != std::string::npos) {
         selected = device;
         break;
       }
     }
     if (selected == VK_NULL_HANDLE) {
       return NotFoundError("no Vulkan device name contains '%s' (available: %s)",
-                           options.name.c_str(), JoinNames(devices).c_str());
+                           options.name.c_str(), JoinNames(*instance, devices).c_str());
     }
   } else if (options.index >= 0) {
     if (static_cast<size_t>(options.index) >= devices.size()) {
       return NotFoundError("Vulkan device index %d out of range (%zu devices: %s)", options.index,
-                           devices.size(), JoinNames(devices).c_str());
+                           devices.size(), JoinNames(*instance, devices).c_str());
     }
     selected = devices[static_cast<size_t>(options.index)];
   } else {

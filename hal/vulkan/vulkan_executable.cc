@@ -88,7 +88,7 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
   self->entry_points_ = entry_points;
   self->pipelines_.resize(entry_points.size());
 
-  const VolkDeviceTable& vk = device->syms();
+  const VulkanDeviceSyms& vk = device->syms();
   VkDevice handle = device->handle();
   VkShaderModuleCreateInfo module_info = {};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
@@ -166,7 +166,7 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
 
 VulkanExecutable::~VulkanExecutable() {
   if (!device_) return;
-  const VolkDeviceTable& vk = device_->syms();
+  const VulkanDeviceSyms& vk = device_->syms();
   VkDevice handle = device_->handle();
   for (Pipeline& pipeline : pipelines_) {
     if (pipeline.pipeline) vk.vkDestroyPipeline(handle, pipeline.pipeline, nullptr);

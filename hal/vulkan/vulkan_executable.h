@@ -14,7 +14,7 @@
 #ifndef KILN_HAL_VULKAN_VULKAN_EXECUTABLE_H_
 #define KILN_HAL_VULKAN_VULKAN_EXECUTABLE_H_
 
-#include <volk.h>
+#include "hal/vulkan/vulkan_symbols.h"
 
 #include <vector>
 

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <string>
 
@@ -42,32 +41,16 @@ constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
 std::atomic<uint64_t> g_validation_messages{0};
 
-// Guards volkInitialize/volkLoadInstanceOnly: volk keeps its function
-// pointers in globals. Instance-level pointers obtained through the loader are
-// trampolines valid for any instance, so reloading them for a second instance
-// does not disturb the first. Device-level functions are never taken from
-// these globals (each VulkanDevice has its own VolkDeviceTable).
-std::mutex& VolkMutex() {
-  static std::mutex* mutex = new std::mutex();
-  return *mutex;
-}
-
-Status InitializeLoaderOnce() {
-  static VkResult result = [] {
+StatusOr<const VulkanLoaderSyms*> InitializeLoaderOnce() {
 #if defined(KILN_SANITIZE)
-    // TOOLCHAIN.md: the loader dlclose()s lavapipe, after which LSan reports a
-    // false 128-byte leak in "<unknown module>". Keeping the ICD resident
-    // (RTLD_NODELETE) avoids it. Failure is harmless (not a lavapipe system).
-    (void)dlopen("libvulkan_lvp.so", RTLD_NOW | RTLD_NODELETE);
+  // TOOLCHAIN.md: the loader dlclose()s lavapipe, after which LSan reports a
+  // false 128-byte leak in "<unknown module>". Keeping the ICD resident
+  // (RTLD_NODELETE) avoids it. Failure is harmless (not a lavapipe system).
+  static const bool lvp_pinned =
+      dlopen("libvulkan_lvp.so", RTLD_NOW | RTLD_NODELETE) != nullptr;
+  (void)lvp_pinned;
 #endif
-    return volkInitialize();
-  }();
-  if (result != VK_SUCCESS) {
-    return Status(StatusCode::kUnimplemented,
-                  std::string("volkInitialize: no Vulkan loader (libvulkan.so.1) found: ") +
-                      VkResultName(result));
-  }
-  return OkStatus();
+  return LoadVulkanLoader();
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL DebugCallback(
@@ -99,12 +82,13 @@ bool HasLayer(const std::vector<VkLayerProperties>& layers, const char* name) {
   return false;
 }
 
-Status EnumerateExtensions(const char* layer, std::vector<VkExtensionProperties>* out) {
+Status EnumerateExtensions(const VulkanLoaderSyms& vk, const char* layer,
+                           std::vector<VkExtensionProperties>* out) {
   uint32_t count = 0;
-  KILN_VK_RETURN_IF_ERROR(vkEnumerateInstanceExtensionProperties(layer, &count, nullptr),
+  KILN_VK_RETURN_IF_ERROR(vk.vkEnumerateInstanceExtensionProperties(layer, &count, nullptr),
                           "vkEnumerateInstanceExtensionProperties");
   out->resize(count);
-  VkResult result = vkEnumerateInstanceExtensionProperties(layer, &count, out->data());
+  VkResult result = vk.vkEnumerateInstanceExtensionProperties(layer, &count, out->data());
   if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
     return VkResultToStatus(result, "vkEnumerateInstanceExtensionProperties");
   }
@@ -135,10 +119,10 @@ bool ValidationRequestedByEnvironment() {
 }
 
 StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
-  std::lock_guard<std::mutex> lock(VolkMutex());
-  KILN_RETURN_IF_ERROR(InitializeLoaderOnce());
+  KILN_ASSIGN_OR_RETURN(const VulkanLoaderSyms* loader, InitializeLoaderOnce());
+  const VulkanLoaderSyms& vk = *loader;
 
-  uint32_t loader_version = volkGetInstanceVersion();
+  uint32_t loader_version = VulkanLoaderVersion(vk);
   if (loader_version < VK_API_VERSION_1_2) {
     return UnimplementedError(
         "Vulkan loader version %u.%u is too old: Kiln needs Vulkan 1.2 (timeline semaphores)",
@@ -148,7 +132,7 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
       loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
 
   std::vector<VkExtensionProperties> extensions;
-  KILN_RETURN_IF_ERROR(EnumerateExtensions(nullptr, &extensions));
+  KILN_RETURN_IF_ERROR(EnumerateExtensions(vk, nullptr, &extensions));
   std::vector<const char*> enabled_extensions;
   std::vector<const char*> enabled_layers;
   VkInstanceCreateFlags flags = 0;
@@ -185,10 +169,10 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
     (void)layer_pinned;
 #endif
     uint32_t layer_count = 0;
-    KILN_VK_RETURN_IF_ERROR(vkEnumerateInstanceLayerProperties(&layer_count, nullptr),
+    KILN_VK_RETURN_IF_ERROR(vk.vkEnumerateInstanceLayerProperties(&layer_count, nullptr),
                             "vkEnumerateInstanceLayerProperties");
     std::vector<VkLayerProperties> layers(layer_count);
-    VkResult result = vkEnumerateInstanceLayerProperties(&layer_count, layers.data());
+    VkResult result = vk.vkEnumerateInstanceLayerProperties(&layer_count, layers.data());
     if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
       return VkResultToStatus(result, "vkEnumerateInstanceLayerProperties");
     }
@@ -201,7 +185,7 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
     }
     enabled_layers.push_back(kValidationLayer);
     std::vector<VkExtensionProperties> layer_extensions;
-    KILN_RETURN_IF_ERROR(EnumerateExtensions(kValidationLayer, &layer_extensions));
+    KILN_RETURN_IF_ERROR(EnumerateExtensions(vk, kValidationLayer, &layer_extensions));
     if (!HasExtension(extensions, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) &&
         !HasExtension(layer_extensions, VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) {
       return NotFoundError("Vulkan validation was requested but %s is unavailable",
@@ -240,22 +224,32 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
   create_info.ppEnabledExtensionNames = enabled_extensions.data();
 
   VkInstance instance = VK_NULL_HANDLE;
-  KILN_VK_RETURN_IF_ERROR(vkCreateInstance(&create_info, nullptr, &instance),
+  KILN_VK_RETURN_IF_ERROR(vk.vkCreateInstance(&create_info, nullptr, &instance),
                           "vkCreateInstance");
-  volkLoadInstanceOnly(instance);
+  VulkanInstanceSyms syms;
+  Status loaded = LoadVulkanInstanceSyms(vk, instance, &syms);
+  if (!loaded.ok()) {
+    if (syms.vkDestroyInstance) syms.vkDestroyInstance(instance, nullptr);
+    return loaded;
+  }
 
   VulkanInstance* self = new (std::nothrow) VulkanInstance();
   if (!self) {
-    vkDestroyInstance(instance, nullptr);
+    syms.vkDestroyInstance(instance, nullptr);
     return ResourceExhaustedError("out of host memory creating VulkanInstance");
   }
   Ref<VulkanInstance> ref = Ref<VulkanInstance>::Adopt(self);
+  self->syms_ = syms;
   self->instance_ = instance;
   self->api_version_ = api_version;
   self->validation_ = validation;
   if (validation) {
+    if (!syms.vkCreateDebugUtilsMessengerEXT) {
+      return NotFoundError("Vulkan validation was requested but vkCreateDebugUtilsMessengerEXT "
+                           "is unavailable");
+    }
     KILN_VK_RETURN_IF_ERROR(
-        vkCreateDebugUtilsMessengerEXT(instance, &messenger_info, nullptr, &self->messenger_),
+        syms.vkCreateDebugUtilsMessengerEXT(instance, &messenger_info, nullptr, &self->messenger_),
         "vkCreateDebugUtilsMessengerEXT");
   }
   return ref;
@@ -263,17 +257,17 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
 
 VulkanInstance::~VulkanInstance() {
   if (messenger_ != VK_NULL_HANDLE) {
-    vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+    syms_.vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
   }
-  if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+  if (instance_ != VK_NULL_HANDLE) syms_.vkDestroyInstance(instance_, nullptr);
 }
 
 StatusOr<std::vector<VkPhysicalDevice>> VulkanInstance::EnumeratePhysicalDevices() const {
   uint32_t count = 0;
-  KILN_VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(instance_, &count, nullptr),
+  KILN_VK_RETURN_IF_ERROR(syms_.vkEnumeratePhysicalDevices(instance_, &count, nullptr),
                           "vkEnumeratePhysicalDevices");
   std::vector<VkPhysicalDevice> devices(count);
-  VkResult result = vkEnumeratePhysicalDevices(instance_, &count, devices.data());
+  VkResult result = syms_.vkEnumeratePhysicalDevices(instance_, &count, devices.data());
   if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
     return VkResultToStatus(result, "vkEnumeratePhysicalDevices");
   }

@@ -3,8 +3,11 @@
 //
 // Ownership: a RefObject. Every VulkanDevice retains the instance it was
 // created from, so the VkInstance is destroyed after its last device.
-// Threading: Create() may be called from any thread (volk loading is guarded
-// by a process-wide mutex); an instance is immutable after creation.
+// Threading: Create() may be called from any thread (the loader is opened
+// once per process); an instance is immutable after creation.
+//
+// Dispatch: instance-level Vulkan functions are called through syms() (see
+// vulkan_symbols.h: no global vk* symbols).
 //
 // Validation: when requested (DeviceOptions.validation or env
 // KILN_VALIDATION=1) the instance enables VK_LAYER_KHRONOS_validation with
@@ -15,13 +18,13 @@
 #ifndef KILN_HAL_VULKAN_VULKAN_INSTANCE_H_
 #define KILN_HAL_VULKAN_VULKAN_INSTANCE_H_
 
-#include <volk.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "base/ref.h"
 #include "base/status.h"
+#include "hal/vulkan/vulkan_symbols.h"
 
 namespace kiln::hal::vulkan {
 
@@ -40,7 +43,7 @@ bool ValidationRequestedByEnvironment();
 
 class VulkanInstance : public RefObject {
  public:
-  // Loads the Vulkan loader (volkInitialize, once per process) and creates a
+  // Opens the Vulkan loader (once per process) and creates a
   // VkInstance with API version min(loader, 1.3).
   // Errors: kUnimplemented if no Vulkan loader or loader < 1.2; kNotFound if
   // validation is requested but VK_LAYER_KHRONOS_validation or
@@ -49,6 +52,8 @@ class VulkanInstance : public RefObject {
   static StatusOr<Ref<VulkanInstance>> Create(bool validation);
 
   VkInstance handle() const { return instance_; }
+  // Instance-level functions of this instance.
+  const VulkanInstanceSyms& syms() const { return syms_; }
   // The apiVersion the instance was created with (>= VK_API_VERSION_1_2).
   uint32_t api_version() const { return api_version_; }
   bool validation() const { return validation_; }
@@ -61,6 +66,7 @@ class VulkanInstance : public RefObject {
   ~VulkanInstance() override;
 
   VkInstance instance_ = VK_NULL_HANDLE;
+  VulkanInstanceSyms syms_;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   uint32_t api_version_ = 0;
   bool validation_ = false;

@@ -13,7 +13,7 @@
 #ifndef KILN_HAL_VULKAN_VULKAN_SEMAPHORE_H_
 #define KILN_HAL_VULKAN_VULKAN_SEMAPHORE_H_
 
-#include <volk.h>
+#include "hal/vulkan/vulkan_symbols.h"
 
 #include <atomic>
 

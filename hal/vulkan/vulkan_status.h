@@ -7,7 +7,7 @@
 #ifndef KILN_HAL_VULKAN_VULKAN_STATUS_H_
 #define KILN_HAL_VULKAN_VULKAN_STATUS_H_
 
-#include <volk.h>
+#include "hal/vulkan/vulkan_symbols.h"
 
 #include "base/status.h"
 

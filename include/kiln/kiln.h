@@ -60,6 +60,18 @@
 extern "C" {
 #endif
 
+/* Every function of the API is declared KILN_API: the only symbols libkiln
+ * exports (the rest of the library is built with hidden visibility). */
+#ifndef KILN_API
+#if defined(_WIN32)
+#define KILN_API
+#elif defined(__GNUC__) || defined(__clang__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+#endif
+
 #define KILN_API_VERSION 1
 /* Maximum tensor rank accepted anywhere in the API. */
 #define KILN_MAX_RANK 8
@@ -84,13 +96,13 @@ typedef enum kiln_status_code_e {
 } kiln_status_code_t;
 
 /* Code of `status`; KILN_STATUS_OK for NULL. */
-kiln_status_code_t kiln_status_code(kiln_status_t status);
+KILN_API kiln_status_code_t kiln_status_code(kiln_status_t status);
 /* Human-readable message, valid until kiln_status_free; "" for NULL. */
-const char* kiln_status_message(kiln_status_t status);
+KILN_API const char* kiln_status_message(kiln_status_t status);
 /* "INVALID_ARGUMENT", ... ; "OK" for KILN_STATUS_OK. Static storage. */
-const char* kiln_status_code_name(kiln_status_code_t code);
+KILN_API const char* kiln_status_code_name(kiln_status_code_t code);
 /* Frees `status` (NULL is ignored). */
-void kiln_status_free(kiln_status_t status);
+KILN_API void kiln_status_free(kiln_status_t status);
 
 /* ------------------------------------------------------------------------ */
 /* Element types (numbering equals kiln::DType and the module schema)       */
@@ -110,9 +122,9 @@ typedef enum kiln_dtype_e {
 } kiln_dtype_t;
 
 /* Bytes per element; 0 for KILN_DTYPE_INVALID or unknown values. */
-size_t kiln_dtype_size(kiln_dtype_t dtype);
+KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);
 /* "f32", "f16", "i64", "i32", "i16", "i8", "u8", "i1", "f64"; "invalid". */
-const char* kiln_dtype_name(kiln_dtype_t dtype);
+KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);
 
 /* ABI ownership of an exported argument (see DESIGN.md). */
 typedef enum kiln_ownership_e {
@@ -140,9 +152,9 @@ typedef struct kiln_fence_s* kiln_fence_t;
 /* ------------------------------------------------------------------------ */
 
 /* Creates the runtime instance (process-wide state; cheap). */
-kiln_status_t kiln_instance_create(kiln_instance_t* out_instance);
-void kiln_instance_retain(kiln_instance_t instance);
-void kiln_instance_release(kiln_instance_t instance);
+KILN_API kiln_status_t kiln_instance_create(kiln_instance_t* out_instance);
+KILN_API void kiln_instance_retain(kiln_instance_t instance);
+KILN_API void kiln_instance_release(kiln_instance_t instance);
 
 /* ------------------------------------------------------------------------ */
 /* Device                                                                   */
@@ -155,13 +167,13 @@ void kiln_instance_release(kiln_instance_t instance);
  * Errors: NOT_FOUND (unknown driver, no matching device: the message lists
  * the devices), UNIMPLEMENTED (no Vulkan loader, missing device features).
  * Cost: milliseconds to tens of milliseconds. */
-kiln_status_t kiln_device_create(kiln_instance_t instance, const char* driver,
+KILN_API kiln_status_t kiln_device_create(kiln_instance_t instance, const char* driver,
                                  const char* device_name, int32_t device_index,
                                  kiln_device_t* out_device);
-void kiln_device_retain(kiln_device_t device);
-void kiln_device_release(kiln_device_t device);
+KILN_API void kiln_device_retain(kiln_device_t device);
+KILN_API void kiln_device_release(kiln_device_t device);
 /* e.g. "llvmpipe (LLVM 15.0.6, 256 bits)". Owned by the device; "" for NULL. */
-const char* kiln_device_name(kiln_device_t device);
+KILN_API const char* kiln_device_name(kiln_device_t device);
 
 /* Counters of work done on a device (what every tool's --stats prints).
  * All counts accumulate from device creation or the last stats reset. */
@@ -191,10 +203,10 @@ typedef struct kiln_device_stats_t {
 } kiln_device_stats_t;
 
 /* Copies the current counters into *out_stats. */
-kiln_status_t kiln_device_stats(kiln_device_t device, kiln_device_stats_t* out_stats);
+KILN_API kiln_status_t kiln_device_stats(kiln_device_t device, kiln_device_stats_t* out_stats);
 /* Zeroes every counter except device_bytes_live; the peak restarts at the
  * bytes live now. */
-kiln_status_t kiln_device_stats_reset(kiln_device_t device);
+KILN_API kiln_status_t kiln_device_stats_reset(kiln_device_t device);
 
 /* ------------------------------------------------------------------------ */
 /* Module                                                                   */
@@ -207,16 +219,16 @@ kiln_status_t kiln_device_stats_reset(kiln_device_t device);
  * Errors: DATA_LOSS for anything malformed (message names the function and
  * bytecode offset), UNIMPLEMENTED for features this runtime lacks.
  * Cost: O(size) verification. */
-kiln_status_t kiln_module_load_from_memory(kiln_instance_t instance, const void* data,
+KILN_API kiln_status_t kiln_module_load_from_memory(kiln_instance_t instance, const void* data,
                                            size_t size, kiln_module_t* out_module);
 /* Loads and verifies `path`, mapped read-only (mmap); the mapping lives as
  * long as the module. Errors: NOT_FOUND (cannot open), DATA_LOSS. */
-kiln_status_t kiln_module_load_from_file(kiln_instance_t instance, const char* path,
+KILN_API kiln_status_t kiln_module_load_from_file(kiln_instance_t instance, const char* path,
                                          kiln_module_t* out_module);
-void kiln_module_retain(kiln_module_t module);
-void kiln_module_release(kiln_module_t module);
+KILN_API void kiln_module_retain(kiln_module_t module);
+KILN_API void kiln_module_release(kiln_module_t module);
 /* Module name; owned by the module; "" for NULL. */
-const char* kiln_module_name(kiln_module_t module);
+KILN_API const char* kiln_module_name(kiln_module_t module);
 
 /* ------------------------------------------------------------------------ */
 /* Context and functions                                                    */
@@ -238,16 +250,16 @@ const char* kiln_module_name(kiln_module_t module);
  * tensor<4xf32>) -> (m: tensor<4xf32>)"), driver errors from pipeline
  * creation, the initializer's error. Cost: pipeline creation (milliseconds
  * per executable) plus constant uploads. */
-kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
+KILN_API kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
                                   size_t module_count, kiln_context_t* out_context);
-void kiln_context_retain(kiln_context_t context);
-void kiln_context_release(kiln_context_t context);
+KILN_API void kiln_context_retain(kiln_context_t context);
+KILN_API void kiln_context_release(kiln_context_t context);
 
 /* Finds the exported function `name`: "function" searches the modules in
  * registration order (the first match wins); "module.function" names the
  * module (kiln_module_name), e.g. "driver.main" when several modules export
  * "main". Errors: NOT_FOUND (message lists the exported functions). */
-kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* name,
+KILN_API kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* name,
                                            kiln_function_t* out_function);
 
 /* Signature of one argument or result. `name` is owned by the module. */
@@ -260,13 +272,13 @@ typedef struct kiln_tensor_signature_t {
 } kiln_tensor_signature_t;
 
 /* Function name, argument and result counts (0/"" for NULL). */
-const char* kiln_function_name(kiln_function_t function);
-size_t kiln_function_arg_count(kiln_function_t function);
-size_t kiln_function_result_count(kiln_function_t function);
+KILN_API const char* kiln_function_name(kiln_function_t function);
+KILN_API size_t kiln_function_arg_count(kiln_function_t function);
+KILN_API size_t kiln_function_result_count(kiln_function_t function);
 /* Signature of argument / result `index`. Errors: OUT_OF_RANGE, INVALID_ARGUMENT. */
-kiln_status_t kiln_function_arg(kiln_function_t function, size_t index,
+KILN_API kiln_status_t kiln_function_arg(kiln_function_t function, size_t index,
                                 kiln_tensor_signature_t* out_signature);
-kiln_status_t kiln_function_result(kiln_function_t function, size_t index,
+KILN_API kiln_status_t kiln_function_result(kiln_function_t function, size_t index,
                                    kiln_tensor_signature_t* out_signature);
 
 /* ------------------------------------------------------------------------ */
@@ -279,11 +291,11 @@ kiln_status_t kiln_function_result(kiln_function_t function, size_t index,
  * if NULL the tensor is zero-filled and `data_bytes` is ignored.
  * Errors: INVALID_ARGUMENT (bad dtype, rank > KILN_MAX_RANK, negative dim,
  * size mismatch), RESOURCE_EXHAUSTED. Counts one device allocation. */
-kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_t rank,
+KILN_API kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_t rank,
                                  const int64_t* dims, const void* data, size_t data_bytes,
                                  kiln_tensor_t* out_tensor);
-void kiln_tensor_retain(kiln_tensor_t tensor);
-void kiln_tensor_release(kiln_tensor_t tensor);
+KILN_API void kiln_tensor_retain(kiln_tensor_t tensor);
+KILN_API void kiln_tensor_release(kiln_tensor_t tensor);
 
 /* Creates a tensor viewing part of `parent`'s storage: `byte_offset` bytes
  * after the parent's first byte, with `dtype` and shape dims[0..rank). No
@@ -299,20 +311,20 @@ void kiln_tensor_release(kiln_tensor_t tensor);
  * Errors: INVALID_ARGUMENT (NULL handles, bad dtype, rank > KILN_MAX_RANK,
  * negative dim), OUT_OF_RANGE (the view does not lie inside the parent's
  * bytes). Cost: one small host allocation (pooled). */
-kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,
+KILN_API kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,
                                       kiln_dtype_t dtype, size_t rank, const int64_t* dims,
                                       kiln_tensor_t* out_tensor);
 
 /* Copies the tensor's contents to `dst`; `dst_bytes` must equal
  * kiln_tensor_byte_size() (INVALID_ARGUMENT otherwise). Blocks until the
  * data is on the host (a staging copy when the memory is not host visible). */
-kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes);
+KILN_API kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes);
 
-kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor);   /* INVALID for NULL */
-size_t kiln_tensor_rank(kiln_tensor_t tensor);          /* 0 for NULL */
+KILN_API kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor);   /* INVALID for NULL */
+KILN_API size_t kiln_tensor_rank(kiln_tensor_t tensor);          /* 0 for NULL */
 /* Pointer to `rank` dims, owned by the tensor; NULL for NULL. */
-const int64_t* kiln_tensor_dims(kiln_tensor_t tensor);
-size_t kiln_tensor_byte_size(kiln_tensor_t tensor);     /* 0 for NULL */
+KILN_API const int64_t* kiln_tensor_dims(kiln_tensor_t tensor);
+KILN_API size_t kiln_tensor_byte_size(kiln_tensor_t tensor);     /* 0 for NULL */
 
 /* ------------------------------------------------------------------------ */
 /* Invocation                                                               */
@@ -327,7 +339,7 @@ size_t kiln_tensor_byte_size(kiln_tensor_t tensor);     /* 0 for NULL */
  * tensor<1x4xf32>", arity mismatch, NULL handles), FAILED_PRECONDITION (an
  * input aliases output storage), errors raised while running, annotated with
  * function, bytecode offset and source location. */
-kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
+KILN_API kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
                           const kiln_tensor_t* args, size_t arg_count,
                           kiln_tensor_t* out_results, size_t result_count);
 
@@ -394,7 +406,7 @@ typedef struct kiln_invoke_arg_t {
  * Cost: as kiln_invoke; once warm, a program using allocate_cached /
  * take_or_allocate with results released and state consumed makes no host
  * and no device allocation per call. */
-kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
+KILN_API kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
                              const kiln_invoke_arg_t* args, size_t arg_count,
                              kiln_tensor_t* out_results, size_t result_count);
 
@@ -411,16 +423,16 @@ kiln_status_t kiln_invoke_ex(kiln_context_t context, kiln_function_t function,
  * one.
  * Errors: INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED, driver errors.
  * Cost: one timeline semaphore (a few microseconds). */
-kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out_fence);
-void kiln_fence_retain(kiln_fence_t fence);
+KILN_API kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out_fence);
+KILN_API void kiln_fence_retain(kiln_fence_t fence);
 /* Releasing the last reference of a fence that submitted work still waits
  * on or signals blocks until that work has retired: signal every wait fence
  * you handed to kiln_invoke_async before releasing it. */
-void kiln_fence_release(kiln_fence_t fence);
+KILN_API void kiln_fence_release(kiln_fence_t fence);
 /* Signals `fence` from the host: device work waiting on it may start.
  * Errors: FAILED_PRECONDITION when it was already signalled or is the
  * signal fence of an invocation. Never blocks. */
-kiln_status_t kiln_fence_signal(kiln_fence_t fence);
+KILN_API kiln_status_t kiln_fence_signal(kiln_fence_t fence);
 /* Re-arms a fence for the next point on its timeline: afterwards it is
  * unsignalled and may be signalled again (kiln_fence_signal, or as the
  * signal_fence of kiln_invoke_async). Work already submitted that waits on
@@ -429,14 +441,14 @@ kiln_status_t kiln_fence_signal(kiln_fence_t fence);
  * of the same fence. Errors: INVALID_ARGUMENT (NULL), FAILED_PRECONDITION
  * when its scheduled signal has not been reached yet. Never blocks; no host
  * allocation. */
-kiln_status_t kiln_fence_reset(kiln_fence_t fence);
+KILN_API kiln_status_t kiln_fence_reset(kiln_fence_t fence);
 /* *out_signaled = 1 when the fence has been reached, else 0. Never blocks. */
-kiln_status_t kiln_fence_query(kiln_fence_t fence, int* out_signaled);
+KILN_API kiln_status_t kiln_fence_query(kiln_fence_t fence, int* out_signaled);
 /* Blocks until `fence` is signalled or `timeout_ns` nanoseconds elapse
  * (0 polls; UINT64_MAX waits forever). Errors: FAILED_PRECONDITION with
  * "timeout" in the message when the time ran out (the fence is unchanged:
  * wait again or query), driver errors (device lost). */
-kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns);
+KILN_API kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns);
 
 /* Runs `function` asynchronously, with the ownership rules of
  * kiln_invoke_ex (`args` as there: borrowed, consumed and output-storage
@@ -476,7 +488,7 @@ kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns);
  * fails, so waiters never hang (the results are then left unchanged).
  * Cost: recording + submission; once warm, with results released, no host
  * allocation. */
-kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function,
+KILN_API kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function,
                                 const kiln_invoke_arg_t* args, size_t arg_count,
                                 kiln_fence_t wait_fence, kiln_fence_t signal_fence,
                                 kiln_tensor_t* out_results, size_t result_count);
@@ -485,7 +497,7 @@ kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function
  * flight, for the work that has finished. Never blocks (one timeline
  * query). Every invoke does this first; call it after kiln_fence_wait to
  * reclaim memory without invoking again. */
-kiln_status_t kiln_context_collect(kiln_context_t context);
+KILN_API kiln_status_t kiln_context_collect(kiln_context_t context);
 
 #ifdef __cplusplus
 }  /* extern "C" */
