@@ -6,8 +6,10 @@
 #   KILN_SKIP_APT=1 scripts/setup.sh   models only
 #   KILN_CROSS=1 scripts/setup.sh      also the aarch64 cross toolchain, qemu and the
 #                                      arm64 multiarch libraries (default in CI=true)
-#   KILN_JAVA=1 scripts/setup.sh       also JDK 17 + junit4 (the Android sample's host
-#                                      JNI test; default in CI=true)
+#   KILN_JAVA=1 scripts/setup.sh       also JDK 17, junit4, clang and Debian's Android
+#                                      headers (the Android sample's host JNI test and
+#                                      its aarch64-linux-android syntax check; default
+#                                      in CI=true)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -32,7 +34,10 @@ if [ "$cross" = 1 ]; then
              mesa-vulkan-drivers:arm64 libvulkan1:arm64 vulkan-validationlayers:arm64
              libflatbuffers-dev:arm64 libgtest-dev:arm64 libbenchmark-dev:arm64)
 fi
-if [ "$java" = 1 ]; then packages+=(openjdk-17-jdk-headless junit4); fi
+if [ "$java" = 1 ]; then
+  packages+=(openjdk-17-jdk-headless junit4 clang
+             android-libnativehelper-dev android-platform-frameworks-native-headers)
+fi
 if [ "${KILN_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do
