@@ -21,7 +21,7 @@
 
 namespace kiln::hal {
 
-// Counters behind every tool's `--stats` (DESIGN.md "Runtime contracts").
+// Counters behind every tool's `--stats` (docs/design.md "Runtime contracts").
 // Incremented by drivers as work is *recorded or allocated*, never estimated.
 struct Stats {
   uint64_t device_allocations = 0;      // buffers allocated on the device
@@ -48,6 +48,22 @@ enum class MemoryKind : uint8_t {
   kHostVisible = 1,  // mappable; used for staging and for results read back
 };
 
+// Timeline semaphore: a monotonically increasing uint64 payload. A timepoint
+// is a (semaphore, value) pair.
+class Semaphore : public RefObject {
+ public:
+  virtual StatusOr<uint64_t> Query() = 0;
+  virtual Status Signal(uint64_t value) = 0;  // host signal
+  // Blocks until payload >= value or `timeout_ns` elapses (kResourceExhausted
+  // is never used here: a timeout returns kFailedPrecondition "timeout").
+  virtual Status Wait(uint64_t value, uint64_t timeout_ns) = 0;
+};
+
+struct SemaphorePoint {
+  Semaphore* semaphore = nullptr;
+  uint64_t value = 0;
+};
+
 // A device allocation. `size()` is in bytes. A buffer may be created as a
 // subspan of another (see Device::CreateSubspan); a subspan retains its
 // parent allocation until it is released.
@@ -63,6 +79,16 @@ class Buffer : public RefObject {
   // buffer and are bounds-checked (kOutOfRange).
   virtual Status Write(uint64_t offset, const void* data, uint64_t length) = 0;
   virtual Status Read(uint64_t offset, void* data, uint64_t length) = 0;
+
+  // The timepoint after which device work already submitted has finished
+  // writing this allocation, for host access to wait on (kiln_tensor_read /
+  // kiln_tensor_write). Set on root allocations (allocation()) by the C API
+  // when an asynchronous invocation returns results or fills output storage
+  // in them; null semaphore: nothing pending. A later mark replaces an
+  // earlier one (the queue runs invocations in order). Set and read by the
+  // thread that uses the buffer's tensors.
+  Ref<Semaphore> pending_write_semaphore;
+  uint64_t pending_write_value = 0;
 };
 
 // Compiled SPIR-V with its entry points, created once per module load (with a
@@ -124,22 +150,6 @@ class CommandBuffer : public RefObject {
   // tell references held only by in-flight work (queue-ordered) from other
   // holders. Cost: linear in the distinct buffers recorded.
   virtual bool Retains(const Buffer* buffer) const = 0;
-};
-
-// Timeline semaphore: a monotonically increasing uint64 payload. A timepoint
-// is a (semaphore, value) pair.
-class Semaphore : public RefObject {
- public:
-  virtual StatusOr<uint64_t> Query() = 0;
-  virtual Status Signal(uint64_t value) = 0;  // host signal
-  // Blocks until payload >= value or `timeout_ns` elapses (kResourceExhausted
-  // is never used here: a timeout returns kFailedPrecondition "timeout").
-  virtual Status Wait(uint64_t value, uint64_t timeout_ns) = 0;
-};
-
-struct SemaphorePoint {
-  Semaphore* semaphore = nullptr;
-  uint64_t value = 0;
 };
 
 struct DeviceInfo {

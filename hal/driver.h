@@ -1,6 +1,7 @@
 // HAL driver registry: create devices by driver name.
 //
-// Drivers compiled into this build: "vulkan". A future "cpu" driver registers
+// Drivers compiled into this build: "vulkan". Driver names are matched
+// case-insensitively ("Vulkan" works). A future "cpu" driver registers
 // here too; the conformance suite (hal/cts) runs against every name
 // AvailableDrivers() returns.
 #ifndef KILN_HAL_DRIVER_H_
@@ -21,6 +22,22 @@ std::vector<std::string> AvailableDrivers();
 // this list). Errors: kNotFound for an unknown driver; driver errors (e.g. no
 // Vulkan loader: kUnimplemented). Cost: creates a temporary instance (ms).
 StatusOr<std::vector<std::string>> EnumerateDevices(const std::string& driver);
+
+// What a driver reports about one device (kiln_enumerate_devices).
+struct DeviceDescription {
+  std::string name;             // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+  // 0 other, 1 integrated GPU, 2 discrete GPU, 3 virtual GPU, 4 CPU (the
+  // numbering of VkPhysicalDeviceType and kiln_device_type_t).
+  uint32_t type = 0;
+  uint32_t vendor_id = 0;       // PCI vendor id (0x10de NVIDIA, 0x5143 Qualcomm, ...)
+  uint32_t device_id = 0;
+  uint32_t driver_version = 0;  // vendor-encoded
+  uint32_t api_version = 0;     // Vulkan version the device supports (VK_MAKE_API_VERSION)
+};
+
+// Descriptions of the devices of `driver`, in the order of EnumerateDevices.
+// Errors and cost: as EnumerateDevices.
+StatusOr<std::vector<DeviceDescription>> DescribeDevices(const std::string& driver);
 
 // Creates a device of `driver` ("vulkan") selected by `options` (see
 // DeviceOptions). Errors: kNotFound for an unknown driver or when no device

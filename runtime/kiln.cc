@@ -6,13 +6,19 @@
 #include "kiln/kiln.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "base/dtype.h"
+#include "base/log.h"
 #include "base/ref.h"
 #include "base/status.h"
 #include "hal/api.h"
@@ -56,15 +62,52 @@ static_assert(static_cast<int>(KILN_OWNERSHIP_CONSUME) ==
 static_assert(static_cast<int>(KILN_OWNERSHIP_OUTPUT_STORAGE) ==
                   static_cast<int>(kiln::format::Ownership::output_storage), "ownership");
 
+#if defined(KILN_PROJECT_VERSION_MAJOR)
+static_assert(KILN_VERSION_MAJOR == KILN_PROJECT_VERSION_MAJOR &&
+                  KILN_VERSION_MINOR == KILN_PROJECT_VERSION_MINOR &&
+                  KILN_VERSION_PATCH == KILN_PROJECT_VERSION_PATCH,
+              "kiln.h KILN_VERSION_* must equal project(kiln VERSION ...) in CMakeLists.txt");
+static_assert(KILN_API_VERSION == KILN_PROJECT_ABI_VERSION,
+              "kiln.h KILN_API_VERSION must equal KILN_ABI_VERSION (the SONAME)");
+#endif
+
 // --- handle types ------------------------------------------------------------
+
+// Handle checks: every handle carries a tag naming its type while alive; the
+// destructor overwrites it, so a release of a dead handle is caught (as long
+// as its memory has not been reused; ASan builds check the poisoning too).
+// The tag is the first member after RefObject (byte 16): malloc writes its
+// free-list links into bytes 0-15 of a small freed block (and the size of a
+// freed block into the last 8 bytes of it), the block pools into bytes 0-7.
+enum class HandleTag : uint32_t {
+  kDead = 0xdeadbeefu,
+  kInstance = 0x4b494e31u,
+  kDevice,
+  kModule,
+  kContext,
+  kTensor,
+  kFence,
+};
+template <HandleTag kTag>
+struct alignas(8) HandleCheck {
+  HandleTag tag = kTag;
+  // A volatile store: the compiler may otherwise drop a store to an object
+  // whose lifetime ends (GCC's lifetime dead-store elimination).
+  ~HandleCheck() { *const_cast<volatile HandleTag*>(&tag) = HandleTag::kDead; }
+};
 
 struct kiln_status_s {
   kiln::Status status;
 };
 
-struct kiln_instance_s : public kiln::RefObject {};
+struct kiln_instance_s : public kiln::RefObject {
+  HandleCheck<HandleTag::kInstance> check;
+  static constexpr const char* kName = "instance";
+};
 
 struct kiln_device_s : public kiln::RefObject {
+  HandleCheck<HandleTag::kDevice> check;
+  static constexpr const char* kName = "device";
   kiln::Ref<kiln_instance_s> instance;
   kiln::Ref<kiln::hal::Device> device;
   kiln::Ref<kiln::hal::Semaphore> readback_semaphore;  // created on first staged read
@@ -72,6 +115,8 @@ struct kiln_device_s : public kiln::RefObject {
 };
 
 struct kiln_module_s : public kiln::RefObject {
+  HandleCheck<HandleTag::kModule> check;
+  static constexpr const char* kName = "module";
   kiln::Ref<kiln::vm::Module> module;
 };
 
@@ -79,6 +124,8 @@ struct kiln_module_s : public kiln::RefObject {
 // first point 1). kiln_fence_reset moves a reached fence to the next value,
 // so one semaphore serves any number of points in time.
 struct kiln_fence_s : public kiln::RefObject {
+  HandleCheck<HandleTag::kFence> check;
+  static constexpr const char* kName = "fence";
   kiln::Ref<kiln_device_s> device;
   kiln::Ref<kiln::hal::Semaphore> semaphore;
   std::atomic<uint64_t> value{1};
@@ -94,6 +141,8 @@ struct kiln_function_s {
 };
 
 struct kiln_context_s : public kiln::RefObject {
+  HandleCheck<HandleTag::kContext> check;
+  static constexpr const char* kName = "context";
   kiln::Ref<kiln_device_s> device;
   std::vector<kiln::Ref<kiln_module_s>> modules;
   kiln::Ref<kiln::vm::Context> context;
@@ -104,6 +153,11 @@ struct kiln_context_s : public kiln::RefObject {
   std::vector<kiln::vm::BufferView*> storage_views;  // per result (kiln_invoke_ex)
   std::vector<kiln_tensor_s*> storage_tensors;       // per result (kiln_invoke_ex)
   std::vector<kiln::Ref<kiln::vm::BufferView>> result_views;
+  // The signal point of the last kiln_invoke_async whose work was submitted:
+  // once reached, every earlier invocation of the context is done too (one
+  // queue, in order). Synchronous invokes finish before they return.
+  kiln::Ref<kiln::hal::Semaphore> last_signal_semaphore;
+  uint64_t last_signal_value = 0;
 };
 
 // Pooled (vm::BlockPool): result handles made on every invoke cost no host
@@ -112,6 +166,8 @@ struct kiln_tensor_s : public kiln::RefObject {
   KILN_POOLED_NEW_DELETE(kiln_tensor_s)
 
  public:
+  HandleCheck<HandleTag::kTensor> check;
+  static constexpr const char* kName = "tensor";
   kiln::Ref<kiln_device_s> device;
   kiln::Ref<kiln::vm::BufferView> view;
 };
@@ -136,18 +192,36 @@ kiln_status_t NullArg(const char* fn, const char* what) {
   return Wrap(kiln::InvalidArgumentError("%s: %s is NULL", fn, what));
 }
 
-template <typename T>
-void RetainHandle(T* h) {
-  if (h) h->Retain();
+// Whether `h` is a live handle of its type; reports misuse otherwise.
+template <typename T, HandleTag kTag>
+bool LiveHandle(T* h, const char* api) {
+  const volatile HandleTag* tag = &h->check.tag;
+#if defined(__SANITIZE_ADDRESS__)
+  bool poisoned = __asan_address_is_poisoned(const_cast<HandleTag*>(tag)) != 0;
+#else
+  bool poisoned = false;
+#endif
+  if (!poisoned && *tag == kTag && h->refcount() > 0) return true;
+  kiln::Log(kiln::LogLevel::kError, "runtime",
+            "%s: double release of %s handle %p (its last reference was already released; "
+            "the call is ignored)",
+            api, T::kName, static_cast<const void*>(h));
+  return false;
 }
-template <typename T>
-void ReleaseHandle(T* h) {
-  if (h) h->Release();
+
+template <HandleTag kTag, typename T>
+void RetainHandle(T* h, const char* api) {
+  if (h && LiveHandle<T, kTag>(h, api)) h->Retain();
+}
+template <HandleTag kTag, typename T>
+void ReleaseHandle(T* h, const char* api) {
+  if (h && LiveHandle<T, kTag>(h, api)) h->Release();
 }
 
 void FillSignature(const kiln::format::TensorSig* sig, bool is_arg,
                    kiln_tensor_signature_t* out) {
   std::memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
   out->name = sig->name() ? sig->name()->c_str() : "";
   out->dtype = static_cast<kiln_dtype_t>(sig->dtype());
   out->rank = sig->shape() ? sig->shape()->size() : 0;
@@ -178,9 +252,95 @@ Status StagedRead(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset
   return staging->Read(0, dst, length);
 }
 
+// The root allocation under `view`.
+kiln::hal::Buffer* RootOf(const kiln::vm::BufferView* view) {
+  return view->buffer()->allocation();
+}
+
+// Records that device work signalling `point` writes the storage of `view`.
+void MarkPendingWrite(const kiln::vm::BufferView* view, const kiln::hal::SemaphorePoint& point) {
+  kiln::hal::Buffer* root = RootOf(view);
+  if (root->pending_write_semaphore.get() != point.semaphore) {
+    root->pending_write_semaphore = Ref<kiln::hal::Semaphore>::Retain(point.semaphore);
+  }
+  root->pending_write_value = point.value;
+}
+
+// Waits (at most `timeout_ns`) until device work submitted by an
+// asynchronous invocation that writes `tensor`'s storage has finished.
+// A reached mark is cleared, so later reads cost nothing.
+Status WaitPendingWrite(const char* api, kiln_tensor_s* tensor, uint64_t timeout_ns) {
+  kiln::hal::Buffer* root = RootOf(tensor->view.get());
+  kiln::hal::Semaphore* semaphore = root->pending_write_semaphore.get();
+  if (!semaphore) return kiln::OkStatus();
+  uint64_t value = root->pending_write_value;
+  KILN_ASSIGN_OR_RETURN(uint64_t reached, semaphore->Query());
+  if (reached < value) {
+    Status s = semaphore->Wait(value, timeout_ns);
+    if (!s.ok()) {
+      auto now = semaphore->Query();
+      if (now.ok() && now.value() < value) {
+        return kiln::FailedPreconditionError(
+            "%s: timeout: the invocation writing %s has not finished within %llu ns (its "
+            "wait fence is not signalled yet?)",
+            api, tensor->view->TypeString().c_str(), static_cast<unsigned long long>(timeout_ns));
+      }
+      return s;
+    }
+  }
+  if (root->pending_write_semaphore.get() == semaphore && root->pending_write_value == value) {
+    root->pending_write_semaphore.reset();
+  }
+  return kiln::OkStatus();
+}
+
+// Copies `length` bytes of `src` to [offset, offset+length) of `buffer`
+// through a host-visible staging buffer (used when `buffer` is not host
+// visible). Blocks until the copy is done.
+Status StagedWrite(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset,
+                   const void* src, uint64_t length) {
+  kiln::hal::Device* device = dev->device.get();
+  if (!dev->readback_semaphore) {
+    KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, device->CreateSemaphore(0));
+  }
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::Buffer> staging,
+                        device->AllocateBuffer(length, kiln::hal::MemoryKind::kHostVisible));
+  KILN_RETURN_IF_ERROR(staging->Write(0, src, length));
+  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::CommandBuffer> cb, device->CreateCommandBuffer());
+  KILN_RETURN_IF_ERROR(cb->CopyBuffer(staging.get(), 0, buffer, offset, length));
+  KILN_RETURN_IF_ERROR(cb->End());
+  kiln::hal::SemaphorePoint signal{dev->readback_semaphore.get(), ++dev->readback_value};
+  KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
+  KILN_RETURN_IF_ERROR(dev->readback_semaphore->Wait(signal.value, UINT64_MAX));
+  device->stats().transfers++;
+  return kiln::OkStatus();
+}
+
 }  // namespace
 
 extern "C" {
+
+// --- version -----------------------------------------------------------------
+
+#define KILN_STR2(x) #x
+#define KILN_STR(x) KILN_STR2(x)
+const char* kiln_version(void) {
+  return KILN_STR(KILN_VERSION_MAJOR) "." KILN_STR(KILN_VERSION_MINOR) "." KILN_STR(
+      KILN_VERSION_PATCH);
+}
+uint32_t kiln_api_version(void) { return KILN_API_VERSION; }
+
+// --- diagnostics -------------------------------------------------------------
+
+void kiln_set_log_callback(kiln_log_callback_t callback, void* user_data) {
+  // kiln_log_callback_t and kiln::LogSink differ only in the enum type of
+  // `level`, whose values are equal.
+  static_assert(static_cast<int>(KILN_LOG_ERROR) == static_cast<int>(kiln::LogLevel::kError) &&
+                    static_cast<int>(KILN_LOG_WARNING) == static_cast<int>(kiln::LogLevel::kWarning) &&
+                    static_cast<int>(KILN_LOG_INFO) == static_cast<int>(kiln::LogLevel::kInfo),
+                "log levels");
+  kiln::SetLogSink(reinterpret_cast<kiln::LogSink>(callback), user_data);
+}
 
 // --- status ------------------------------------------------------------------
 
@@ -219,8 +379,12 @@ kiln_status_t kiln_instance_create(kiln_instance_t* out_instance) {
   *out_instance = new kiln_instance_s();
   return nullptr;
 }
-void kiln_instance_retain(kiln_instance_t instance) { RetainHandle(instance); }
-void kiln_instance_release(kiln_instance_t instance) { ReleaseHandle(instance); }
+void kiln_instance_retain(kiln_instance_t instance) {
+  RetainHandle<HandleTag::kInstance>(instance, "kiln_instance_retain");
+}
+void kiln_instance_release(kiln_instance_t instance) {
+  ReleaseHandle<HandleTag::kInstance>(instance, "kiln_instance_release");
+}
 
 // --- device ------------------------------------------------------------------
 
@@ -245,8 +409,41 @@ kiln_status_t kiln_device_create(kiln_instance_t instance, const char* driver,
   return Wrap(kiln::UnimplementedError("kiln_device_create: no HAL drivers in this build"));
 #endif
 }
-void kiln_device_retain(kiln_device_t device) { RetainHandle(device); }
-void kiln_device_release(kiln_device_t device) { ReleaseHandle(device); }
+kiln_status_t kiln_enumerate_devices(kiln_instance_t instance, const char* driver,
+                                     kiln_device_info_t* out_infos, size_t capacity,
+                                     size_t* out_count) {
+  if (!instance) return NullArg("kiln_enumerate_devices", "instance");
+  if (!driver) return NullArg("kiln_enumerate_devices", "driver");
+  if (!out_count) return NullArg("kiln_enumerate_devices", "out_count");
+  if (!out_infos && capacity) return NullArg("kiln_enumerate_devices", "out_infos");
+#if KILN_HAVE_HAL_DRIVERS
+  auto devices = kiln::hal::DescribeDevices(driver);
+  if (!devices.ok()) return Wrap(devices.take_status());
+  for (size_t i = 0; i < devices->size() && i < capacity; ++i) {
+    const kiln::hal::DeviceDescription& d = (*devices)[i];
+    kiln_device_info_t* info = &out_infos[i];
+    std::memset(info, 0, sizeof(*info));
+    info->struct_size = sizeof(*info);
+    std::snprintf(info->name, sizeof(info->name), "%s", d.name.c_str());
+    info->type = static_cast<kiln_device_type_t>(d.type);
+    info->vendor_id = d.vendor_id;
+    info->device_id = d.device_id;
+    info->driver_version = d.driver_version;
+    info->api_version = d.api_version;
+  }
+  *out_count = devices->size();
+  return nullptr;
+#else
+  return Wrap(kiln::UnimplementedError("kiln_enumerate_devices: no HAL drivers in this build"));
+#endif
+}
+
+void kiln_device_retain(kiln_device_t device) {
+  RetainHandle<HandleTag::kDevice>(device, "kiln_device_retain");
+}
+void kiln_device_release(kiln_device_t device) {
+  ReleaseHandle<HandleTag::kDevice>(device, "kiln_device_release");
+}
 
 const char* kiln_device_name(kiln_device_t device) {
   return device ? device->device->info().name.c_str() : "";
@@ -256,6 +453,7 @@ kiln_status_t kiln_device_stats(kiln_device_t device, kiln_device_stats_t* out_s
   if (!device) return NullArg("kiln_device_stats", "device");
   if (!out_stats) return NullArg("kiln_device_stats", "out_stats");
   const kiln::hal::Stats& s = device->device->stats();
+  out_stats->struct_size = sizeof(*out_stats);
   out_stats->device_allocations = s.device_allocations;
   out_stats->device_bytes_allocated = s.device_bytes_allocated;
   out_stats->device_bytes_live = s.device_bytes_live;
@@ -309,8 +507,12 @@ kiln_status_t kiln_module_load_from_file(kiln_instance_t instance, const char* p
   if (!out_module) return NullArg("kiln_module_load_from_file", "out_module");
   return FinishModule(kiln::vm::Module::LoadFromFile(path), out_module);
 }
-void kiln_module_retain(kiln_module_t module) { RetainHandle(module); }
-void kiln_module_release(kiln_module_t module) { ReleaseHandle(module); }
+void kiln_module_retain(kiln_module_t module) {
+  RetainHandle<HandleTag::kModule>(module, "kiln_module_retain");
+}
+void kiln_module_release(kiln_module_t module) {
+  ReleaseHandle<HandleTag::kModule>(module, "kiln_module_release");
+}
 const char* kiln_module_name(kiln_module_t module) {
   return module ? module->module->name().c_str() : "";
 }
@@ -340,8 +542,12 @@ kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* mod
   *out_context = ctx.release();
   return nullptr;
 }
-void kiln_context_retain(kiln_context_t context) { RetainHandle(context); }
-void kiln_context_release(kiln_context_t context) { ReleaseHandle(context); }
+void kiln_context_retain(kiln_context_t context) {
+  RetainHandle<HandleTag::kContext>(context, "kiln_context_retain");
+}
+void kiln_context_release(kiln_context_t context) {
+  ReleaseHandle<HandleTag::kContext>(context, "kiln_context_release");
+}
 
 kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* name,
                                            kiln_function_t* out_function) {
@@ -456,8 +662,12 @@ kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_
   *out_tensor = t;
   return nullptr;
 }
-void kiln_tensor_retain(kiln_tensor_t tensor) { RetainHandle(tensor); }
-void kiln_tensor_release(kiln_tensor_t tensor) { ReleaseHandle(tensor); }
+void kiln_tensor_retain(kiln_tensor_t tensor) {
+  RetainHandle<HandleTag::kTensor>(tensor, "kiln_tensor_retain");
+}
+void kiln_tensor_release(kiln_tensor_t tensor) {
+  ReleaseHandle<HandleTag::kTensor>(tensor, "kiln_tensor_release");
+}
 
 kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes) {
   if (!tensor) return NullArg("kiln_tensor_read", "tensor");
@@ -469,12 +679,41 @@ kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes
   }
   if (bytes == 0) return nullptr;
   if (!dst) return NullArg("kiln_tensor_read", "dst");
+  // Results of kiln_invoke_async: wait for the work that writes them.
+  Status pending = WaitPendingWrite("kiln_tensor_read", tensor, UINT64_MAX);
+  if (!pending.ok()) return Wrap(std::move(pending));
   kiln::hal::Buffer* buffer = tensor->view->buffer();
   Status s = buffer->Read(tensor->view->byte_offset(), dst, bytes);
   if (s.code() == StatusCode::kFailedPrecondition) {
     s = StagedRead(tensor->device.get(), buffer, tensor->view->byte_offset(), dst, bytes);
   }
   return Wrap(std::move(s));
+}
+
+kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t src_bytes) {
+  if (!tensor) return NullArg("kiln_tensor_write", "tensor");
+  uint64_t bytes = tensor->view->byte_length();
+  if (src_bytes != bytes) {
+    return Wrap(kiln::InvalidArgumentError("kiln_tensor_write: %s has %llu bytes, %zu given",
+                                           tensor->view->TypeString().c_str(),
+                                           static_cast<unsigned long long>(bytes), src_bytes));
+  }
+  if (bytes == 0) return nullptr;
+  if (!src) return NullArg("kiln_tensor_write", "src");
+  // Work still writing the storage (an asynchronous result) finishes first.
+  Status pending = WaitPendingWrite("kiln_tensor_write", tensor, UINT64_MAX);
+  if (!pending.ok()) return Wrap(std::move(pending));
+  kiln::hal::Buffer* buffer = tensor->view->buffer();
+  Status s = buffer->Write(tensor->view->byte_offset(), src, bytes);
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    s = StagedWrite(tensor->device.get(), buffer, tensor->view->byte_offset(), src, bytes);
+  }
+  return Wrap(std::move(s));
+}
+
+kiln_status_t kiln_tensor_wait(kiln_tensor_t tensor, uint64_t timeout_ns) {
+  if (!tensor) return NullArg("kiln_tensor_wait", "tensor");
+  return Wrap(WaitPendingWrite("kiln_tensor_wait", tensor, timeout_ns));
 }
 
 kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor) {
@@ -528,6 +767,16 @@ kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, s
                                         fences);
   // Context::InvokeEx added its own allocations to the stats; add the rest.
   uint64_t vm_allocations = kiln::vm::HostAllocationCount() - vm_before;
+  if (s.ok() && fences && fences->signal_submitted) {
+    // Asynchronous: host reads of the results and output storage wait for
+    // the signal point (kiln_tensor_read).
+    for (size_t i = 0; i < result_count; ++i) {
+      if (context->result_views[i]) MarkPendingWrite(context->result_views[i].get(), fences->signal);
+      if (with_storage && context->storage_views[i]) {
+        MarkPendingWrite(context->storage_views[i], fences->signal);
+      }
+    }
+  }
   if (s.ok()) {
     for (size_t i = 0; i < result_count; ++i) {
       kiln_tensor_s* storage = with_storage ? context->storage_tensors[i] : nullptr;
@@ -738,8 +987,50 @@ kiln_status_t kiln_invoke_async(kiln_context_t context, kiln_function_t function
   kiln_status_t status = InvokeExImpl("kiln_invoke_async", context, function, args, arg_count,
                                       &fences, out_results, result_count);
   // Failed before any work was submitted: the fence stays usable.
-  if (!fences.signal_submitted) signal_fence->signal_claimed.store(false);
+  if (!fences.signal_submitted) {
+    signal_fence->signal_claimed.store(false);
+  } else {
+    if (context->last_signal_semaphore.get() != fences.signal.semaphore) {
+      context->last_signal_semaphore = Ref<kiln::hal::Semaphore>::Retain(fences.signal.semaphore);
+    }
+    context->last_signal_value = fences.signal.value;
+  }
   return status;
+}
+
+kiln_status_t kiln_context_wait_idle(kiln_context_t context, uint64_t timeout_ns) {
+  if (!context) return NullArg("kiln_context_wait_idle", "context");
+  kiln::hal::Semaphore* semaphore = context->last_signal_semaphore.get();
+  if (semaphore) {
+    uint64_t value = context->last_signal_value;
+    Status s = semaphore->Wait(value, timeout_ns);
+    if (!s.ok()) {
+      auto now = semaphore->Query();
+      if (now.ok() && now.value() < value) {
+        return Wrap(kiln::FailedPreconditionError(
+            "kiln_context_wait_idle: timeout: the context's work has not finished within %llu "
+            "ns (is it waiting on a fence nobody signalled?)",
+            static_cast<unsigned long long>(timeout_ns)));
+      }
+      return Wrap(std::move(s));
+    }
+  }
+  return Wrap(context->context->Collect());
+}
+
+kiln_status_t kiln_context_release_within(kiln_context_t context, uint64_t timeout_ns) {
+  if (!context) return nullptr;
+  if (!LiveHandle<kiln_context_s, HandleTag::kContext>(context, "kiln_context_release_within")) {
+    return Wrap(kiln::InvalidArgumentError(
+        "kiln_context_release_within: not a live context handle (double release?)"));
+  }
+  // Only the last reference waits (kiln_context_release blocks there).
+  if (context->refcount() == 1) {
+    kiln_status_t idle = kiln_context_wait_idle(context, timeout_ns);
+    if (idle) return idle;  // still held by the caller
+  }
+  context->Release();
+  return nullptr;
 }
 
 kiln_status_t kiln_context_collect(kiln_context_t context) {
@@ -764,8 +1055,12 @@ kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out_fence) {
   *out_fence = fence;
   return nullptr;
 }
-void kiln_fence_retain(kiln_fence_t fence) { RetainHandle(fence); }
-void kiln_fence_release(kiln_fence_t fence) { ReleaseHandle(fence); }
+void kiln_fence_retain(kiln_fence_t fence) {
+  RetainHandle<HandleTag::kFence>(fence, "kiln_fence_retain");
+}
+void kiln_fence_release(kiln_fence_t fence) {
+  ReleaseHandle<HandleTag::kFence>(fence, "kiln_fence_release");
+}
 
 kiln_status_t kiln_fence_signal(kiln_fence_t fence) {
   if (!fence) return NullArg("kiln_fence_signal", "fence");

@@ -202,6 +202,89 @@ TEST_P(AsyncTest, HostSignalledWaitFenceHoldsTheWork) {
   kiln_tensor_release(b);
 }
 
+// kiln_tensor_read of a result whose work is held back by a wait fence that
+// another thread signals later waits for the work: never stale data. The same
+// holds for output storage read through its parent tensor (a row of a batch).
+// kiln_tensor_wait with a short timeout reports the timeout meanwhile.
+TEST_P(AsyncTest, ReadOfAnInFlightResultWaitsForItsWork) {
+  if (!GetParam()) GTEST_SKIP() << "execute_and_wait blocks the calling thread on the wait fence";
+  kiln_tensor_t a = Vector(a_), b = Vector(b_);
+  // Output storage for result 0: the second row of a 2-row batch tensor.
+  int64_t batch_dims[] = {2, kVaddCount};
+  kiln_tensor_t batch = nullptr, row = nullptr;
+  ASSERT_EQ(Str(kiln_tensor_create(device_, KILN_DTYPE_F32, 2, batch_dims, nullptr, 0, &batch)), "OK");
+  int64_t row_dims[] = {kVaddCount};
+  ASSERT_EQ(Str(kiln_tensor_create_view(batch, kVaddCount * 4, KILN_DTYPE_F32, 1, row_dims, &row)),
+            "OK");
+  kiln_fence_t wait = Fence(), done = Fence();
+  kiln_tensor_t r[3] = {};
+  std::vector<kiln_invoke_arg_t> args = Args(a, b);
+  args.push_back({row, KILN_ARG_OUTPUT_STORAGE, 0});
+  ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 3, wait, done, r, 3)), "OK");
+  EXPECT_EQ(Str(kiln_tensor_wait(r[1], 1000000)).rfind("FAILED_PRECONDITION: kiln_tensor_wait: timeout", 0),
+            0u);
+  EXPECT_EQ(Str(kiln_tensor_wait(batch, 0)).rfind("FAILED_PRECONDITION: kiln_tensor_wait: timeout", 0),
+            0u);
+  EXPECT_EQ(Str(kiln_tensor_wait(a, 0)), "OK");  // an argument: nothing writes it
+  std::thread signaller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(Str(kiln_fence_signal(wait)), "OK");
+  });
+  // No kiln_fence_wait: the reads themselves wait for the work.
+  std::vector<float> d = Read(r[1]);
+  std::vector<float> both = Read(batch);
+  std::vector<float> c = Read(r[0]);
+  signaller.join();
+  EXPECT_TRUE(Signaled(done));
+  for (int i = 0; i < kVaddCount; ++i) {
+    float want_c = a_[i] + b_[i] + Bias(i);
+    EXPECT_FLOAT_EQ(c[i], want_c) << i;
+    EXPECT_FLOAT_EQ(both[kVaddCount + i], want_c) << i;
+    EXPECT_EQ(both[i], 0.0f) << i;  // the first row is not written
+    EXPECT_FLOAT_EQ(d[i], i < kVaddCount / 2 ? a_[i] : 1.0f) << i;
+  }
+  EXPECT_EQ(Str(kiln_tensor_wait(r[0], 0)), "OK");
+  for (kiln_tensor_t t : r) kiln_tensor_release(t);
+  kiln_tensor_release(row);
+  kiln_tensor_release(batch);
+  kiln_fence_release(wait);
+  kiln_fence_release(done);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+}
+
+// Releasing a context whose work waits on a wait fence nobody signals would
+// block forever; kiln_context_wait_idle and kiln_context_release_within
+// return a timeout instead and keep the context usable. Once the fence is
+// signalled the deadline release goes through.
+TEST_P(AsyncTest, DeadlineReleaseOfAContextWithBlockedWork) {
+  if (!GetParam()) GTEST_SKIP() << "execute_and_wait blocks the calling thread on the wait fence";
+  kiln_tensor_t a = Vector(a_), b = Vector(b_);
+  kiln_fence_t never = Fence(), done = Fence();
+  kiln_tensor_t r[3] = {};
+  auto args = Args(a, b);
+  ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3)), "OK");
+  EXPECT_EQ(Str(kiln_context_wait_idle(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  // The last reference: a timeout, nothing released.
+  EXPECT_EQ(Str(kiln_context_release_within(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  // Another reference: released at once without waiting.
+  kiln_context_retain(context_);
+  EXPECT_EQ(Str(kiln_context_release_within(context_, 0)), "OK");
+  EXPECT_FALSE(Signaled(done));
+  ASSERT_EQ(Str(kiln_fence_signal(never)), "OK");
+  ASSERT_EQ(Str(kiln_context_wait_idle(context_, UINT64_MAX)), "OK");
+  EXPECT_TRUE(Signaled(done));
+  std::vector<float> c = Read(r[0]);
+  for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(c[i], a_[i] + b_[i] + Bias(i)) << i;
+  for (kiln_tensor_t t : r) kiln_tensor_release(t);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  EXPECT_EQ(Str(kiln_context_release_within(context_, UINT64_MAX)), "OK");
+  context_ = nullptr;  // released (TearDown ignores NULL)
+  kiln_fence_release(never);
+  kiln_fence_release(done);
+}
+
 // Every tensor of a call released by the app while its work is held back by
 // an unsignalled wait fence: nothing is freed until the work's timepoint is
 // reached (the command buffer keeps the buffers), then all of it is, without

@@ -144,6 +144,52 @@ TEST_F(OwnershipCApiTest, StreamingStateRoundTripIsAllocationFree) {
   kiln_tensor_release(x);
 }
 
+// A streaming loop as an app writes it: each frame copies new input into
+// the same tensor (kiln_tensor_write), runs step with the state consumed and
+// fed back, reads y into the same host array. 100 frames; after the first,
+// every frame makes 0 device allocations and 0 host allocations (the stats
+// counters device_allocations and host_allocations_invoke), no copy and no
+// transfer. y is checked against the recurrence on the host each frame.
+TEST_F(OwnershipCApiTest, StreamingFramesWithTensorWriteAreAllocationFree) {
+  Load({kiln::vm::testing::BuildStreamModule(Shaders(), kN)});
+  kiln_function_t step = Fn("step");
+  kiln_tensor_t x = Tensor(std::vector<float>(kN, 0.0f));
+  kiln_tensor_t state = Tensor(std::vector<float>(kN, 0.0f));
+  std::vector<float> frame(kN), y(kN), want_state(kN, 0.0f);
+  for (int f = 0; f < 100; ++f) {
+    for (int i = 0; i < kN; ++i) frame[i] = static_cast<float>((f * 7 + i) % 13) - 6.0f;
+    kiln_device_stats_t before = Stats();
+    kiln_status_t s = kiln_tensor_write(x, frame.data(), kBytes);
+    kiln_invoke_arg_t args[] = {{x, KILN_ARG_BORROW, 0}, {state, KILN_ARG_CONSUME, 0}};
+    kiln_tensor_t r[2] = {};
+    if (!s) s = kiln_invoke_ex(context_, step, args, 2, r, 2);
+    if (!s) s = kiln_tensor_read(r[0], y.data(), kBytes);
+    if (!s) kiln_tensor_release(r[0]);
+    kiln_device_stats_t after = Stats();
+    ASSERT_EQ(Str(s), "OK") << "frame " << f;
+    state = r[1];  // consumed by the next frame
+    for (int i = 0; i < kN; ++i) {
+      float tmp = frame[i] + want_state[i];
+      ASSERT_EQ(y[i], tmp + frame[i]) << "frame " << f << " element " << i;
+      want_state[i] = tmp * 0.5f;
+    }
+    EXPECT_EQ(after.copies - before.copies, 0u) << f;
+    EXPECT_EQ(after.transfers - before.transfers, 0u) << f;
+    if (f >= 1) {
+      EXPECT_EQ(after.device_allocations - before.device_allocations, 0u) << "frame " << f;
+      EXPECT_EQ(after.host_allocations_invoke - before.host_allocations_invoke, 0u) << "frame " << f;
+    }
+  }
+  std::vector<float> final_state = Read(state);
+  for (int i = 0; i < kN; ++i) EXPECT_EQ(final_state[i], want_state[i]) << i;
+  // Size and NULL errors.
+  EXPECT_EQ(Str(kiln_tensor_write(x, frame.data(), kBytes - 4)).rfind("INVALID_ARGUMENT", 0), 0u);
+  EXPECT_EQ(Str(kiln_tensor_write(nullptr, frame.data(), kBytes)).rfind("INVALID_ARGUMENT", 0), 0u);
+  EXPECT_EQ(Str(kiln_tensor_write(x, nullptr, kBytes)).rfind("INVALID_ARGUMENT", 0), 0u);
+  kiln_tensor_release(state);
+  kiln_tensor_release(x);
+}
+
 TEST_F(OwnershipCApiTest, ConsumeOfASharedTensorLeavesItIntact) {
   Load({kiln::vm::testing::BuildOwnershipModule(Shaders(), kN)});
   kiln_tensor_t x = Tensor(Iota(0));

@@ -17,7 +17,7 @@ cd "$root"
 packages=(
   build-essential cmake ninja-build pkg-config
   flatbuffers-compiler libflatbuffers-dev
-  libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   llvm-15-tools libgtest-dev libgmock-dev libbenchmark-dev

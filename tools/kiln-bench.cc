@@ -34,6 +34,7 @@
 
 #include "kiln/kiln.h"
 #include "tools/input_spec.h"
+#include "tools/flags.h"
 #include "tools/npy.h"
 
 namespace {
@@ -42,15 +43,23 @@ using kiln::tools::NpyArray;
 using kiln::tools::ParseInput;
 using kiln::tools::TypeString;
 
-const char kUsage[] =
-    "usage: kiln-bench --module=M.kiln [--function=main] --input=SPEC ...\n"
-    "                  [--device=vulkan] [--device-name=SUBSTR] [--device-index=N]\n"
-    "                  [--benchmark_* flags]\n"
-    "  --input=@in.npy | --input=1x16x96xf32=@in.npy | --input=2x2xf32=1,2,3,4 (one value\n"
-    "  fills the tensor), in function-argument order, as for kiln-run.\n"
-    "  Reports time per invocation and per-invocation counters: dispatches, barriers,\n"
-    "  submissions, copies, transfers, fills, device_allocations, device_bytes_allocated,\n"
-    "  host_allocations.\n";
+const kiln::tools::FlagTable kFlags = {
+    "kiln-bench",
+    "usage: kiln-bench --module=M.kiln [--function=main] --input=SPEC ... [--benchmark_* flags]\n"
+    "Times kiln_invoke (synchronous) and chains of kiln_invoke_async with Google Benchmark.",
+    {
+        {"--module", "M.kiln", "the compiled module to benchmark"},
+        {"--function", "F", "function to invoke (default main)"},
+        {"--input", "SPEC", "argument i, in order: @in.npy, TYPE=@in.npy or TYPE=v1,v2,..."},
+        {"--device", "DRIVER", "HAL driver (default vulkan; case-insensitive)"},
+        {"--device-name", "SUBSTR", "pick the device whose name contains SUBSTR (any case)"},
+        {"--device-index", "N", "pick device N in enumeration order (-1: the first)"},
+    },
+    "--input forms as for kiln-run. Reports time per invocation and per-invocation counters:\n"
+    "dispatches, barriers, submissions, copies, transfers, fills, device_allocations,\n"
+    "device_bytes_allocated, host_allocations. Flags --benchmark_* go to Google Benchmark\n"
+    "(--benchmark_filter=..., --benchmark_repetitions=N, ...).\n",
+    "--benchmark_"};
 
 struct Options {
   std::string module;
@@ -272,15 +281,15 @@ std::string BaseName(const std::string& path) {
 
 int main(int argc, char** argv) {
   Options opt;
-  // Our flags are consumed here; everything else goes to Google Benchmark.
+  // Our flags are consumed here; --benchmark_* go to Google Benchmark.
+  std::vector<std::string> args;
+  int exit_code = 0;
+  if (!kiln::tools::NormalizeFlags(kFlags, argc, argv, &args, &exit_code)) return exit_code;
   std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const char* a = argv[i];
+  for (std::string& arg : args) {
+    const char* a = arg.c_str();
     std::string v;
-    if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
-      std::fputs(kUsage, stdout);
-      rest.push_back(argv[i]);  // benchmark prints its own flags too
-    } else if (ParseFlag(a, "--module", &v)) {
+    if (ParseFlag(a, "--module", &v)) {
       opt.module = v;
     } else if (ParseFlag(a, "--function", &v)) {
       opt.function = v;
@@ -299,19 +308,15 @@ int main(int argc, char** argv) {
       }
       opt.device_index = static_cast<int>(n);
     } else {
-      rest.push_back(argv[i]);
+      rest.push_back(arg.data());
     }
   }
   int rest_argc = static_cast<int>(rest.size());
   rest.push_back(nullptr);
   benchmark::Initialize(&rest_argc, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
   if (opt.module.empty()) {
-    Error("--module is required");
-    std::fputs(kUsage, stderr);
+    Error("--module is required (kiln-bench --help lists every flag)");
     return 2;
   }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/flags.h"
 #include "vm/hal_module.h"
 #include "vm/isa.h"
 #include "vm/module.h"
@@ -188,18 +189,25 @@ void Dump(const Module& m) {
   }
 }
 
+const kiln::tools::FlagTable kFlags = {
+    "kiln-dump",
+    "usage: kiln-dump MODEL.kiln\n"
+    "Prints a compiled module: schema contents (functions, signatures, executables, rodata)\n"
+    "and the bytecode disassembly.",
+    {},
+    nullptr};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
-    std::printf("usage: kiln-dump model.kiln\n");
-    return 0;
-  }
-  if (argc != 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "error: expected one module path\nusage: kiln-dump model.kiln\n");
+  std::vector<std::string> args;
+  int exit_code = 0;
+  if (!kiln::tools::NormalizeFlags(kFlags, argc, argv, &args, &exit_code)) return exit_code;
+  if (args.size() != 1) {
+    std::fprintf(stderr, "error: expected one module path\nusage: kiln-dump MODEL.kiln\n");
     return 2;
   }
-  auto module = Module::LoadFromFile(argv[1]);
+  auto module = Module::LoadFromFile(args[0]);
   if (!module.ok()) {
     std::fprintf(stderr, "error: %s\n", module.status().ToString().c_str());
     return 1;

@@ -47,6 +47,7 @@
 
 #include "kiln/kiln.h"
 #include "tools/input_spec.h"
+#include "tools/flags.h"
 #include "tools/npy.h"
 
 namespace {
@@ -58,35 +59,31 @@ using kiln::tools::TypeString;
 
 using kiln::tools::NpyArray;
 
-const char kUsage[] =
+const kiln::tools::FlagTable kFlags = {
+    "kiln-run",
     "usage: kiln-run --module=M.kiln [--module=M2.kiln ...] [--function=main] --input=SPEC ...\n"
-    "                [--output=@out.npy ...]\n"
-    "                [--device=vulkan] [--device-name=SUBSTR] [--device-index=N]\n"
-    "                [--repeat=N] [--stats] [--stats-steady] [--output-storage]\n"
-    "                [--feedback=R:A ...] [--print-device] [--print-full]\n"
-    "\n"
-    "  --module=M.kiln              repeatable: modules linked in one context in this order\n"
-    "                               (imports resolve against earlier modules)\n"
-    "  --function=F                 function to run (default main); without a '.', of the last\n"
-    "                               --module (driver.main); MODULE.F names the module\n"
-    "  --input=@in.npy              tensor from a .npy file (shape and dtype from the file)\n"
-    "  --input=1x16x96xf32=@in.npy  same, checked against the type (a reshape with the same\n"
-    "                               element count is allowed; the dtype must match)\n"
-    "  --input=2x2xf32=1,2,3,4      literal values in C order (one value fills the tensor)\n"
-    "  --output=@out.npy            writes result i (in order) to a .npy file\n"
-    "  --repeat=N                   invoke N times; print/write the last results\n"
-    "  --stats                      print counters for the invocations (all N of them)\n"
-    "  --stats-steady               like --stats, counting the last invocation only\n"
-    "  --output-storage             preallocate every result (zero-filled) and pass it as\n"
-    "                               caller output storage (KILN_ARG_OUTPUT_STORAGE): results\n"
-    "                               are written in place, into the same tensors on every\n"
-    "                               --repeat; printed and --output like any result\n"
-    "  --feedback=R:A               pass result R back as argument A of the next invocation,\n"
-    "                               consumed (KILN_ARG_CONSUME); --input A is the initial\n"
-    "                               value. Types must match. Repeatable\n"
-    "  --print-device               print the device name\n"
-    "  --print-full                 print every element (default: the first 16, then ...)\n"
-    "dtypes: f32 f64 f16 i64 i32 i16 i8 u8 i1 (bool)\n";
+    "                [--output=@out.npy ...] [flags]\n"
+    "Runs a compiled module (.kiln; compile ONNX models with kiln-compile first).",
+    {
+        {"--module", "M.kiln", "module to load; repeatable: linked in one context in this order"},
+        {"--function", "F", "function to run (default main; MODULE.F names the module)"},
+        {"--input", "SPEC", "argument i, in order: @in.npy, TYPE=@in.npy or TYPE=v1,v2,..."},
+        {"--output", "@out.npy", "write result i (in order) to a .npy file"},
+        {"--device", "DRIVER", "HAL driver (default vulkan; case-insensitive)"},
+        {"--device-name", "SUBSTR", "pick the device whose name contains SUBSTR (any case)"},
+        {"--device-index", "N", "pick device N in enumeration order (-1: the first)"},
+        {"--repeat", "N", "invoke N times; print/write the last results"},
+        {"--stats", nullptr, "print the runtime counters of all invocations"},
+        {"--stats-steady", nullptr, "like --stats, counting the last invocation only"},
+        {"--output-storage", nullptr, "pass preallocated storage for every result (in place)"},
+        {"--feedback", "R:A", "feed result R back as consumed argument A; repeatable"},
+        {"--print-device", nullptr, "print the device name"},
+        {"--print-full", nullptr, "print every element (default: the first 16)"},
+    },
+    "--input forms: @in.npy (shape and dtype from the file); 1x16x96xf32=@in.npy (checked;\n"
+    "a reshape with the same element count is allowed); 2x2xf32=1,2,3,4 (C order; one value\n"
+    "fills the tensor). --feedback: --input A is the initial value; types must match.\n"
+    "dtypes: f32 f64 f16 i64 i32 i16 i8 u8 i1 (bool)\n"};
 
 struct Options {
   std::vector<std::string> modules;  // in dependency order
@@ -204,6 +201,10 @@ int Run(const Options& opt) {
   if (!Check(kiln_instance_create(&h.instance), "creating the instance", &rc)) return rc;
   for (const std::string& path : opt.modules) {
     kiln_module_t m = nullptr;
+    if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
+      return Error(path + " is an ONNX model; kiln-run runs compiled modules: run kiln-compile "
+                   "first (kiln-compile " + path + " -o model.kiln), then kiln-run --module=model.kiln");
+    }
     if (!Check(kiln_module_load_from_file(h.instance, path.c_str(), &m), "loading " + path, &rc)) return rc;
     h.modules.push_back(m);
   }
@@ -378,14 +379,14 @@ int Run(const Options& opt) {
 
 int main(int argc, char** argv) {
   Options opt;
-  for (int i = 1; i < argc; ++i) {
-    const char* a = argv[i];
+  std::vector<std::string> args;
+  int exit_code = 0;
+  if (!kiln::tools::NormalizeFlags(kFlags, argc, argv, &args, &exit_code)) return exit_code;
+  for (const std::string& arg : args) {
+    const char* a = arg.c_str();
     std::string v;
     long n;
-    if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (ParseFlag(a, "--module", &v)) {
+    if (ParseFlag(a, "--module", &v)) {
       opt.modules.push_back(v);
     } else if (ParseFlag(a, "--function", &v)) {
       opt.function = v;
@@ -423,14 +424,13 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(a, "--print-full")) {
       opt.print_full = true;
     } else {
-      Error(std::string("unknown argument '") + a + "'");
-      std::fputs(kUsage, stderr);
+      Error(std::string("unexpected argument '") + a + "' (kiln-run takes flags only; " +
+            "kiln-run --help lists them)");
       return 2;
     }
   }
   if (opt.modules.empty()) {
-    Error("--module is required");
-    std::fputs(kUsage, stderr);
+    Error("--module is required (kiln-run --help lists every flag)");
     return 2;
   }
   for (const std::string& o : opt.outputs) {

@@ -87,7 +87,26 @@ expect_err bad_function "no exported function 'nope'" "$RUN" --module=vadd.kiln 
 expect_err bad_device 'NOT_FOUND' "$RUN" --module=vadd.kiln --device-name=no-such-gpu --input=$A --input=$B
 expect_err bad_driver 'NOT_FOUND' "$RUN" --module=vadd.kiln --device=nope --input=$A --input=$B
 expect_err no_module '--module is required' "$RUN"
-expect_err unknown_flag "unknown argument '--bogus'" "$RUN" --bogus
+expect_err unknown_flag "unknown flag '--bogus'" "$RUN" --bogus
+# Flags: the nearest flag is suggested; `--flag value` equals `--flag=value`;
+# --help gives every flag a described line; --version; .onnx modules.
+expect_err near_flag "unknown flag '--modul' \(did you mean --module\?\)" "$RUN" --modul=vadd.kiln
+expect_err near_flag2 "did you mean --device-index\?" "$RUN" --device-idx=0
+expect_err no_value "--repeat needs a value" "$RUN" --module=vadd.kiln --repeat
+expect_ok space_form 'result\[0\]: tensor<100xf32> = \[3.5,' \
+  "$RUN" --module vadd.kiln --input $A --input $B
+expect_ok run_version '^kiln-run [0-9]+\.[0-9]+\.[0-9]+ \(Kiln API [0-9]+\)$' "$RUN" --version
+expect_ok dump_version '^kiln-dump [0-9]+\.[0-9]+\.[0-9]+ \(Kiln API [0-9]+\)$' "$DUMP" --version
+for tool in "$RUN" "$DUMP"; do
+  "$tool" --help >help.txt 2>&1 || fail "$tool --help: exit $?"
+  # Every flag line ("  --name[=VALUE]   text") has a description.
+  n=$(grep -cE '^  -' help.txt)
+  d=$(grep -cE '^  -[^ ]+ *( [A-Z][^ ]*)? {2,}[a-zA-Z(]' help.txt)
+  [ "$n" -ge 2 ] && [ "$n" = "$d" ] || fail "$tool --help: $d of $n flag lines described: $(cat help.txt)"
+done
+grep -qE '^  --device-index=N +pick device N' <("$RUN" --help) || fail "kiln-run --help: --device-index"
+touch model.onnx
+expect_err onnx_module 'run kiln-compile first' "$RUN" --module=model.onnx
 
 # kiln-dump.
 expect_ok dump '^module: vadd_test$' "$DUMP" vadd.kiln

@@ -51,6 +51,7 @@
 #include "compiler/ir/verifier.h"
 #include "compiler/target/emit_module.h"
 #include "compiler/transforms/pipeline.h"
+#include "tools/flags.h"
 
 namespace {
 
@@ -73,16 +74,29 @@ bool ParseDims(const std::string& s, std::vector<int64_t>* dims) {
   return !dims->empty() || s.empty();
 }
 
-void Usage() {
-  std::fprintf(stderr,
-               "usage: kiln-compile MODEL.onnx|MODEL.kir -o OUT.kiln [--input-shape=NAME=DIMS ...]\n"
-               "                    [--constant-input=NAME=V ...] [--sequence-input=NAME=[S0,...] ...]\n"
-               "                    [--consume=NAME ...]\n"
-               "                    [--topology=unified|discrete|FILE]\n"
-               "                    [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]\n"
-               "                    [--print-ir-after-all]\n"
-               "                    [--dump-glsl=FILE] [--report] [--module-name=NAME] [--native-fma]\n");
-}
+const kiln::tools::FlagTable kFlags = {
+    "kiln-compile",
+    "usage: kiln-compile MODEL.onnx|MODEL.kir -o OUT.kiln [flags]\n"
+    "Compiles an ONNX model (or a .kir program) into a Kiln module for kiln-run / the C API.",
+    {
+        {"-o", "OUT.kiln", "the module to write (required)"},
+        {"--input-shape", "NAME=DIMS", "fix a dynamic graph input's shape, e.g. x=1x3x48x192"},
+        {"--constant-input", "NAME=V", "fix a graph input's value at compile time (folds If on it)"},
+        {"--sequence-input", "NAME=[S0,...]", "fix a sequence/optional input's structure"},
+        {"--consume", "NAME", "ABI consume: the module may update argument NAME in place"},
+        {"--topology", "unified|discrete|FILE", "device topology for transfer elision"},
+        {"--emit", "kiln|kir-tensor|kir-stream", "what to write (default kiln; kir-*: print the IR)"},
+        {"--explain-copies", nullptr, "print every copy left in the program, with its reason"},
+        {"--no-elision", nullptr, "keep every defensive copy (debugging copy elision)"},
+        {"--print-ir-after-all", nullptr, "print the IR after every pass"},
+        {"--dump-glsl", "FILE", "write the generated GLSL of every dispatch to FILE"},
+        {"--report", nullptr, "print module size, dispatches, executables, constant and arena bytes"},
+        {"--module-name", "NAME", "the module's name, which other modules import it by"},
+        {"--native-fma", nullptr, "dot products use GLSL fma() instead of the once-rounded kiln_fma"},
+    },
+    "--sequence-input: =[2x3,4] lists element shapes, =[] is empty, =none an absent optional;\n"
+    "its elements become arguments NAME.0, NAME.1, ...\n"};
+
 
 }  // namespace
 
@@ -95,12 +109,13 @@ int main(int argc, char** argv) {
   bool explain_copies = false;
   bool pipeline_options_no_elision = false;
   bool native_fma = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-o" && i + 1 < argc) {
-      output = argv[++i];
-    } else if (a.rfind("-o=", 0) == 0) {
-      output = a.substr(3);
+  std::vector<std::string> args;
+  int exit_code = 0;
+  if (!kiln::tools::NormalizeFlags(kFlags, argc, argv, &args, &exit_code)) return exit_code;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" && i + 1 < args.size()) {
+      output = args[++i];
     } else if (a.rfind("--input-shape=", 0) == 0) {
       std::string spec = a.substr(14);
       size_t eq = spec.rfind('=');
@@ -136,12 +151,8 @@ int main(int argc, char** argv) {
       print_after_all = true;
     } else if (a == "--report") {
       report = true;
-    } else if (a == "-h" || a == "--help") {
-      Usage();
-      return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      Usage();
-      return Fail("unknown flag '" + a + "'");
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      return Fail("unknown flag '" + a + "' (kiln-compile --help lists every flag)");
     } else if (input.empty()) {
       input = a;
     } else {
@@ -149,7 +160,7 @@ int main(int argc, char** argv) {
     }
   }
   if (input.empty()) {
-    Usage();
+    std::fputs(kiln::tools::HelpText(kFlags).c_str(), stderr);
     return Fail("no input file");
   }
   if (output.empty() && emit == "kiln") return Fail("no output file (-o OUT.kiln)");

@@ -42,6 +42,28 @@ StatusOr<std::vector<std::string>> EnumerateDevices() {
   return names;
 }
 
+StatusOr<std::vector<DeviceDescription>> DescribeDevices() {
+  KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance,
+                        VulkanInstance::Create(ValidationRequestedByEnvironment()));
+  KILN_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices,
+                        instance->EnumeratePhysicalDevices());
+  std::vector<DeviceDescription> out;
+  out.reserve(devices.size());
+  for (VkPhysicalDevice device : devices) {
+    VkPhysicalDeviceProperties p = {};
+    instance->syms().vkGetPhysicalDeviceProperties(device, &p);
+    DeviceDescription d;
+    d.name = p.deviceName;
+    d.type = static_cast<uint32_t>(p.deviceType) <= 4 ? static_cast<uint32_t>(p.deviceType) : 0;
+    d.vendor_id = p.vendorID;
+    d.device_id = p.deviceID;
+    d.driver_version = p.driverVersion;
+    d.api_version = p.apiVersion;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 StatusOr<Ref<Device>> CreateDevice(const DeviceOptions& options) {
   const bool validation = options.validation || ValidationRequestedByEnvironment();
   KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance, VulkanInstance::Create(validation));

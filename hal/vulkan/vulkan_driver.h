@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hal/api.h"
+#include "hal/driver.h"
 #include "hal/vulkan/vulkan_instance.h"  // ValidationMessageCount()
 
 namespace kiln::hal::vulkan {
@@ -17,6 +18,10 @@ namespace kiln::hal::vulkan {
 // Creates and destroys a temporary VkInstance (validation per
 // KILN_VALIDATION). Errors: as VulkanInstance::Create. Cost: milliseconds.
 StatusOr<std::vector<std::string>> EnumerateDevices();
+
+// Name, type, vendor/device ids, driver and API versions of every physical
+// device, in EnumerateDevices order. Errors and cost: as EnumerateDevices.
+StatusOr<std::vector<DeviceDescription>> DescribeDevices();
 
 // Creates a device: by case-insensitive substring of the name when
 // options.name is non-empty, else by options.index when >= 0, else the first

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #endif
 
+#include "base/log.h"
 #include "hal/vulkan/vulkan_status.h"
 
 #if defined(KILN_SANITIZE)
@@ -66,12 +67,12 @@ VKAPI_ATTR VkBool32 VKAPI_CALL DebugCallback(
                               data && data->pMessageIdName &&
                               std::strcmp(data->pMessageIdName, "Loader Message") == 0;
   if (loader_warning) {
-    std::fprintf(stderr, "kiln: vulkan loader: %s\n", message);
+    Log(LogLevel::kWarning, "vulkan loader", "%s", message);
     return VK_FALSE;
   }
   g_validation_messages.fetch_add(1, std::memory_order_relaxed);
-  std::fprintf(stderr, "kiln: vulkan validation: %s: %s\n", error ? "error" : "warning",
-               message);
+  Log(error ? LogLevel::kError : LogLevel::kWarning, "vulkan validation", "%s: %s",
+      error ? "error" : "warning", message);
   return VK_FALSE;  // never abort the call
 }
 
@@ -201,8 +202,7 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
       validation_features.pNext = next;
       next = &validation_features;
     } else {
-      std::fprintf(stderr,
-                   "kiln: vulkan: %s lacks %s; synchronization validation is off\n",
+      Log(LogLevel::kWarning, "vulkan", "%s lacks %s; synchronization validation is off",
                    kValidationLayer, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
     }
   }

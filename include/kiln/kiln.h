@@ -19,7 +19,12 @@
  * Conventions
  *  - Handles are opaque and reference counted: `*_create`/`*_load_*` return
  *    a handle holding one reference owned by the caller; `*_retain` adds one,
- *    `*_release` drops one (NULL is ignored). Objects keep what they depend on
+ *    `*_release` drops one (NULL is ignored). Releasing a handle whose last
+ *    reference is already gone (a double release) is caught on the spot
+ *    while its memory has not been reused (always right after the first
+ *    release): the call reports "kiln_tensor_release: double release of
+ *    tensor handle 0x..." through the log callback (source "runtime") and
+ *    does nothing else; under AddressSanitizer it is caught every time. Objects keep what they depend on
  *    alive (a context retains its device and modules, a tensor its device), so
  *    handles may be released in any order.
  *  - Results come back through `out_` parameters, written only on success.
@@ -72,9 +77,31 @@ extern "C" {
 #endif
 #endif
 
+/* The library version (semantic: MAJOR.MINOR.PATCH) and the API version.
+ * KILN_API_VERSION is the ABI generation: it is the SONAME of the shared
+ * library (libkiln.so.1) and changes only when a function is removed or a
+ * signature changes; within one API version functions are only added. */
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_PATCH 0
 #define KILN_API_VERSION 1
 /* Maximum tensor rank accepted anywhere in the API. */
 #define KILN_MAX_RANK 8
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The library's version, "MAJOR.MINOR.PATCH" (e.g. "0.1.0"), of the libkiln
+ * actually loaded (it may differ from the KILN_VERSION_* macros the app was
+ * compiled with). Static storage. */
+KILN_API const char* kiln_version(void);
+/* The KILN_API_VERSION of the loaded library. */
+KILN_API uint32_t kiln_api_version(void);
+/* API-version check for apps that load libkiln dynamically: nonzero when the
+ * loaded library implements the API of the kiln.h the app was compiled
+ * with (same KILN_API_VERSION, the SONAME's number). Check once at start-up. */
+#define KILN_API_VERSION_OK() (kiln_api_version() == KILN_API_VERSION)
 
 /* ------------------------------------------------------------------------ */
 /* Status                                                                   */
@@ -105,6 +132,30 @@ KILN_API const char* kiln_status_code_name(kiln_status_code_t code);
 KILN_API void kiln_status_free(kiln_status_t status);
 
 /* ------------------------------------------------------------------------ */
+/* Diagnostics                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum kiln_log_level_e {
+  KILN_LOG_ERROR = 0,
+  KILN_LOG_WARNING = 1,
+  KILN_LOG_INFO = 2,
+} kiln_log_level_t;
+
+/* Receives one diagnostic the runtime emits outside of a returned status:
+ * `source` is "vulkan validation" (a Vulkan validation-layer message, with
+ * KILN_VALIDATION=1), "vulkan loader", "vulkan" or "runtime" (API misuse
+ * the library caught, e.g. a double release). `message` is valid only
+ * during the call. May be called on any thread, also on the driver's. */
+typedef void (*kiln_log_callback_t)(void* user_data, kiln_log_level_t level, const char* source,
+                                    const char* message);
+
+/* Routes every diagnostic of the process to `callback` (NULL: back to the
+ * default, stderr lines "kiln: <source>: <message>"). Process-wide; set it
+ * before creating instances (messages already being delivered on other
+ * threads may reach the previous callback). */
+KILN_API void kiln_set_log_callback(kiln_log_callback_t callback, void* user_data);
+
+/* ------------------------------------------------------------------------ */
 /* Element types (numbering equals kiln::DType and the module schema)       */
 /* ------------------------------------------------------------------------ */
 
@@ -126,7 +177,7 @@ KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);
 /* "f32", "f16", "i64", "i32", "i16", "i8", "u8", "i1", "f64"; "invalid". */
 KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);
 
-/* ABI ownership of an exported argument (see DESIGN.md). */
+/* ABI ownership of an exported argument (see docs/design.md). */
 typedef enum kiln_ownership_e {
   KILN_OWNERSHIP_BORROW = 0,         /* caller keeps the buffer; callee never writes it */
   KILN_OWNERSHIP_CONSUME = 1,        /* ownership passes to the callee */
@@ -160,7 +211,39 @@ KILN_API void kiln_instance_release(kiln_instance_t instance);
 /* Device                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Creates a device of `driver` ("vulkan"). Selection: `device_name` is a
+/* Kind of device (numbering of VkPhysicalDeviceType). */
+typedef enum kiln_device_type_e {
+  KILN_DEVICE_TYPE_OTHER = 0,
+  KILN_DEVICE_TYPE_INTEGRATED_GPU = 1,
+  KILN_DEVICE_TYPE_DISCRETE_GPU = 2,
+  KILN_DEVICE_TYPE_VIRTUAL_GPU = 3,
+  KILN_DEVICE_TYPE_CPU = 4, /* e.g. lavapipe/llvmpipe, SwiftShader */
+} kiln_device_type_t;
+
+/* One device as its driver reports it (kiln_enumerate_devices). */
+typedef struct kiln_device_info_t {
+  uint32_t struct_size;        /* written by the library (as kiln_device_stats_t) */
+  char name[256];              /* NUL-terminated, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)" */
+  kiln_device_type_t type;
+  uint32_t vendor_id;          /* PCI vendor id: 0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel,
+                                * 0x13b5 ARM, 0x5143 Qualcomm, 0x10005 Mesa (lavapipe) */
+  uint32_t device_id;
+  uint32_t driver_version;     /* vendor-encoded driver version */
+  uint32_t api_version;        /* Vulkan version the device supports (VK_MAKE_API_VERSION) */
+} kiln_device_info_t;
+
+/* Lists the devices of `driver` ("vulkan", case-insensitive) in enumeration
+ * order: the order `device_index` of kiln_device_create counts in. Writes
+ * min(count, capacity) entries to out_infos[0..) (out_infos may be NULL when
+ * capacity is 0) and the number of devices to *out_count.
+ * Errors: NOT_FOUND (unknown driver: the message lists the drivers),
+ * UNIMPLEMENTED (no Vulkan loader). Cost: creates and destroys a driver
+ * instance (milliseconds). */
+KILN_API kiln_status_t kiln_enumerate_devices(kiln_instance_t instance, const char* driver,
+                                              kiln_device_info_t* out_infos, size_t capacity,
+                                              size_t* out_count);
+
+/* Creates a device of `driver` ("vulkan"; case-insensitive). Selection: `device_name` is a
  * case-insensitive substring of the device name (NULL or "": any); otherwise
  * `device_index` in enumeration order (-1: the first). Env KILN_VALIDATION=1
  * enables the Vulkan validation layer.
@@ -178,6 +261,11 @@ KILN_API const char* kiln_device_name(kiln_device_t device);
 /* Counters of work done on a device (what every tool's --stats prints).
  * All counts accumulate from device creation or the last stats reset. */
 typedef struct kiln_device_stats_t {
+  /* Written by the library: the bytes it filled (sizeof this struct in the
+   * library's kiln.h). Fields are only ever appended: an app that may run on
+   * an older libkiln reads an appended field only when its offset is below
+   * struct_size. */
+  uint32_t struct_size;
   uint64_t device_allocations;      /* buffers allocated */
   uint64_t device_bytes_allocated;  /* sum of their sizes, bytes */
   uint64_t device_bytes_live;       /* currently allocated, bytes */
@@ -253,7 +341,25 @@ KILN_API const char* kiln_module_name(kiln_module_t module);
 KILN_API kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
                                   size_t module_count, kiln_context_t* out_context);
 KILN_API void kiln_context_retain(kiln_context_t context);
+/* Releasing the last reference waits until the context's device work is
+ * done (its buffers are freed in queue order), without a time limit: work
+ * held back by a wait fence that is never signalled would block it forever.
+ * kiln_context_release_within bounds that wait. */
 KILN_API void kiln_context_release(kiln_context_t context);
+/* Blocks until every invocation submitted on `context` has finished, or
+ * `timeout_ns` nanoseconds elapse (0 polls; UINT64_MAX: no limit), then
+ * frees what finished work released (kiln_context_collect).
+ * Errors: FAILED_PRECONDITION with "timeout" in the message (nothing
+ * changes; e.g. work waits on a wait fence not signalled yet), driver
+ * errors. */
+KILN_API kiln_status_t kiln_context_wait_idle(kiln_context_t context, uint64_t timeout_ns);
+/* kiln_context_release with a deadline: when this is the last reference
+ * and the context's work does not finish within `timeout_ns`, returns the
+ * timeout status of kiln_context_wait_idle and releases NOTHING (the caller
+ * still owns its reference: signal the fences the work waits on, then call
+ * again, or keep the context). Otherwise releases the reference and returns
+ * NULL. NULL `context` is ignored. */
+KILN_API kiln_status_t kiln_context_release_within(kiln_context_t context, uint64_t timeout_ns);
 
 /* Finds the exported function `name`: "function" searches the modules in
  * registration order (the first match wins); "module.function" names the
@@ -264,6 +370,7 @@ KILN_API kiln_status_t kiln_context_lookup_function(kiln_context_t context, cons
 
 /* Signature of one argument or result. `name` is owned by the module. */
 typedef struct kiln_tensor_signature_t {
+  uint32_t struct_size;  /* written by the library (as kiln_device_stats_t) */
   const char* name;
   kiln_dtype_t dtype;
   size_t rank;
@@ -317,8 +424,35 @@ KILN_API kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte
 
 /* Copies the tensor's contents to `dst`; `dst_bytes` must equal
  * kiln_tensor_byte_size() (INVALID_ARGUMENT otherwise). Blocks until the
- * data is on the host (a staging copy when the memory is not host visible). */
+ * data is on the host (a staging copy when the memory is not host visible).
+ * A result (or output storage, or any view of that storage) of a
+ * kiln_invoke_async whose work is still in flight is never read stale: the
+ * call first waits, without a time limit, until that invocation's
+ * signal_fence is reached (use kiln_tensor_wait for a bounded wait). */
 KILN_API kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes);
+
+/* Copies `src_bytes` bytes from `src` into the tensor's existing storage (a
+ * tensor of its own or a view): the streaming-input counterpart of
+ * kiln_tensor_create, with no allocation. `src_bytes` must equal
+ * kiln_tensor_byte_size() (INVALID_ARGUMENT otherwise). Every other tensor
+ * sharing the storage (views, aliased results) sees the new bytes. Waits
+ * first for asynchronous work that writes the storage (as kiln_tensor_read);
+ * the caller must not write a tensor that in-flight work reads (an argument
+ * of kiln_invoke_async before its signal_fence). Host-visible storage (every
+ * kiln_tensor_create tensor) is written directly: no device or host
+ * allocation; other storage goes through a staging copy (one device
+ * allocation, one transfer, one wait). Errors: INVALID_ARGUMENT (NULL, size),
+ * driver errors. */
+KILN_API kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t src_bytes);
+
+/* Blocks until the device work of asynchronous invocations that writes the
+ * tensor's storage (as a result or output storage) has finished, or
+ * `timeout_ns` nanoseconds elapse (0 polls; UINT64_MAX waits forever).
+ * Returns at once for tensors with no such work in flight.
+ * Errors: INVALID_ARGUMENT (NULL), FAILED_PRECONDITION with "timeout" in the
+ * message when the time ran out (nothing changes: wait again), driver
+ * errors. No host allocation. */
+KILN_API kiln_status_t kiln_tensor_wait(kiln_tensor_t tensor, uint64_t timeout_ns);
 
 KILN_API kiln_dtype_t kiln_tensor_dtype(kiln_tensor_t tensor);   /* INVALID for NULL */
 KILN_API size_t kiln_tensor_rank(kiln_tensor_t tensor);          /* 0 for NULL */
@@ -338,7 +472,11 @@ KILN_API size_t kiln_tensor_byte_size(kiln_tensor_t tensor);     /* 0 for NULL *
  * Errors: INVALID_ARGUMENT ("argument 0 'x': expected tensor<1x3xf32>, got
  * tensor<1x4xf32>", arity mismatch, NULL handles), FAILED_PRECONDITION (an
  * input aliases output storage), errors raised while running, annotated with
- * function, bytecode offset and source location. */
+ * function, bytecode offset and source location.
+ * Waiting: the call blocks until its device work is done, without a time
+ * limit; it runs after earlier kiln_invoke_async work of the context, so
+ * work held back by an unsignalled wait fence holds it too (bound that with
+ * kiln_context_wait_idle first). */
 KILN_API kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
                           const kiln_tensor_t* args, size_t arg_count,
                           kiln_tensor_t* out_results, size_t result_count);
@@ -427,7 +565,8 @@ KILN_API kiln_status_t kiln_fence_create(kiln_device_t device, kiln_fence_t* out
 KILN_API void kiln_fence_retain(kiln_fence_t fence);
 /* Releasing the last reference of a fence that submitted work still waits
  * on or signals blocks until that work has retired: signal every wait fence
- * you handed to kiln_invoke_async before releasing it. */
+ * you handed to kiln_invoke_async before releasing it (this wait has no
+ * time limit; kiln_context_wait_idle bounds the wait for the work). */
 KILN_API void kiln_fence_release(kiln_fence_t fence);
 /* Signals `fence` from the host: device work waiting on it may start.
  * Errors: FAILED_PRECONDITION when it was already signalled or is the
@@ -461,8 +600,9 @@ KILN_API kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns);
  *    before) is signalled once all of the call's device work is done.
  *  - The call returns as soon as the work is recorded and submitted:
  *    `out_results` receive new tensors at once, whose contents are valid
- *    only once `signal_fence` is reached (kiln_fence_wait before
- *    kiln_tensor_read). They may be passed straight to another
+ *    once `signal_fence` is reached; kiln_tensor_read of a result (or of
+ *    output storage) waits for that point by itself, and kiln_tensor_wait
+ *    waits with a timeout. They may be passed straight to another
  *    kiln_invoke_async whose wait_fence is this signal_fence: the second
  *    call's device work then starts after the first one's, with no host
  *    wait in between.

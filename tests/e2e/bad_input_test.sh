@@ -63,6 +63,21 @@ expect_error "unsupported op" "unsupported ONNX op 'GRU'" "$compile" "$node/test
 # Not an ONNX file at all.
 head -c 1000 /dev/urandom >"$work/garbage.onnx"
 expect_error "garbage onnx" "" "$compile" "$work/garbage.onnx" -o "$work/x.kiln"
+# A wrong --input-shape name lists the graph's real inputs (test_relu: x).
+expect_error "input-shape name" "--input-shape names 'y', which is not a graph input (graph inputs: 'x')" \
+  "$compile" "$node/test_relu/model.onnx" --input-shape=y=3x4x5 -o "$work/x.kiln"
+# kiln-compile's flags: space form, --version, suggestions, described --help.
+"$compile" "$node/test_relu/model.onnx" --input-shape x=3x4x5 -o "$work/relu_space.kiln" >/dev/null 2>&1 &&
+  cmp -s "$work/relu.kiln" "$work/relu_space.kiln" ||
+  { echo "FAIL [space form] '--input-shape x=3x4x5 -o F' differs from the = form"; fails=$((fails + 1)); }
+"$compile" --version | grep -qE '^kiln-compile [0-9]+\.[0-9]+\.[0-9]+ \(Kiln API [0-9]+\)$' ||
+  { echo "FAIL [compile --version]"; fails=$((fails + 1)); }
+out=$("$compile" "$node/test_relu/model.onnx" --input-shap=x=3x4x5 -o "$work/x.kiln" 2>&1); rc=$?
+{ [ $rc -eq 2 ] && grep -q "unknown flag '--input-shap' (did you mean --input-shape?)" <<<"$out"; } ||
+  { echo "FAIL [compile near flag] rc=$rc: $out"; fails=$((fails + 1)); }
+help=$("$compile" --help)
+n=$(grep -cE '^  -' <<<"$help"); d=$(grep -cE '^  -[^ ]+ *( [A-Z][^ ]*)? {2,}[a-zA-Z(]' <<<"$help")
+{ [ "$n" -ge 10 ] && [ "$n" = "$d" ]; } || { echo "FAIL [compile --help] $d of $n flags described"; fails=$((fails + 1)); }
 
 if [ $fails -ne 0 ]; then echo "$fails bad-input cases failed"; exit 1; fi
 echo "bad input: all cases gave a clear error"

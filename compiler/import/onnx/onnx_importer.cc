@@ -459,26 +459,41 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
     values_[name] = arg;
     arg_names->push_back(Attribute(name));
   }
+  // The graph's real inputs (not initializers), for messages naming a wrong one.
+  auto graph_inputs = [&g]() {
+    std::string list;
+    for (const auto& input : g.input()) {
+      bool initializer = false;
+      for (const auto& init : g.initializer()) initializer |= init.name() == input.name();
+      if (initializer) continue;
+      if (!list.empty()) list += ", ";
+      list += "'" + input.name() + "'";
+    }
+    return list.empty() ? std::string("none") : list;
+  };
   for (const auto& kv : opts_.input_shapes) {
     bool found = false;
     for (const auto& input : g.input()) found |= input.name() == kv.first;
     if (!found)
-      return InvalidArgumentError("--input-shape names '%s', which is not a graph input",
-                                  kv.first.c_str());
+      return InvalidArgumentError(
+          "--input-shape names '%s', which is not a graph input (graph inputs: %s)",
+          kv.first.c_str(), graph_inputs().c_str());
   }
   for (const auto& kv : opts_.sequence_inputs) {
     bool found = false;
     for (const auto& input : g.input()) found |= input.name() == kv.first;
     if (!found)
-      return InvalidArgumentError("--sequence-input names '%s', which is not a graph input",
-                                  kv.first.c_str());
+      return InvalidArgumentError(
+          "--sequence-input names '%s', which is not a graph input (graph inputs: %s)",
+          kv.first.c_str(), graph_inputs().c_str());
   }
   for (const auto& kv : opts_.constant_inputs) {
     bool found = false;
     for (const auto& input : g.input()) found |= input.name() == kv.first;
     if (!found)
-      return InvalidArgumentError("--constant-input names '%s', which is not a graph input",
-                                  kv.first.c_str());
+      return InvalidArgumentError(
+          "--constant-input names '%s', which is not a graph input (graph inputs: %s)",
+          kv.first.c_str(), graph_inputs().c_str());
   }
   func->set_attr("arg_names", Attribute(arg_names));
 

@@ -53,6 +53,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (check_app_vulkan("before kiln")) return 1;
+  if (!KILN_API_VERSION_OK()) {
+    fprintf(stderr, "error: libkiln %s implements API %u, this app needs %d\n", kiln_version(),
+            kiln_api_version(), KILN_API_VERSION);
+    return 1;
+  }
   if (npy_read_f32(argv[2], &x, err, sizeof(err)) || npy_read_f32(argv[3], &golden, err, sizeof(err))) {
     fprintf(stderr, "error: %s\n", err);
     goto done;
