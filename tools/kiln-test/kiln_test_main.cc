@@ -18,8 +18,10 @@
 // device counters of the invoke (kiln_device_stats). --junit writes a JUnit
 // XML report. Exit status: 0 when no test failed, 1 on any failure, 2 for
 // usage or an unreadable bundle. With KILN_VALIDATION=1 the Vulkan validation
-// layer is on and prints `kiln: vulkan validation: ...` lines on stderr
-// (the ctest targets and scripts/device/run.sh fail on them).
+// layer is on: every validation message is printed (`kiln: vulkan
+// validation: ...`, through kiln_set_log_callback) and fails the test that
+// was running (messages outside any test fail the run).
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -72,6 +74,14 @@ struct Result {
   double load_ms = 0, invoke_ms = 0;
   kiln_device_stats_t stats = {};
 };
+
+// Validation-layer messages seen (kiln_set_log_callback; any thread).
+std::atomic<uint64_t> g_validation_messages{0};
+
+void LogCallback(void*, kiln_log_level_t level, const char* source, const char* message) {
+  if (std::strcmp(source, "vulkan validation") == 0) g_validation_messages.fetch_add(1);
+  std::fprintf(stderr, "kiln: %s: %s\n", source, message);
+}
 
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -295,6 +305,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  kiln_set_log_callback(LogCallback, nullptr);
   kiln_instance_t instance = nullptr;
   kiln_device_t device = nullptr;
   error = StatusText(kiln_instance_create(&instance));
@@ -306,7 +317,8 @@ int main(int argc, char** argv) {
     kiln_instance_release(instance);
     return 2;
   }
-  std::printf("kiln-test: %zu tests from %s on %s\n", results.size(), opt.bundle.c_str(), kiln_device_name(device));
+  const std::string device_name = kiln_device_name(device);
+  std::printf("kiln-test: %zu tests from %s on %s\n", results.size(), opt.bundle.c_str(), device_name.c_str());
   std::fflush(stdout);
   int passed = 0, failed = 0, skipped = 0;
   for (Result& r : results) {
@@ -315,7 +327,13 @@ int main(int argc, char** argv) {
       ++skipped;
       std::printf("SKIP %s: %s\n", r.test->name.c_str(), r.message.c_str());
     } else {
+      uint64_t messages = g_validation_messages.load();
       RunTest(opt, instance, device, &r);
+      messages = g_validation_messages.load() - messages;
+      if (messages && r.outcome == Result::kPass) {
+        r.outcome = Result::kFail;
+        r.message = std::to_string(messages) + " Vulkan validation messages (on stderr)";
+      }
       if (r.outcome == Result::kPass) {
         ++passed;
         std::printf("PASS %s (%.1f ms)\n", r.test->name.c_str(), r.load_ms + r.invoke_ms);
@@ -334,15 +352,24 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
+  kiln_device_release(device);
+  kiln_instance_release(instance);
+  device = nullptr;
+  instance = nullptr;
+  uint64_t counted = 0;
+  for (const Result& r : results) counted += r.outcome == Result::kFail && r.message.find("Vulkan validation") != std::string::npos;
+  if (g_validation_messages.load() && !counted) {
+    std::printf("FAIL (outside any test): %" PRIu64 " Vulkan validation messages (on stderr)\n",
+                g_validation_messages.load());
+    ++failed;
+  }
   std::printf("%d passed, %d failed", passed, failed);
   if (skipped) std::printf(", %d skipped", skipped);
   std::printf("\n");
   int status = failed ? 1 : 0;
-  if (!opt.junit.empty() && !WriteJunit(opt.junit, "kiln-test", results, kiln_device_name(device))) {
+  if (!opt.junit.empty() && !WriteJunit(opt.junit, "kiln-test", results, device_name.c_str())) {
     std::fprintf(stderr, "error: cannot write %s\n", opt.junit.c_str());
     status = 2;
   }
-  kiln_device_release(device);
-  kiln_instance_release(instance);
   return status;
 }
