@@ -10,7 +10,7 @@
 # run on the build machine: KILN_HOST_FLATC names flatc.
 #
 # Tests and target binaries run through CMAKE_CROSSCOMPILING_EMULATOR
-# (qemu-aarch64-static -L /usr/aarch64-linux-gnu). Kiln keeps that emulator in
+# (qemu-aarch64-static -L /, see below). Kiln keeps that emulator in
 # KILN_TARGET_EMULATOR and composes it with the Vulkan test environment
 # (`cmake -E env VK_...=... qemu-aarch64-static ...`), and KILN_VK_ICD defaults
 # to lavapipe for the target architecture (lvp_icd.aarch64.json).
@@ -31,9 +31,22 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
+# The guest's dynamic loader and libraries must come from ONE glibc build.
+# With the arm64 multiarch packages installed (libc6:arm64, pulled in by
+# libvulkan1:arm64), the prefix is / : /lib/ld-linux-aarch64.so.1 and
+# /lib/aarch64-linux-gnu/libc.so.6 match. `-L /usr/aarch64-linux-gnu` would
+# pair the cross toolchain's ld.so (libc6-arm64-cross 2.36-8cross1) with the
+# multiarch libc.so.6 (found through /etc/ld.so.cache, 2.36-9+deb12u*):
+# their private _rtld_global layouts differ and the first pthread_create
+# (lavapipe's vkCreateDevice) loops forever in the stack-cache list.
 find_program(KILN_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
+if(EXISTS /lib/ld-linux-aarch64.so.1)
+  set(KILN_QEMU_PREFIX / CACHE PATH "qemu -L prefix for aarch64 binaries")
+else()
+  set(KILN_QEMU_PREFIX /usr/${KILN_CROSS_TRIPLE} CACHE PATH "qemu -L prefix for aarch64 binaries")
+endif()
 if(KILN_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${KILN_QEMU_AARCH64} -L /usr/${KILN_CROSS_TRIPLE})
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${KILN_QEMU_AARCH64} -L ${KILN_QEMU_PREFIX})
 endif()
 
 find_program(KILN_HOST_FLATC flatc)

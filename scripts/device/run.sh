@@ -9,7 +9,7 @@
 #           to BINARY) to /data/local/tmp/kiln, then runs
 #           `cd /data/local/tmp/kiln && ./BINARY ARGS` with adb shell; ARGS
 #           naming the bundle directory are rewritten to its pushed path.
-#   --qemu  (default otherwise): qemu-aarch64-static -L /usr/aarch64-linux-gnu
+#   --qemu  (default otherwise): qemu-aarch64-static -L / (the arm64 multiarch glibc)
 #           with lavapipe for aarch64 and the validation layer on
 #           (KILN_VALIDATION=1, sync validation), as the aarch64 CI does.
 # Exit status: the binary's (adb shell passes it through since Android 7).
@@ -75,7 +75,11 @@ else
   export KILN_VALIDATION="${KILN_VALIDATION:-1}" MESA_SHADER_CACHE_DISABLE=true
   export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
   set +e
-  "$qemu" -L /usr/aarch64-linux-gnu "$binary" "${args[@]}" 2>&1 | tee "$log"
+  # One glibc for ld.so and libc: the multiarch one when libc6:arm64 is
+  # installed (cmake/toolchains/aarch64-linux-gnu.cmake says why).
+  prefix=/usr/aarch64-linux-gnu
+  [ -e /lib/ld-linux-aarch64.so.1 ] && prefix=/
+  "$qemu" -L "${KILN_QEMU_PREFIX:-$prefix}" "$binary" "${args[@]}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   set -e
 fi
