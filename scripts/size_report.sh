@@ -7,12 +7,15 @@
 # (stripped app minus the same app without Kiln calls) and a breakdown by
 # component from the linker map (kept input sections, by archive; the
 # FlatBuffers verifier is header-only code, counted by section name).
-#   scripts/size_report.sh [BUILD_DIR]     (default build/aarch64-size)
+#   scripts/size_report.sh [BUILD_DIR [MODULE.kiln]]   (default build/aarch64-size)
+# With MODULE.kiln (main takes one tensor), the stripped app is also run on
+# it under qemu-aarch64-static on lavapipe, to show it works.
 # Needs KILN_CROSS=1 scripts/setup.sh. libc and libstdc++ stay shared
 # libraries (as libc++_shared would on Android) and are not counted.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
+module="${2:-}"
 cc=aarch64-linux-gnu-gcc
 strip=aarch64-linux-gnu-strip
 flags="-Os -ffunction-sections -fdata-sections"
@@ -83,3 +86,8 @@ print(f"    {'total':58s} {total:8d}")
 print("  (the added bytes beyond the breakdown: dynamic symbols, PLT and relocations for the")
 print("  libstdc++/libc imports, alignment; libc, libstdc++ and libdl are shared libraries, not counted)")
 PY
+if [ -n "$module" ]; then
+  echo "  running the stripped app under qemu on $module:"
+  VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}" \
+    qemu-aarch64-static -L / "$out/app.stripped" "$module" | sed 's/^/    result[0][0] = /'
+fi
