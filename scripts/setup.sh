@@ -4,6 +4,12 @@
 #
 #   scripts/setup.sh            packages + models
 #   KILN_SKIP_APT=1 scripts/setup.sh   models only
+#   KILN_CROSS=1 scripts/setup.sh      also the aarch64 cross toolchain, qemu and the
+#                                      arm64 multiarch libraries (default in CI=true)
+#   KILN_JAVA=1 scripts/setup.sh       also JDK 17, junit4, clang and Debian's Android
+#                                      headers (the Android sample's host JNI test and
+#                                      its aarch64-linux-android syntax check; default
+#                                      in CI=true)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -21,6 +27,18 @@ packages=(
 )
 
 if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
+# aarch64 cross build (preset aarch64-runtime) and its tests under qemu.
+cross="${KILN_CROSS:-0}"; java="${KILN_JAVA:-0}"
+if [ "${CI:-}" = "true" ]; then cross="${KILN_CROSS:-1}"; java="${KILN_JAVA:-1}"; fi
+if [ "$cross" = 1 ]; then
+  packages+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static
+             mesa-vulkan-drivers:arm64 libvulkan1:arm64 vulkan-validationlayers:arm64
+             libflatbuffers-dev:arm64 libgtest-dev:arm64 libbenchmark-dev:arm64)
+fi
+if [ "$java" = 1 ]; then
+  packages+=(openjdk-17-jdk-headless junit4 clang
+             android-libnativehelper-dev android-platform-frameworks-native-headers)
+fi
 if [ "${KILN_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do
@@ -30,6 +48,9 @@ if [ "${KILN_SKIP_APT:-0}" != 1 ]; then
     echo "setup: installing ${missing[*]}"
     sudo_cmd=""
     [ "$(id -u)" != 0 ] && sudo_cmd="sudo"
+    if [ "$cross" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+      $sudo_cmd dpkg --add-architecture arm64
+    fi
     export DEBIAN_FRONTEND=noninteractive
     $sudo_cmd apt-get update -qq
     $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null

@@ -10,16 +10,26 @@ struct LoaderState {
   Status status;
 };
 
+// The loader's file names: Android ships only libvulkan.so (no SONAME
+// version); desktop Linux's development-free name is libvulkan.so.1.
+#if defined(__ANDROID__)
+constexpr const char* kLoaderNames[] = {"libvulkan.so"};
+constexpr const char* kLoaderName = "libvulkan.so";
+#else
+constexpr const char* kLoaderNames[] = {"libvulkan.so.1", "libvulkan.so"};
+constexpr const char* kLoaderName = "libvulkan.so.1";
+#endif
+
 LoaderState* OpenLoader() {
   auto* state = new LoaderState();  // process lifetime, never freed
   void* library = nullptr;
-  for (const char* name : {"libvulkan.so.1", "libvulkan.so"}) {
+  for (const char* name : kLoaderNames) {
     // RTLD_LOCAL: the loader's symbols stay out of the global namespace.
     library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (library) break;
   }
   if (!library) {
-    state->status = UnimplementedError("no Vulkan loader found (libvulkan.so.1): %s", dlerror());
+    state->status = UnimplementedError("no Vulkan loader found (%s): %s", kLoaderName, dlerror());
     return state;
   }
   state->syms.vkGetInstanceProcAddr =

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/e2e_util.h"
+#include "tests/e2e/golden_suite.h"
 
 namespace kiln::e2e {
 namespace {
@@ -19,37 +20,13 @@ struct GoldenCase {
   const char* dir;  // under tests/golden/
 };
 
-std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// "name [1,16,96] float32" lines -> "--input-shape" values "name=1x16x96".
-std::vector<std::string> InputShapes(const std::string& dir) {
-  std::vector<std::string> shapes;
-  std::ifstream in(dir + "/inputs.txt");
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t open = line.rfind('['), close = line.rfind(']');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    std::string name = line.substr(0, open - 1);
-    std::string dims = line.substr(open + 1, close - open - 1);
-    for (char& c : dims) if (c == ',') c = 'x';
-    if (dims.empty()) continue;  // scalars are static already
-    shapes.push_back(name + "=" + dims);
-  }
-  return shapes;
-}
-
 class ModelGoldenTest : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(ModelGoldenTest, MatchesOnnxRuntime) {
   std::string dir = std::string(KILN_SOURCE_DIR) + "/tests/golden/" + GetParam().dir;
-  std::string model = std::string(KILN_SOURCE_DIR) + "/.cache/models/" + ReadLine(dir + "/model.txt");
+  std::string model = std::string(KILN_SOURCE_DIR) + "/.cache/models/" + ReadFirstLine(dir + "/model.txt");
   // A model small enough to commit lives beside its goldens.
-  if (std::ifstream(dir + "/" + ReadLine(dir + "/model.txt"))) model = dir + "/" + ReadLine(dir + "/model.txt");
+  if (std::ifstream(dir + "/" + ReadFirstLine(dir + "/model.txt"))) model = dir + "/" + ReadFirstLine(dir + "/model.txt");
   if (!std::ifstream(model)) GTEST_SKIP() << "model not fetched (run scripts/setup.sh): " << model;
   std::vector<HostTensor> inputs, expected, outputs;
   std::string error;
@@ -64,7 +41,7 @@ TEST_P(ModelGoldenTest, MatchesOnnxRuntime) {
     expected.push_back(std::move(t));
   }
   ASSERT_FALSE(expected.empty());
-  error = CompileAndRun(model, InputShapes(dir), inputs, &outputs);
+  error = CompileAndRun(model, GoldenInputShapes(dir), inputs, &outputs);
   ASSERT_EQ(error, "");
   ASSERT_EQ(outputs.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Footprint of the runtime on aarch64: builds the runtime (base, vm,
+# hal/vulkan, C API) for aarch64-linux-gnu with -Os, -ffunction-sections
+# -fdata-sections, then links scripts/size_report/minimal_app.c (load a
+# module, create a device and a context, invoke, read back) with
+# --gc-sections and strips it. Prints the bytes the runtime adds to that app
+# (stripped app minus the same app without Kiln calls) and a breakdown by
+# component from the linker map (kept input sections, by archive; the
+# FlatBuffers verifier is header-only code, counted by section name).
+#   scripts/size_report.sh [BUILD_DIR [MODULE.kiln]]   (default build/aarch64-size)
+# With MODULE.kiln (main takes one tensor), the stripped app is also run on
+# it under qemu-aarch64-static on lavapipe, to show it works.
+# Needs KILN_CROSS=1 scripts/setup.sh. libc and libstdc++ stay shared
+# libraries (as libc++_shared would on Android) and are not counted.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build/aarch64-size}"
+module="${2:-}"
+cc=aarch64-linux-gnu-gcc
+strip=aarch64-linux-gnu-strip
+flags="-Os -ffunction-sections -fdata-sections"
+cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake" \
+  -DCMAKE_BUILD_TYPE=MinSizeRel -DCMAKE_C_FLAGS_MINSIZEREL="$flags -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_MINSIZEREL="$flags -DNDEBUG" \
+  -DKILN_BUILD_COMPILER=OFF -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_SAMPLES=OFF -DKILN_INSTALL=OFF >/dev/null
+archives=(runtime/libkiln_runtime.a vm/libkiln_vm.a vm/libkiln_vm_isa.a hal/libkiln_hal_drivers.a
+          hal/vulkan/libkiln_hal_vulkan.a base/libkiln_base.a)
+cmake --build "$build" --target kiln_runtime kiln_vm kiln_vm_isa kiln_hal_drivers kiln_hal_vulkan kiln_base >/dev/null
+out="$build/size"
+mkdir -p "$out"
+app="$root/scripts/size_report/minimal_app.c"
+ldflags=(-Wl,--gc-sections -Wl,-z,max-page-size=16384)
+$cc $flags -DKILN_SIZE_BASELINE "$app" -o "$out/baseline" "${ldflags[@]}"
+paths=()
+for a in "${archives[@]}"; do paths+=("$build/$a"); done
+$cc $flags -I"$root/include" -c "$app" -o "$out/minimal_app.o"
+# The C++ runtime code needs libstdc++ (shared) and libdl.
+aarch64-linux-gnu-g++ "$out/minimal_app.o" -o "$out/app" "${ldflags[@]}" -Wl,-Map,"$out/app.map" \
+  -Wl,--start-group "${paths[@]}" -Wl,--end-group -ldl -lpthread
+$strip -o "$out/baseline.stripped" "$out/baseline"
+$strip -o "$out/app.stripped" "$out/app"
+base_bytes=$(stat -c %s "$out/baseline.stripped")
+app_bytes=$(stat -c %s "$out/app.stripped")
+loaded() { aarch64-linux-gnu-size "$1" | awk 'NR == 2 {print $1 + $2}'; }  # text + data
+/usr/bin/python3 - "$out/app.map" "$base_bytes" "$app_bytes" "$(loaded "$out/baseline.stripped")" \
+  "$(loaded "$out/app.stripped")" <<'PY'
+import re, sys
+path, base, app, base_td, app_td = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+text = open(path).read()
+text = text[text.index("Linker script and memory map"):]
+comp = {}
+# Input sections: " .text.name  0xADDR  0xSIZE  file" (name may wrap).
+pat = re.compile(r"^ (\.[\w.$]+)\s*\n?\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)", re.M)
+def component(section, obj):
+    # flatbuffers:: code, and the schema's generated Verify methods
+    # (kiln::format::*::Verify(flatbuffers::Verifier&) also name flatbuffers).
+    if "flatbuffers" in section or ("Verify" in section and "4kiln6format" in section):
+        return "FlatBuffers verifier (out-of-line code; inlined checks count as vm)"
+    for key, name in (("libkiln_vm_isa.a", "vm (ISA tables, bytecode verifier)"),
+                      ("libkiln_vm.a", "vm (loader, interpreter, hal module)"),
+                      ("libkiln_hal_vulkan.a", "hal/vulkan"), ("libkiln_hal_drivers.a", "hal/vulkan"),
+                      ("libkiln_runtime.a", "runtime (C API)"), ("libkiln_base.a", "base (status)")):
+        if key in obj:
+            return name
+    return None
+total = 0
+for m in pat.finditer(text):
+    section, size, obj = m.group(1), int(m.group(2), 16), m.group(3)
+    if not section.startswith((".text", ".rodata", ".data", ".bss", ".eh_frame", ".gcc_except", ".init_array")):
+        continue
+    c = component(section, obj)
+    if c is None or size == 0:
+        continue
+    comp[c] = comp.get(c, 0) + size
+    total += size
+print("Kiln runtime footprint, aarch64-linux-gnu, -Os, gc-sections, stripped")
+print(f"  minimal app without Kiln: {base:9d} B")
+print(f"  minimal app with Kiln:    {app:9d} B")
+print(f"  bytes the runtime adds:   {app - base:9d} B ({(app - base) / 1024:.1f} KiB)")
+print(f"  text + data (size(1)) added: {app_td - base_td:9d} B")
+print("  breakdown (kept input sections from the link map, before stripping; B):")
+for c, s in sorted(comp.items(), key=lambda kv: -kv[1]):
+    print(f"    {c:58s} {s:8d}")
+print(f"    {'total':58s} {total:8d}")
+print("  (the added bytes beyond the breakdown: dynamic symbols, PLT and relocations for the")
+print("  libstdc++/libc imports, alignment; libc, libstdc++ and libdl are shared libraries, not counted)")
+PY
+if [ -n "$module" ]; then
+  echo "  running the stripped app under qemu on $module:"
+  VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}" \
+    qemu-aarch64-static -L / "$out/app.stripped" "$module" | sed 's/^/    result[0][0] = /'
+fi
