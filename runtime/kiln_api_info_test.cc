@@ -12,17 +12,12 @@
 #include "hal/cts/vadd_spirv.h"
 #include "hal/driver.h"
 #include "kiln/kiln.h"
+#include "runtime/kiln_status_test_util.h"
 #include "vm/testing/test_modules.h"
 
 namespace {
 
-std::string Str(kiln_status_t s) {
-  if (!s) return "OK";
-  std::string r = std::string(kiln_status_code_name(kiln_status_code(s))) + ": " +
-                  kiln_status_message(s);
-  kiln_status_free(s);
-  return r;
-}
+using kiln_test::Str;
 
 TEST(ApiInfoTest, VersionMatchesTheHeader) {
   char want[32];

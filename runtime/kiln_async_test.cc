@@ -6,6 +6,7 @@
 // Vulkan with validation + synchronization validation (KILN_VULKAN_TEST_ENV);
 // any validation message fails the test.
 #include "kiln/kiln.h"
+#include "runtime/kiln_status_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -24,13 +25,7 @@ namespace {
 
 using kiln::vm::testing::kVaddCount;
 
-std::string Str(kiln_status_t s) {
-  if (!s) return "OK";
-  std::string r = std::string(kiln_status_code_name(kiln_status_code(s))) + ": " +
-                  kiln_status_message(s);
-  kiln_status_free(s);
-  return r;
-}
+using kiln_test::Str;
 
 float Bias(int i) { return static_cast<float>(i) + 0.5f; }
 

@@ -2,6 +2,7 @@
 // plus each error path: wrong dtype/shape/arity, NULL handles, bad sizes,
 // garbage modules.
 #include "kiln/kiln.h"
+#include "runtime/kiln_status_test_util.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,13 +20,7 @@ namespace {
 using kiln::vm::testing::kVaddCount;
 
 // Takes ownership of `s`; returns "OK" or "CODE: message".
-std::string Str(kiln_status_t s) {
-  if (!s) return "OK";
-  std::string r = std::string(kiln_status_code_name(kiln_status_code(s))) + ": " +
-                  kiln_status_message(s);
-  kiln_status_free(s);
-  return r;
-}
+using kiln_test::Str;
 
 class CApiTest : public ::testing::Test {
  protected:

@@ -11,6 +11,7 @@
 #include "hal/cts/vadd_spirv.h"
 #include "hal/driver.h"
 #include "kiln/kiln.h"
+#include "runtime/kiln_status_test_util.h"
 #include "vm/testing/ownership_modules.h"
 
 namespace {
@@ -18,13 +19,7 @@ namespace {
 constexpr int kN = 64;
 constexpr size_t kBytes = kN * 4;
 
-std::string Str(kiln_status_t s) {
-  if (!s) return "OK";
-  std::string r = std::string(kiln_status_code_name(kiln_status_code(s))) + ": " +
-                  kiln_status_message(s);
-  kiln_status_free(s);
-  return r;
-}
+using kiln_test::Str;
 
 kiln::vm::testing::TestShaders Shaders() {
   return {kVaddSpirv, kVaddSpirvWordCount, kScaleSpirv, kScaleSpirvWordCount};

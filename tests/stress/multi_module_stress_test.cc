@@ -25,6 +25,7 @@
 #include "hal/cts/vadd_spirv.h"
 #include "hal/driver.h"
 #include "kiln/kiln.h"
+#include "runtime/kiln_status_test_util.h"
 #include "vm/testing/ownership_modules.h"
 
 namespace {
@@ -32,13 +33,7 @@ namespace {
 constexpr int kN = 64;
 constexpr size_t kPoolMax = 12;
 
-std::string Str(kiln_status_t s) {
-  if (!s) return "OK";
-  std::string r = std::string(kiln_status_code_name(kiln_status_code(s))) + ": " +
-                  kiln_status_message(s);
-  kiln_status_free(s);
-  return r;
-}
+using kiln_test::Str;
 
 long EnvLong(const char* name, long fallback) {
   const char* v = std::getenv(name);
