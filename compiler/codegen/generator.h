@@ -1,0 +1,607 @@
+// Internal to compiler/codegen: the dispatch generator shared by the
+// schedule files. Not a public header; compiler/codegen/codegen.h is the API.
+//
+// Layout of the generator (one concern per file):
+//   generator.h            this: GLSL helpers, the Idx model, class Generator
+//   generator_eval.cc      Eval*: one element of a value at a multi-index
+//   schedule_pointwise.cc  op checks, result stores, the grid, pointwise main
+//   schedule_reduce.cc     reduce-group and softmax-rows (shared-memory sums)
+//   schedule_conv.cc       conv-tiled
+//   schedule_matmul.cc     matmul-tiled, matmul-splitk
+//   codegen.cc             schedule selection, shader assembly, GLSL -> SPIR-V
+// The model and the schedules are described at the top of codegen.cc.
+#ifndef KILN_COMPILER_CODEGEN_GENERATOR_H_
+#define KILN_COMPILER_CODEGEN_GENERATOR_H_
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "compiler/codegen/codegen.h"
+#include "compiler/ir/ir.h"
+#include "compiler/ir/ops.h"
+
+namespace kiln::codegen::detail {
+
+
+using ir::Operation;
+using ir::Value;
+using Shape = std::vector<int64_t>;
+
+constexpr int kWorkgroupSize = 64;
+// Reduced extent from which tensor.reduce uses one workgroup per output.
+constexpr int64_t kGroupReduceMinExtent = 128;
+// Softmax axis extent from which a row is processed by a whole workgroup.
+constexpr int64_t kGroupSoftmaxMinExtent = 128;
+// tensor.matmul with at most this many outputs and a depth of at least
+// kSplitKMinDepth: one workgroup per output, lanes split K.
+constexpr uint64_t kSplitKMaxOutputs = 1024;
+constexpr int64_t kSplitKMinDepth = 256;
+// Largest tensor.constant (elements) inlined as a GLSL const array.
+constexpr int64_t kMaxInlineConstant = 4096;
+// Window loops with at most this many trips get [[unroll]].
+constexpr int64_t kMaxUnroll = 16;
+
+inline int64_t NumElements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+inline Shape Strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+inline std::string ShapeStr(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// A loc string safe inside a // comment.
+inline std::string Sanitize(const std::string& s) {
+  std::string r;
+  for (char c : s) r += (c >= 32 && c < 127) ? c : '?';
+  return r;
+}
+
+// --------------------------------------------------------------------------
+// Element types
+// --------------------------------------------------------------------------
+enum class CT { kF32, kI32, kI64, kU32, kBool };
+
+inline const char* CTName(CT t) {
+  switch (t) {
+    case CT::kF32: return "float";
+    case CT::kI32: return "int";
+    case CT::kI64: return "int64_t";
+    case CT::kU32: return "uint";
+    case CT::kBool: return "bool";
+  }
+  return "?";
+}
+
+inline bool SupportedDType(DType t) {
+  switch (t) {
+    case DType::kF32: case DType::kI32: case DType::kI64: case DType::kI8:
+    case DType::kU8: case DType::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline CT ComputeType(DType t) {
+  switch (t) {
+    case DType::kF32: return CT::kF32;
+    case DType::kI64: return CT::kI64;
+    case DType::kU8: return CT::kU32;
+    case DType::kBool: return CT::kBool;
+    default: return CT::kI32;  // i32, i8
+  }
+}
+
+inline const char* StorageType(DType t) {
+  switch (t) {
+    case DType::kF32: return "float";
+    case DType::kI32: return "int";
+    case DType::kI64: return "int64_t";
+    case DType::kI8: return "int8_t";
+    default: return "uint8_t";  // u8, i1
+  }
+}
+
+inline std::string FloatLit(double v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(f)) return "uintBitsToFloat(0x7fc00000u)";
+  if (std::isinf(f)) return f > 0 ? "uintBitsToFloat(0x7f800000u)" : "uintBitsToFloat(0xff800000u)";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(f));
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (s[0] == '-') s = "(" + s + ")";
+  return s;
+}
+
+// A literal of compute type `t` with value `v` (saturated to the type).
+inline std::string Literal(CT t, double v) {
+  switch (t) {
+    case CT::kF32: return FloatLit(v);
+    case CT::kBool: return v != 0 ? "true" : "false";
+    case CT::kU32: {
+      double c = std::min(std::max(v, 0.0), 4294967295.0);
+      return std::to_string(static_cast<uint32_t>(c)) + "u";
+    }
+    case CT::kI32: {
+      double c = std::min(std::max(v, -2147483648.0), 2147483647.0);
+      int64_t i = static_cast<int64_t>(c);
+      if (i == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
+      return i < 0 ? "(" + std::to_string(i) + ")" : std::to_string(i);
+    }
+    case CT::kI64: {
+      if (v <= -9223372036854775808.0) return "(-9223372036854775807l - 1l)";
+      if (v >= 9223372036854775807.0) return "9223372036854775807l";
+      int64_t i = static_cast<int64_t>(v);
+      return i < 0 ? "(" + std::to_string(i) + "l)" : std::to_string(i) + "l";
+    }
+  }
+  return "0";
+}
+
+inline std::string IntLiteral(CT t, int64_t v) {
+  if (t == CT::kI64) return v < 0 ? "(" + std::to_string(v) + "l)" : std::to_string(v) + "l";
+  return Literal(t, static_cast<double>(v));
+}
+
+inline std::string Lowest(CT t) {
+  switch (t) {
+    case CT::kF32: return "uintBitsToFloat(0xff800000u)";
+    case CT::kI32: return "(-2147483647 - 1)";
+    case CT::kI64: return "(-9223372036854775807l - 1l)";
+    case CT::kU32: return "0u";
+    case CT::kBool: return "false";
+  }
+  return "0";
+}
+
+inline std::string Highest(CT t) {
+  switch (t) {
+    case CT::kF32: return "uintBitsToFloat(0x7f800000u)";
+    case CT::kI32: return "2147483647";
+    case CT::kI64: return "9223372036854775807l";
+    case CT::kU32: return "4294967295u";
+    case CT::kBool: return "true";
+  }
+  return "0";
+}
+
+inline std::string Convert(const std::string& e, CT from, CT to) {
+  if (from == to) return e;
+  if (to == CT::kBool) return "(" + e + " != " + Literal(from, 0) + ")";
+  if (from == CT::kBool) return "(" + e + " ? " + Literal(to, 1) + " : " + Literal(to, 0) + ")";
+  return std::string(CTName(to)) + "(" + e + ")";
+}
+
+// --------------------------------------------------------------------------
+// Integer index expressions (GLSL `int`), folded when constant.
+// --------------------------------------------------------------------------
+inline bool ParseInt(std::string s, int64_t* v) {
+  if (s.size() >= 2 && s.front() == '(' && s.back() == ')') s = s.substr(1, s.size() - 2);
+  if (s.empty()) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return false;
+  for (size_t j = i; j < s.size(); ++j)
+    if (s[j] < '0' || s[j] > '9') return false;
+  *v = std::stoll(s);
+  return true;
+}
+
+inline std::string I(int64_t v) { return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v); }
+
+inline std::string AddE(const std::string& a, const std::string& b) {
+  int64_t x, y;
+  bool ca = ParseInt(a, &x), cb = ParseInt(b, &y);
+  if (ca && cb) return I(x + y);
+  if (ca && x == 0) return b;
+  if (cb && y == 0) return a;
+  if (cb && y < 0) return "(" + a + " - " + std::to_string(-y) + ")";
+  return "(" + a + " + " + b + ")";
+}
+
+inline std::string AddC(const std::string& a, int64_t c) { return AddE(a, I(c)); }
+
+inline std::string MulC(const std::string& a, int64_t k) {
+  int64_t x;
+  if (k == 0) return "0";
+  if (k == 1) return a;
+  if (ParseInt(a, &x)) return I(x * k);
+  return "(" + a + " * " + I(k) + ")";
+}
+
+inline std::string DivC(const std::string& a, int64_t k) {
+  int64_t x;
+  if (k == 1) return a;
+  if (ParseInt(a, &x) && x >= 0) return I(x / k);
+  return "(" + a + " / " + I(k) + ")";
+}
+
+inline bool IsIdentifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+// True if `ident` occurs in `text` as a whole identifier.
+inline bool UsesIdent(const std::string& text, const std::string& ident) {
+  size_t pos = 0;
+  auto is_id = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while ((pos = text.find(ident, pos)) != std::string::npos) {
+    bool left = pos == 0 || !is_id(text[pos - 1]);
+    size_t end = pos + ident.size();
+    bool right = end >= text.size() || !is_id(text[end]);
+    if (left && right) return true;
+    pos = end;
+  }
+  return false;
+}
+
+// A multi-index into a tensor: one GLSL int expression per dimension, plus
+// (optionally) the row-major flat offset for `flat_shape`, which saves the
+// recombination when a value of that shape is loaded.
+struct Idx {
+  std::vector<std::string> d;
+  std::string flat;
+  Shape flat_shape;
+  std::string Key() const {
+    std::string k;
+    for (const auto& s : d) k += s + ",";
+    return k;
+  }
+};
+
+// The index into an operand of shape `in` that numpy broadcasting maps output
+// index `idx` (shape `out`) to.
+inline Idx BroadcastIdx(const Idx& idx, const Shape& out, const Shape& in) {
+  if (in == out) return idx;
+  Idx r;
+  size_t off = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) r.d.push_back(in[d] == 1 ? "0" : idx.d[off + d]);
+  if (!idx.flat.empty() && idx.flat_shape == out && NumElements(in) == NumElements(out)) {
+    r.flat = idx.flat;
+    r.flat_shape = in;
+  }
+  return r;
+}
+
+inline const std::set<std::string>& FloatOnlyOps() {
+  static const std::set<std::string> k = {
+      "tensor.sigmoid", "tensor.tanh", "tensor.exp", "tensor.log", "tensor.sqrt",
+      "tensor.reciprocal", "tensor.floor", "tensor.ceil", "tensor.round", "tensor.erf",
+      "tensor.sin", "tensor.cos", "tensor.leaky_relu", "tensor.hard_sigmoid",
+      "tensor.hard_swish", "tensor.elu", "tensor.softplus"};
+  return k;
+}
+
+inline const std::set<std::string>& AnchorOps() {
+  static const std::set<std::string> k = {
+      "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
+      "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
+      "tensor.expand", "tensor.conv_transpose", "tensor.resize"};
+  return k;
+}
+
+// GLSL helper functions, emitted on first use.
+inline const char* const kErfHelper = R"(float kiln_erf(float x) {
+  float ax = abs(x);
+  if (ax < 0.5) {
+    // Maclaurin series of erf (|x| < 0.5: 7 terms, error < 1e-9).
+    float x2 = x * x;
+    return x * (1.12837917 + x2 * (-0.376126389 + x2 * (0.112837917 + x2 * (-0.0268661706 +
+           x2 * (0.00522397762 + x2 * (-0.000854832702 + x2 * 0.00012055333))))));
+  }
+  // Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7).
+  float t = 1.0 / (1.0 + 0.3275911 * ax);
+  float p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 +
+            t * 1.061405429))));
+  return sign(x) * (1.0 - p * exp(-ax * ax));
+}
+)";
+
+inline const char* const kPowHelper = R"(float kiln_pow(float x, float y) {
+  // ONNX Pow: negative bases with integral exponents are defined.
+  if (y == 2.0) return x * x;
+  if (y == 1.0) return x;
+  if (y == 0.0) return 1.0;
+  if (y == 3.0) return x * x * x;
+  if (y == 0.5) return sqrt(x);
+  if (y == -1.0) return 1.0 / x;
+  if (x == 0.0) return y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u);
+  float r = exp2(y * log2(abs(x)));
+  if (x < 0.0) {
+    if (floor(y) != y) return uintBitsToFloat(0x7fc00000u);
+    if (mod(y, 2.0) != 0.0) r = -r;
+  }
+  return r;
+}
+)";
+
+inline const char* const kLog1pHelper = R"(float kiln_log1p(float u) {
+  // Accurate log(1 + u) for small u (Goldberg's trick).
+  float w = 1.0 + u;
+  return w == 1.0 ? u : log(w) * (u / (w - 1.0));
+}
+)";
+
+inline const char* const kExpm1Helper = R"(float kiln_expm1(float x) {
+  // Accurate exp(x) - 1 for small |x| (Kahan's trick).
+  float u = exp(x);
+  if (u == 1.0) return x;
+  float um1 = u - 1.0;
+  if (um1 == -1.0) return -1.0;
+  return um1 * (x / log(u));
+}
+)";
+
+inline const char* const kFmaHelper = R"(layout(constant_id = 0) const bool kiln_exact_fma = true;
+float kiln_fma(float a, float b, float c) {
+  // Specialization constant 0, set per device by the runtime (false where
+  // the driver fuses fma(): one instruction, the same result).
+  if (!kiln_exact_fma) return fma(a, b, c);
+  // a * b + c as a fused multiply-add rounds it, from float operations only:
+  // Dekker's exact product p + pe (Veltkamp split at 2^12 + 1) and Knuth's
+  // TwoSum s + se, then s + (se + pe). Not correctly rounded in every corner
+  // (a product that underflows, a rare double rounding in the last sum), but
+  // equal to C's fmaf on 20 million random triples, where a * b + c rounded
+  // twice differs on 25% of them. `precise` keeps the driver from fusing,
+  // splitting or reassociating the steps. Where an intermediate overflows
+  // (|a| or |b| > 2^115) the plain a * b + c is used.
+  precise float p = a * b;
+  precise float ca = 4097.0 * a;
+  precise float ah = ca - (ca - a);
+  precise float al = a - ah;
+  precise float cb = 4097.0 * b;
+  precise float bh = cb - (cb - b);
+  precise float bl = b - bh;
+  precise float pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+  precise float s = p + c;
+  precise float z = s - p;
+  precise float se = (p - (s - z)) + (c - z);
+  precise float r = s + (se + pe);
+  return isnan(r) || isinf(r) ? a * b + c : r;
+}
+)";
+
+// ----------------------------------------------------------------------------
+// The generator for one dispatch.
+// ----------------------------------------------------------------------------
+class Generator {
+ public:
+  Generator(Operation* dispatch, const CodegenOptions& options)
+      : dispatch_(dispatch), options_(options) {}
+
+  StatusOr<CompiledDispatch> Run();
+
+ private:
+  // ---- emission ----
+  void Line(const std::string& s) {
+    body_.append(static_cast<size_t>(indent_) * 2, ' ');
+    body_ += s;
+    body_ += '\n';
+  }
+  void Open(const std::string& head) {
+    Line(head.empty() ? "{" : head + " {");
+    ++indent_;
+    cache_.emplace_back();
+  }
+  void Close() {
+    cache_.pop_back();
+    --indent_;
+    Line("}");
+  }
+  std::string Fresh(const char* prefix) { return prefix + std::to_string(counter_++); }
+  std::string Decl(CT t, const std::string& expr, const std::string& comment = "") {
+    std::string n = Fresh("t");
+    Line(std::string(CTName(t)) + " " + n + " = " + expr + ";" +
+         (comment.empty() ? "" : "  // " + comment));
+    return n;
+  }
+  // Declares an int for a non-trivial index expression.
+  std::string DeclI(const std::string& expr, const char* prefix = "i") {
+    int64_t v;
+    if (ParseInt(expr, &v) || IsIdentifier(expr)) return expr;
+    std::string n = Fresh(prefix);
+    Line("int " + n + " = " + expr + ";");
+    return n;
+  }
+  // `for (int v = 0; v < n; ++v) {` (returns v), or "0" without a loop when n == 1.
+  std::string OpenLoop(int64_t n, const char* prefix, bool unroll, int* opened) {
+    if (n == 1) return "0";
+    std::string v = Fresh(prefix);
+    if (unroll && n <= kMaxUnroll) uses_ctrl_attr_ = true;
+    Open(std::string(unroll && n <= kMaxUnroll ? "[[unroll]] " : "") + "for (int " + v +
+         " = 0; " + v + " < " + std::to_string(n) + "; ++" + v + ")");
+    ++*opened;
+    return v;
+  }
+  void CloseN(int n) {
+    for (int i = 0; i < n; ++i) Close();
+  }
+  // One term of a dot product: `acc += a * b`. For f32, a multiply-add
+  // rounded once: kiln_fma (CodegenOptions::exact_fma) or GLSL fma(). Either
+  // is more accurate than a product and a sum rounded separately, and is the
+  // arithmetic of the FMA GEMM kernels CPU references run (ONNX Runtime's
+  // MLAS: a sequential fused multiply-add chain over K), which matters where a
+  // model amplifies the rounding of a long dot product. Integer compute types
+  // accumulate exactly.
+  void Mac(const std::string& acc, const std::string& a, const std::string& b, CT ct) {
+    if (ct == CT::kF32 && options_.exact_fma) {
+      helpers_.insert(kFmaHelper);
+      Line(acc + " = kiln_fma(" + a + ", " + b + ", " + acc + ");");
+    } else if (ct == CT::kF32) {
+      Line(acc + " = fma(" + a + ", " + b + ", " + acc + ");");
+    } else {
+      Line(acc + " += " + a + " * " + b + ";");
+    }
+  }
+  // Unsigned-compare bounds check `0 <= e < n`.
+  static std::string InRange(const std::string& e, int64_t n) {
+    return "uint(" + e + ") < " + std::to_string(n) + "u";
+  }
+
+  void Fail(Status s) {
+    if (status_.ok()) status_ = std::move(s);
+  }
+  Status Unsupported(Operation* op, const std::string& why = "") {
+    std::string m = "codegen: unsupported op '" + op->name() + "'";
+    if (!why.empty()) m += " (" + why + ")";
+    m += " (" + (op->loc().empty() ? std::string("unknown loc") : op->loc()) + ")";
+    return Status(StatusCode::kUnimplemented, m);
+  }
+  std::string Comment(Operation* op) {
+    std::string c = op->name();
+    if (!op->loc().empty()) c += " [" + Sanitize(op->loc()) + "]";
+    return c;
+  }
+
+  CT CTOf(Value* v) { return ComputeType(v->type().dtype); }
+  const Shape& ShapeOf(Value* v) { return v->type().shape; }
+
+  // Row-major offset of `idx` in a tensor of `shape`.
+  static std::string Offset(const Idx& idx, const Shape& shape) {
+    if (!idx.flat.empty() && idx.flat_shape == shape) return idx.flat;
+    Shape st = Strides(shape);
+    std::string off = "0";
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) continue;
+      off = AddE(off, MulC(idx.d[d], st[d]));
+    }
+    return off;
+  }
+
+  // Emits the decomposition of the unsigned flat index `flat` into indices of
+  // `shape`; returns the index expressions.
+  std::vector<std::string> Decompose(const std::string& flat, const Shape& shape) {
+    std::vector<std::string> r(shape.size(), "0");
+    int first = -1;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1) {
+        first = static_cast<int>(d);
+        break;
+      }
+    if (first < 0) return r;
+    std::string rem = Fresh("r");
+    Line("uint " + rem + " = " + flat + ";");
+    for (int d = static_cast<int>(shape.size()) - 1; d >= first; --d) {
+      if (shape[d] == 1) continue;
+      std::string n = Fresh("i");
+      if (d == first) {
+        Line("int " + n + " = int(" + rem + ");");
+      } else {
+        Line("int " + n + " = int(" + rem + " % " + std::to_string(shape[d]) + "u); " + rem +
+             " /= " + std::to_string(shape[d]) + "u;");
+      }
+      r[d] = n;
+    }
+    return r;
+  }
+
+  // ---- evaluation ----
+  std::string Eval(Value* v, const Idx& idx);
+  std::string EvalArg(Value* v, const Idx& idx);
+  std::string EvalConstant(Operation* op, const Idx& idx);
+  std::string EvalElementwise(Operation* op, const Idx& idx);
+  std::string EvalConv(Operation* op, const Idx& idx);
+  std::string EvalConvTranspose(Operation* op, const Idx& idx);  // conv_transpose_schedule.h
+  std::string EvalMatmul(Operation* op, const Idx& idx);
+  std::string EvalPool(Operation* op, const Idx& idx);
+  std::string EvalReduce(Operation* op, const Idx& idx);
+  std::string EvalSoftmax(Operation* op, const Idx& idx);
+  std::string EvalTranspose(Operation* op, const Idx& idx);
+  std::string EvalSlice(Operation* op, const Idx& idx);
+  std::string EvalConcat(Operation* op, const Idx& idx);
+  std::string EvalPad(Operation* op, const Idx& idx);
+  std::string EvalGather(Operation* op, const Idx& idx);
+  std::string EvalResize(Operation* op, const Idx& idx);  // resize_schedule.cc
+  std::string EvalReshape(Operation* op, const Idx& idx);
+
+  // Reduction helpers.
+  struct ReducePass {
+    std::string init;                                 // accumulator init
+    std::function<std::string(const std::string&)> map;  // element -> contribution
+    char combine;                                     // '+', '*', 'M' (max), 'm' (min)
+  };
+  std::vector<ReducePass> ReducePasses(const std::string& kind, CT ct,
+                                       const std::vector<std::string>& prev);
+  std::string Combine(char c, const std::string& a, const std::string& b) {
+    switch (c) {
+      case '+': return "(" + a + " + " + b + ")";
+      case '*': return "(" + a + " * " + b + ")";
+      case 'M': return "max(" + a + ", " + b + ")";
+      default: return "min(" + a + ", " + b + ")";
+    }
+  }
+  std::string ReduceFinal(const std::string& kind, CT ct, const std::vector<std::string>& acc,
+                          int64_t count);
+  // Input index of tensor.reduce for output index `out` and reduced indices
+  // `red` (one per reduced axis, in axis order).
+  Idx ReduceInputIdx(Operation* op, const Idx& out, const std::vector<std::string>& red);
+  std::vector<int64_t> ReduceAxes(Operation* op);
+
+  Status CheckOps();
+  void EmitPointwiseMain(uint32_t wx, uint32_t wy);
+  void EmitReduceGroupMain(Operation* reduce, uint32_t wx, uint32_t wy);
+  void EmitSoftmaxRowsMain(Operation* softmax, int lanes, uint32_t wx, uint32_t wy);
+  void EmitConvTiledMain(Operation* conv, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
+  void EmitMatmulTiledMain(Operation* matmul, int64_t TM, int64_t TN, uint32_t wx, uint32_t wy);
+  void EmitMatmulSplitKMain(Operation* matmul, uint32_t wx, uint32_t wy);
+  // Workgroup-wide combine of each lane's `acc` through `sh`; afterwards
+  // every lane holds the result in `acc`.
+  void EmitSharedReduce(const std::string& acc, char combine, bool reuse_after);
+  // Runs the epilogue for anchor element `idx` whose value is `value` and
+  // stores every result (all have the anchor's shape), under `guard`.
+  void StoreAnchorElement(Operation* anchor, const Idx& idx, const std::string& value,
+                          const std::string& guard);
+  std::string Key(Value* v, const Idx& idx) {
+    return std::to_string(reinterpret_cast<uintptr_t>(v)) + "@" + idx.Key();
+  }
+  void StoreResults(const Idx& idx, const Shape& shape);
+  Status Grid(uint64_t groups, uint32_t* wx, uint32_t* wy);
+  std::string WorkgroupIndex(uint32_t wx, uint32_t wy) {
+    if (wy == 1) return "gl_WorkGroupID.x";
+    return "(gl_WorkGroupID.y * " + std::to_string(wx) + "u + gl_WorkGroupID.x)";
+  }
+
+  Operation* dispatch_;
+  CodegenOptions options_;
+  ir::Block* block_ = nullptr;
+  std::vector<Value*> results_;  // flow.return operands
+  std::map<Value*, int> arg_binding_;
+
+  std::string body_;
+  int indent_ = 1;
+  int counter_ = 0;
+  std::vector<std::map<std::string, std::string>> cache_;
+  std::set<std::string> helpers_;
+  std::string globals_;  // const arrays
+  std::map<Operation*, std::string> const_arrays_;
+  std::string schedule_comment_;
+  bool uses_ctrl_attr_ = false;
+  bool uses_shared_ = false;
+  CT shared_ct_ = CT::kF32;
+  Status status_;
+};
+
+}  // namespace kiln::codegen::detail
+
+#endif  // KILN_COMPILER_CODEGEN_GENERATOR_H_

@@ -1,0 +1,656 @@
+// The dispatch generator's element evaluation: Eval(v, idx) for every op
+// kind a dispatch region may hold (see codegen.cc for the model).
+#include "compiler/codegen/generator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/codegen/conv_transpose_schedule.h"
+#include "compiler/codegen/resize_schedule.h"
+
+namespace kiln::codegen::detail {
+
+std::string Generator::Eval(Value* v, const Idx& idx) {
+  if (!status_.ok()) return "0";
+  std::string key = Key(v, idx);
+  for (auto it = cache_.rbegin(); it != cache_.rend(); ++it) {
+    auto f = it->find(key);
+    if (f != it->end()) return f->second;
+  }
+  std::string r;
+  Operation* op = v->defining_op();
+  if (!op) {
+    r = EvalArg(v, idx);
+  } else {
+    const std::string& n = op->name();
+    if (n == "tensor.constant") r = EvalConstant(op, idx);
+    else if (ir::IsElementwiseOp(n)) r = EvalElementwise(op, idx);
+    else if (n == "tensor.conv2d") r = EvalConv(op, idx);
+    else if (n == "tensor.conv_transpose") r = EvalConvTranspose(op, idx);
+    else if (n == "tensor.matmul") r = EvalMatmul(op, idx);
+    else if (n == "tensor.pool2d") r = EvalPool(op, idx);
+    else if (n == "tensor.reduce") r = EvalReduce(op, idx);
+    else if (n == "tensor.softmax") r = EvalSoftmax(op, idx);
+    else if (n == "tensor.transpose") r = EvalTranspose(op, idx);
+    else if (n == "tensor.slice") r = EvalSlice(op, idx);
+    else if (n == "tensor.concat") r = EvalConcat(op, idx);
+    else if (n == "tensor.pad") r = EvalPad(op, idx);
+    else if (n == "tensor.gather") r = EvalGather(op, idx);
+    else if (n == "tensor.resize") r = EvalResize(op, idx);
+    else if (n == "tensor.expand") r = Eval(op->operand(0), BroadcastIdx(idx, ShapeOf(op->result()), ShapeOf(op->operand(0))));
+    else if (n == "tensor.reshape") r = EvalReshape(op, idx);
+    else {
+      Fail(Unsupported(op));
+      return "0";
+    }
+  }
+  if (!status_.ok()) return "0";
+  cache_.back()[key] = r;
+  return r;
+}
+
+std::string Generator::EvalArg(Value* v, const Idx& idx) {
+  auto it = arg_binding_.find(v);
+  if (it == arg_binding_.end()) {
+    Fail(InternalError("codegen: value is neither a dispatch argument nor an op result"));
+    return "0";
+  }
+  DType dt = v->type().dtype;
+  std::string e = "in" + std::to_string(it->second) + "[" + Offset(idx, ShapeOf(v)) + "]";
+  switch (dt) {
+    case DType::kI8: e = "int(" + e + ")"; break;
+    case DType::kU8: e = "uint(" + e + ")"; break;
+    case DType::kBool: e = "(uint(" + e + ") != 0u)"; break;
+    default: break;
+  }
+  return Decl(CTOf(v), e);
+}
+
+std::string Generator::EvalConstant(Operation* op, const Idx& idx) {
+  const ir::DenseElements* d = op->dense_attr("value");
+  CT ct = CTOf(op->result());
+  if (!d || !d->data) {
+    Fail(Unsupported(op, "no dense value"));
+    return "0";
+  }
+  int64_t n = d->type.num_elements();
+  auto lit = [&](int64_t i) {
+    if (ct == CT::kF32) return Literal(ct, d->GetDouble(i));
+    return IntLiteral(ct == CT::kBool ? CT::kI32 : ct, d->GetInt(i));
+  };
+  auto as_ct = [&](const std::string& s) {
+    return ct == CT::kBool ? "(" + s + " != 0)" : s;
+  };
+  if (n == 1) return as_ct(lit(0));
+  // A splat stays a literal.
+  bool splat = true;
+  for (int64_t i = 1; i < n && splat; ++i) splat = d->GetDouble(i) == d->GetDouble(0);
+  if (splat) return as_ct(lit(0));
+  if (n > kMaxInlineConstant) {
+    Fail(Unsupported(op, "constant of " + std::to_string(n) + " elements inside a dispatch"));
+    return "0";
+  }
+  auto it = const_arrays_.find(op);
+  std::string name;
+  if (it != const_arrays_.end()) {
+    name = it->second;
+  } else {
+    name = "kConst" + std::to_string(const_arrays_.size());
+    const char* elem = ct == CT::kBool ? "int" : CTName(ct);
+    std::string s = "const " + std::string(elem) + " " + name + "[" + std::to_string(n) + "] = " +
+                    elem + "[" + std::to_string(n) + "](";
+    for (int64_t i = 0; i < n; ++i) s += (i ? ", " : "") + lit(i);
+    globals_ += s + ");  // " + Comment(op) + "\n";
+    const_arrays_[op] = name;
+  }
+  return Decl(ct, as_ct(name + "[" + Offset(idx, ShapeOf(op->result())) + "]"));
+}
+
+std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
+  const std::string& name = op->name();
+  const Shape& os = ShapeOf(op->result());
+  CT rct = CTOf(op->result());
+  std::vector<std::string> a;
+  std::vector<CT> act;
+  for (Value* v : op->operands()) {
+    a.push_back(Eval(v, BroadcastIdx(idx, os, ShapeOf(v))));
+    act.push_back(CTOf(v));
+  }
+  if (!status_.ok()) return "0";
+  auto A = [&](size_t i) { return Convert(a[i], act[i], rct); };
+  std::string k = name.substr(std::strlen("tensor."));
+  bool f = rct == CT::kF32;
+  std::string e;
+  std::string zero = Literal(rct, 0), one = Literal(rct, 1);
+  if (k == "neg") e = "(-" + A(0) + ")";
+  else if (k == "abs") e = rct == CT::kU32 ? A(0) : "abs(" + A(0) + ")";
+  else if (k == "relu") e = "max(" + A(0) + ", " + zero + ")";
+  else if (k == "sigmoid") e = "(1.0 / (1.0 + exp(-" + A(0) + ")))";
+  else if (k == "tanh") e = "tanh(clamp(" + A(0) + ", -15.0, 15.0))";
+  else if (k == "exp" || k == "log" || k == "sqrt" || k == "floor" || k == "ceil" ||
+           k == "sin" || k == "cos") e = k + "(" + A(0) + ")";
+  else if (k == "round") e = "roundEven(" + A(0) + ")";
+  else if (k == "reciprocal") e = "(1.0 / " + A(0) + ")";
+  else if (k == "erf") {
+    helpers_.insert(kErfHelper);
+    e = "kiln_erf(" + A(0) + ")";
+  } else if (k == "not") e = "(!" + A(0) + ")";
+  else if (k == "cast") e = Convert(a[0], act[0], rct);
+  else if (k == "leaky_relu") {
+    std::string x = A(0);
+    e = "(" + x + " < 0.0 ? " + x + " * " + FloatLit(op->float_attr("alpha", 0.01)) + " : " + x + ")";
+  } else if (k == "hard_sigmoid") {
+    e = "clamp(" + FloatLit(op->float_attr("alpha", 0.2)) + " * " + A(0) + " + " +
+        FloatLit(op->float_attr("beta", 0.5)) + ", 0.0, 1.0)";
+  } else if (k == "hard_swish") {
+    std::string x = A(0);
+    e = "(" + x + " * clamp(" + x + " * " + FloatLit(1.0 / 6.0) + " + 0.5, 0.0, 1.0))";
+  } else if (k == "elu") {
+    helpers_.insert(kExpm1Helper);
+    std::string x = A(0);
+    e = "(" + x + " > 0.0 ? " + x + " : " + FloatLit(op->float_attr("alpha", 1.0)) +
+        " * kiln_expm1(" + x + "))";
+  } else if (k == "softplus") {
+    helpers_.insert(kLog1pHelper);
+    std::string x = A(0);
+    e = "(max(" + x + ", 0.0) + kiln_log1p(exp(-abs(" + x + "))))";
+  } else if (k == "clamp") {
+    e = A(0);
+    if (op->has_attr("min")) e = "max(" + e + ", " + Literal(rct, op->float_attr("min")) + ")";
+    if (op->has_attr("max")) e = "min(" + e + ", " + Literal(rct, op->float_attr("max")) + ")";
+  } else if (k == "add") e = "(" + A(0) + " + " + A(1) + ")";
+  else if (k == "sub") e = "(" + A(0) + " - " + A(1) + ")";
+  else if (k == "mul") e = "(" + A(0) + " * " + A(1) + ")";
+  else if (k == "div") e = "(" + A(0) + " / " + A(1) + ")";
+  else if (k == "max") e = "max(" + A(0) + ", " + A(1) + ")";
+  else if (k == "min") e = "min(" + A(0) + ", " + A(1) + ")";
+  else if (k == "pow") {
+    helpers_.insert(kPowHelper);
+    std::string p = "kiln_pow(" + Convert(a[0], act[0], CT::kF32) + ", " +
+                    Convert(a[1], act[1], CT::kF32) + ")";
+    e = f ? p : std::string(CTName(rct)) + "(roundEven(" + p + "))";
+  } else if (k == "mod") {
+    bool fmod = op->int_attr("fmod", 0) != 0;
+    std::string x = A(0), y = A(1);
+    if (f) {
+      // fmod=1: C fmod (sign of the dividend); fmod=0: sign of the divisor.
+      e = fmod ? "(" + x + " - " + y + " * trunc(" + x + " / " + y + "))"
+               : "(" + x + " - " + y + " * floor(" + x + " / " + y + "))";
+    } else {
+      std::string r = Decl(rct, "(" + x + " - " + y + " * (" + x + " / " + y + "))");
+      if (fmod || rct == CT::kU32) e = r;
+      else e = "((" + r + " != " + zero + " && ((" + r + " < " + zero + ") != (" + y + " < " +
+               zero + "))) ? " + r + " + " + y + " : " + r + ")";
+    }
+  } else if (k == "equal" || k == "greater" || k == "less" || k == "greater_equal" ||
+             k == "less_equal") {
+    CT ct = act[0] == CT::kF32 || act[1] == CT::kF32 ? CT::kF32 : act[0];
+    const char* opr = k == "equal" ? "==" : k == "greater" ? ">" : k == "less" ? "<"
+                    : k == "greater_equal" ? ">=" : "<=";
+    e = "(" + Convert(a[0], act[0], ct) + " " + opr + " " + Convert(a[1], act[1], ct) + ")";
+  } else if (k == "and") e = "(" + A(0) + " && " + A(1) + ")";
+  else if (k == "or") e = "(" + A(0) + " || " + A(1) + ")";
+  else if (k == "xor") e = "(" + A(0) + " ^^ " + A(1) + ")";
+  else if (k == "select") {
+    e = "(" + Convert(a[0], act[0], CT::kBool) + " ? " + A(1) + " : " + A(2) + ")";
+  } else {
+    Fail(Unsupported(op));
+    return "0";
+  }
+  (void)one;
+  return Decl(rct, e, Comment(op));
+}
+
+std::string Generator::EvalConv(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  Value* w = op->operand(1);
+  Value* b = op->num_operands() > 2 ? op->operand(2) : nullptr;
+  const Shape& xs = ShapeOf(x);
+  const Shape& ws = ShapeOf(w);
+  const Shape& os = ShapeOf(op->result());
+  std::vector<int64_t> st = op->ints_attr("strides"), pads = op->ints_attr("pads"),
+                       dil = op->ints_attr("dilations");
+  if (st.size() != 2) st = {1, 1};
+  if (pads.size() != 4) pads = {0, 0, 0, 0};
+  if (dil.size() != 2) dil = {1, 1};
+  int64_t group = op->int_attr("group", 1);
+  const int64_t C = xs[1], H = xs[2], W = xs[3], O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
+  const int64_t OH = os[2], OW = os[3];
+  if (group < 1 || C != Cg * group || O % group != 0) {
+    Fail(Unsupported(op, "inconsistent conv2d shapes"));
+    return "0";
+  }
+  const int64_t Og = O / group;
+  const std::string &n = idx.d[0], &o = idx.d[1], &oh = idx.d[2], &ow = idx.d[3];
+  std::string acc = Fresh("acc");
+  Line("float " + acc + " = 0.0;  // " + Comment(op) + " strides=" + ShapeStr(st) +
+       " pads=" + ShapeStr(pads) + " dilations=" + ShapeStr(dil) + " group=" +
+       std::to_string(group));
+  Open("");
+  std::string cbase = group == 1 ? "0" : DeclI(MulC(DivC(o, Og), Cg), "cb");
+  std::string ih0 = DeclI(AddC(MulC(oh, st[0]), -pads[0]), "ih");
+  std::string iw0 = DeclI(AddC(MulC(ow, st[1]), -pads[1]), "iw");
+  bool check_h = pads[0] > 0 || (OH - 1) * st[0] - pads[0] + (KH - 1) * dil[0] >= H;
+  bool check_w = pads[1] > 0 || (OW - 1) * st[1] - pads[1] + (KW - 1) * dil[1] >= W;
+  int opened = 0;
+  std::string ic = OpenLoop(Cg, "ic", false, &opened);
+  std::string c = DeclI(AddE(cbase, ic), "c");
+  std::string kh = OpenLoop(KH, "kh", true, &opened);
+  std::string ih = DeclI(AddE(ih0, MulC(kh, dil[0])), "ih");
+  if (check_h) {
+    Open("if (" + InRange(ih, H) + ")");
+    ++opened;
+  }
+  std::string kw = OpenLoop(KW, "kw", true, &opened);
+  std::string iw = DeclI(AddE(iw0, MulC(kw, dil[1])), "iw");
+  if (check_w) {
+    Open("if (" + InRange(iw, W) + ")");
+    ++opened;
+  }
+  std::string xv = Eval(x, Idx{{n, c, ih, iw}, "", {}});
+  std::string wv = Eval(w, Idx{{o, ic, kh, kw}, "", {}});
+  Mac(acc, xv, wv, CT::kF32);
+  CloseN(opened);
+  Close();
+  // The bias is added to the finished sum, as CPU references do (a GEMM,
+  // then bias + activation).
+  if (b) Line(acc + " += " + Eval(b, Idx{{o}, "", {}}) + ";");
+  return acc;
+}
+
+std::string Generator::EvalConvTranspose(Operation* op, const Idx& idx) {
+  ir::ConvTransposeParams p;
+  std::string error;
+  if (!ir::GetConvTransposeParams(*op, &p, &error)) {
+    Fail(Unsupported(op, error));
+    return "0";
+  }
+  // The generator's statement services, for the emitter in its own file.
+  struct Services : ConvTransposeEmitter {
+    Generator* g;
+    Operation* op;
+    void Line(const std::string& s) override { g->Line(s); }
+    void Open(const std::string& head) override { g->Open(head); }
+    void Close() override { g->Close(); }
+    std::string Fresh(const char* prefix) override { return g->Fresh(prefix); }
+    std::string Operand(unsigned i, const std::vector<std::string>& idx) override {
+      Value* v = op->operand(i);
+      return Convert(g->Eval(v, Idx{idx, "", {}}), g->CTOf(v), CT::kF32);
+    }
+    void Mac(const std::string& acc, const std::string& a, const std::string& b) override {
+      g->Mac(acc, a, b, CT::kF32);
+    }
+  } services;
+  services.g = this;
+  services.op = op;
+  return EmitConvTransposeElement(*op, p, idx.d, services);
+}
+
+std::string Generator::EvalMatmul(Operation* op, const Idx& idx) {
+  Value* a = op->operand(0);
+  Value* b = op->operand(1);
+  const Shape &as = ShapeOf(a), &bs = ShapeOf(b), &os = ShapeOf(op->result());
+  if (as.size() < 2 || bs.size() < 2 || os.size() < 2) {
+    Fail(Unsupported(op, "matmul operands must have rank >= 2"));
+    return "0";
+  }
+  size_t r = os.size();
+  int64_t K = as[as.size() - 1];
+  CT ct = CTOf(op->result());
+  std::string acc = Fresh("acc");
+  Line(std::string(CTName(ct)) + " " + acc + " = " + Literal(ct, 0) + ";  // " + Comment(op) +
+       " K=" + std::to_string(K));
+  auto batch = [&](const Shape& s, Idx* out) {
+    size_t br = s.size() - 2, off = (r - 2) - br;
+    for (size_t d = 0; d < br; ++d) out->d.push_back(s[d] == 1 ? "0" : idx.d[off + d]);
+  };
+  int opened = 0;
+  Open("");
+  std::string k = OpenLoop(K, "k", K <= 8, &opened);
+  Idx ai, bi;
+  batch(as, &ai);
+  ai.d.push_back(idx.d[r - 2]);
+  ai.d.push_back(k);
+  batch(bs, &bi);
+  bi.d.push_back(k);
+  bi.d.push_back(idx.d[r - 1]);
+  std::string av = Convert(Eval(a, ai), CTOf(a), ct);
+  std::string bv = Convert(Eval(b, bi), CTOf(b), ct);
+  Mac(acc, av, bv, ct);
+  CloseN(opened);
+  Close();
+  return acc;
+}
+
+std::string Generator::EvalPool(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const Shape& xs = ShapeOf(x);
+  std::string kind = op->str_attr("kind", "max");
+  std::vector<int64_t> ker = op->ints_attr("kernel"), st = op->ints_attr("strides"),
+                       pads = op->ints_attr("pads"), dil = op->ints_attr("dilations");
+  if (ker.size() != 2) {
+    Fail(Unsupported(op, "pool2d needs a 2-D kernel"));
+    return "0";
+  }
+  if (st.size() != 2) st = {1, 1};
+  if (pads.size() != 4) pads = {0, 0, 0, 0};
+  if (dil.size() != 2) dil = {1, 1};
+  bool cip = op->bool_attr("count_include_pad", false);
+  bool is_max = kind == "max";
+  if (!is_max && kind != "avg") {
+    Fail(Unsupported(op, "pool kind '" + kind + "'"));
+    return "0";
+  }
+  const int64_t H = xs[2], W = xs[3];
+  std::string acc = Fresh("acc");
+  std::string cnt = Fresh("cnt");
+  Line("float " + acc + " = " + (is_max ? Lowest(CT::kF32) : "0.0") + ";  // " + Comment(op) +
+       " " + kind + " kernel=" + ShapeStr(ker) + " strides=" + ShapeStr(st) + " pads=" +
+       ShapeStr(pads) + " dilations=" + ShapeStr(dil) +
+       (is_max ? "" : cip ? " count_include_pad" : " exclude_pad"));
+  Open("");
+  if (!is_max) Line("float " + cnt + " = 0.0;");
+  std::string ih0 = DeclI(AddC(MulC(idx.d[2], st[0]), -pads[0]), "ih");
+  std::string iw0 = DeclI(AddC(MulC(idx.d[3], st[1]), -pads[1]), "iw");
+  int opened = 0;
+  std::string kh = OpenLoop(ker[0], "kh", true, &opened);
+  std::string ih = DeclI(AddE(ih0, MulC(kh, dil[0])), "ih");
+  std::string kw = OpenLoop(ker[1], "kw", true, &opened);
+  std::string iw = DeclI(AddE(iw0, MulC(kw, dil[1])), "iw");
+  std::string inside = "(" + InRange(ih, H) + " && " + InRange(iw, W) + ")";
+  if (!is_max) {
+    if (cip) {
+      Line("if (" + ih + " >= " + I(-pads[0]) + " && " + ih + " < " + I(H + pads[2]) + " && " +
+           iw + " >= " + I(-pads[1]) + " && " + iw + " < " + I(W + pads[3]) + ") " + cnt +
+           " += 1.0;");
+    } else {
+      Line("if " + inside + " " + cnt + " += 1.0;");
+    }
+  }
+  Open("if " + inside);
+  std::string v = Eval(x, Idx{{idx.d[0], idx.d[1], ih, iw}, "", {}});
+  Line(acc + " = " + (is_max ? "max(" + acc + ", " + v + ")" : acc + " + " + v) + ";");
+  Close();
+  CloseN(opened);
+  if (!is_max) Line(acc + " = " + cnt + " > 0.0 ? " + acc + " / " + cnt + " : 0.0;");
+  Close();
+  return acc;
+}
+
+std::vector<int64_t> Generator::ReduceAxes(Operation* op) {
+  std::vector<int64_t> axes = op->ints_attr("axes");
+  int64_t rank = static_cast<int64_t>(ShapeOf(op->operand(0)).size());
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  for (auto& a : axes)
+    if (a < 0) a += rank;
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+Idx Generator::ReduceInputIdx(Operation* op, const Idx& out, const std::vector<std::string>& red) {
+  const Shape& xs = ShapeOf(op->operand(0));
+  std::vector<int64_t> axes = ReduceAxes(op);
+  // keepdims is implied by the result rank (the attribute may be absent).
+  bool keep = ShapeOf(op->result()).size() == xs.size();
+  Idx r;
+  size_t ai = 0, oi = 0;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (ai < axes.size() && axes[ai] == static_cast<int64_t>(d)) {
+      r.d.push_back(red[ai++]);
+      if (keep) ++oi;
+    } else {
+      r.d.push_back(out.d[oi++]);
+    }
+  }
+  return r;
+}
+
+std::vector<Generator::ReducePass> Generator::ReducePasses(const std::string& kind, CT ct,
+                                                           const std::vector<std::string>& prev) {
+  auto id = [](const std::string& v) { return v; };
+  auto sq = [](const std::string& v) { return "(" + v + " * " + v + ")"; };
+  std::string zero = Literal(ct, 0);
+  if (kind == "sum" || kind == "mean") return {{zero, id, '+'}};
+  if (kind == "sum_square" || kind == "l2") return {{zero, sq, '+'}};
+  if (kind == "prod") return {{Literal(ct, 1), id, '*'}};
+  if (kind == "max") return {{Lowest(ct), id, 'M'}};
+  if (kind == "min") return {{Highest(ct), id, 'm'}};
+  if (kind == "log_sum_exp") {
+    std::vector<ReducePass> p = {{Lowest(ct), id, 'M'}};
+    if (!prev.empty()) {
+      std::string m = prev[0];
+      p.push_back({zero, [m](const std::string& v) { return "exp(" + v + " - " + m + ")"; }, '+'});
+    } else {
+      p.push_back({zero, id, '+'});  // placeholder; map filled once the max is known
+    }
+    return p;
+  }
+  return {};
+}
+
+std::string Generator::ReduceFinal(const std::string& kind, CT ct,
+                                   const std::vector<std::string>& acc, int64_t count) {
+  if (kind == "mean") {
+    if (ct == CT::kF32) return "(" + acc[0] + " / " + FloatLit(static_cast<double>(count)) + ")";
+    return "(" + acc[0] + " / " + IntLiteral(ct, count) + ")";
+  }
+  if (kind == "l2") return "sqrt(" + acc[0] + ")";
+  if (kind == "log_sum_exp") return "(" + acc[0] + " + log(" + acc[1] + "))";
+  return acc[0];
+}
+
+std::string Generator::EvalReduce(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const Shape& xs = ShapeOf(x);
+  std::vector<int64_t> axes = ReduceAxes(op);
+  std::string kind = op->str_attr("kind", "sum");
+  CT ct = CTOf(op->result());
+  int64_t count = 1;
+  for (int64_t a : axes) count *= xs[a];
+  if (ct != CT::kF32 && (kind == "l2" || kind == "log_sum_exp")) {
+    Fail(Unsupported(op, "reduce " + kind + " on integers"));
+    return "0";
+  }
+  std::vector<std::string> accs;
+  Line("// " + Comment(op) + " " + kind + " axes=" + ShapeStr(axes) + " over " +
+       std::to_string(count) + " elements");
+  size_t npasses = ReducePasses(kind, ct, {}).size();
+  for (size_t p = 0; p < npasses; ++p) {
+    ReducePass pass = ReducePasses(kind, ct, accs)[p];
+    std::string acc = Fresh("acc");
+    Line(std::string(CTName(ct)) + " " + acc + " = " + pass.init + ";");
+    int opened = 0;
+    Open("");
+    std::vector<std::string> red;
+    for (int64_t a : axes) red.push_back(OpenLoop(xs[a], "r", false, &opened));
+    std::string v = Convert(Eval(x, ReduceInputIdx(op, idx, red)), CTOf(x), ct);
+    Line(acc + " = " + Combine(pass.combine, acc, pass.map(v)) + ";");
+    CloseN(opened);
+    Close();
+    accs.push_back(acc);
+  }
+  return Decl(ct, ReduceFinal(kind, ct, accs, count));
+}
+
+std::string Generator::EvalSoftmax(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const Shape& xs = ShapeOf(x);
+  int64_t axis = op->int_attr("axis", static_cast<int64_t>(xs.size()) - 1);
+  if (axis < 0) axis += static_cast<int64_t>(xs.size());
+  bool log = op->bool_attr("log", false);
+  int64_t S = xs[axis];
+  std::string m = Fresh("mx"), s = Fresh("sum");
+  Line("// " + Comment(op) + (log ? " (log)" : "") + " axis=" + std::to_string(axis) +
+       " extent=" + std::to_string(S));
+  Line("float " + m + " = " + Lowest(CT::kF32) + ";");
+  Line("float " + s + " = 0.0;");
+  for (int pass = 0; pass < 2; ++pass) {
+    int opened = 0;
+    Open("");
+    std::string j = OpenLoop(S, "j", false, &opened);
+    Idx ri = idx;
+    ri.flat.clear();
+    ri.d[axis] = j;
+    std::string v = Eval(x, ri);
+    if (pass == 0) Line(m + " = max(" + m + ", " + v + ");");
+    else Line(s + " += exp(" + v + " - " + m + ");");
+    CloseN(opened);
+    Close();
+  }
+  std::string v = Eval(x, idx);
+  return Decl(CT::kF32, log ? "(" + v + " - " + m + " - log(" + s + "))"
+                            : "(exp(" + v + " - " + m + ") / " + s + ")", Comment(op));
+}
+
+std::string Generator::EvalTranspose(Operation* op, const Idx& idx) {
+  std::vector<int64_t> perm = op->ints_attr("perm");
+  size_t r = idx.d.size();
+  if (perm.empty())
+    for (size_t d = 0; d < r; ++d) perm.push_back(static_cast<int64_t>(r - 1 - d));
+  if (perm.size() != r) {
+    Fail(Unsupported(op, "perm rank mismatch"));
+    return "0";
+  }
+  Idx in;
+  in.d.assign(r, "0");
+  for (size_t d = 0; d < r; ++d) in.d[perm[d]] = idx.d[d];
+  return Eval(op->operand(0), in);
+}
+
+std::string Generator::EvalSlice(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  std::vector<int64_t> starts = op->ints_attr("starts"), steps = op->ints_attr("strides");
+  size_t r = idx.d.size();
+  if (starts.size() != r) starts.assign(r, 0);
+  if (steps.size() != r) steps.assign(r, 1);
+  bool identity = ShapeOf(x) == ShapeOf(op->result());
+  Idx in;
+  for (size_t d = 0; d < r; ++d) {
+    identity &= starts[d] == 0 && steps[d] == 1;
+    in.d.push_back(DeclI(AddC(MulC(idx.d[d], steps[d]), starts[d]), "s"));
+  }
+  if (identity) return Eval(x, idx);
+  return Eval(x, in);
+}
+
+std::string Generator::EvalConcat(Operation* op, const Idx& idx) {
+  int64_t r = static_cast<int64_t>(idx.d.size());
+  int64_t axis = op->int_attr("axis", 0);
+  if (axis < 0) axis += r;
+  CT ct = CTOf(op->result());
+  std::string t = Fresh("t");
+  Line(std::string(CTName(ct)) + " " + t + ";  // " + Comment(op) + " axis=" +
+       std::to_string(axis));
+  int64_t off = 0;
+  std::vector<Value*> parts;
+  for (Value* v : op->operands())
+    if (ShapeOf(v)[axis] > 0) parts.push_back(v);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    Value* v = parts[k];
+    int64_t size = ShapeOf(v)[axis];
+    std::string head = k == 0 ? "if (" + idx.d[axis] + " < " + I(off + size) + ")"
+                     : k + 1 == parts.size() ? "else"
+                                             : "else if (" + idx.d[axis] + " < " + I(off + size) + ")";
+    if (parts.size() == 1) head = "";
+    Open(head);
+    Idx in = idx;
+    in.flat.clear();
+    in.d[axis] = DeclI(AddC(idx.d[axis], -off), "i");
+    Line(t + " = " + Convert(Eval(v, in), CTOf(v), ct) + ";");
+    Close();
+    off += size;
+  }
+  return t;
+}
+
+std::string Generator::EvalPad(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const Shape& xs = ShapeOf(x);
+  size_t r = xs.size();
+  std::vector<int64_t> pads = op->ints_attr("pads");
+  if (pads.size() != 2 * r) pads.assign(2 * r, 0);
+  std::string mode = op->str_attr("mode", "constant");
+  CT ct = CTOf(op->result());
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    Fail(Unsupported(op, "pad mode '" + mode + "'"));
+    return "0";
+  }
+  Line("// " + Comment(op) + " " + mode + " pads=" + ShapeStr(pads));
+  Idx in;
+  std::vector<std::string> conds;
+  for (size_t d = 0; d < r; ++d) {
+    int64_t b = pads[d], e = pads[r + d], n = xs[d];
+    std::string s = DeclI(AddC(idx.d[d], -b), "p");
+    if (b <= 0 && e <= 0) {  // pure crop: always in range
+      in.d.push_back(s);
+      continue;
+    }
+    if (mode == "constant") {
+      conds.push_back(InRange(s, n));
+    } else if (mode == "edge" || n == 1) {
+      s = DeclI("clamp(" + s + ", 0, " + I(n - 1) + ")", "p");
+    } else {  // reflect (pads < n): one reflection about each edge
+      s = DeclI(I(n - 1) + " - abs(" + I(n - 1) + " - abs(" + s + "))", "p");
+    }
+    in.d.push_back(s);
+  }
+  if (conds.empty()) return Eval(x, in);
+  std::string t = Fresh("t");
+  Line(std::string(CTName(ct)) + " " + t + " = " + Literal(ct, op->float_attr("value", 0)) + ";");
+  std::string c;
+  for (const auto& s : conds) c += (c.empty() ? "" : " && ") + s;
+  Open("if (" + c + ")");
+  Line(t + " = " + Eval(x, in) + ";");
+  Close();
+  return t;
+}
+
+std::string Generator::EvalGather(Operation* op, const Idx& idx) {
+  Value* data = op->operand(0);
+  Value* ind = op->operand(1);
+  const Shape& ds = ShapeOf(data);
+  int64_t r = static_cast<int64_t>(ds.size());
+  int64_t q = static_cast<int64_t>(ShapeOf(ind).size());
+  int64_t axis = op->int_attr("axis", 0);
+  if (axis < 0) axis += r;
+  Idx ii;
+  for (int64_t d = 0; d < q; ++d) ii.d.push_back(idx.d[axis + d]);
+  std::string iv = Eval(ind, ii);
+  std::string g = Fresh("g");
+  int64_t n = ds[axis];
+  // Negative indices count from the end; out-of-range indices are clamped so
+  // a bad index can never read outside the binding.
+  Line("int " + g + " = int(" + iv + ");  // " + Comment(op) + " axis=" + std::to_string(axis));
+  Line(g + " = clamp(" + g + " < 0 ? " + g + " + " + I(n) + " : " + g + ", 0, " + I(n - 1) + ");");
+  Idx di;
+  for (int64_t d = 0; d < axis; ++d) di.d.push_back(idx.d[d]);
+  di.d.push_back(g);
+  for (int64_t d = axis + 1; d < r; ++d) di.d.push_back(idx.d[d + q - 1]);
+  return Eval(data, di);
+}
+
+std::string Generator::EvalResize(Operation* op, const Idx& idx) {
+  ResizeEmitter e;
+  e.line = [this](const std::string& s) { Line(s); };
+  e.open = [this](const std::string& h) { Open(h); };
+  e.close = [this] { Close(); };
+  e.fresh = [this](const char* p) { return Fresh(p); };
+  e.eval = [this](Value* v, const std::vector<std::string>& d) { return Eval(v, Idx{d, "", {}}); };
+  e.type_name = [this](Value* v) { return std::string(CTName(CTOf(v))); };
+  uses_ctrl_attr_ = true;  // the tap loops may be [[unroll]]
+  return EmitResizeElement(op, idx.d, e);
+}
+
+std::string Generator::EvalReshape(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const Shape& os = ShapeOf(op->result());
+  std::string flat = DeclI(Offset(idx, os), "f");
+  Idx in;
+  in.d = Decompose("uint(" + flat + ")", ShapeOf(x));
+  in.flat = flat;
+  in.flat_shape = ShapeOf(x);
+  return Eval(x, in);
+}
+
+}  // namespace kiln::codegen::detail
