@@ -42,7 +42,8 @@ const UNIT_MS = { ns: 1e-6, us: 1e-3, ms: 1, s: 1e3 };
 // of the synchronous invoke benchmark ("invoke/<module>/<function>"), in ms.
 export function parseKilnBenchJson(text) {
   const doc = JSON.parse(text);
-  const rows = (doc.benchmarks || []).filter((b) => /^invoke\/[^/]+\/[^/]+$/.test(b.run_name || b.name));
+  // "invoke/<module>/<function>/real_time" (UseRealTime); ".../async" is the other one.
+  const rows = (doc.benchmarks || []).filter((b) => /^invoke\/[^/]+\/[^/]+(\/real_time)?$/.test(b.run_name || b.name));
   let row = rows.find((b) => b.aggregate_name === 'median');
   if (!row) row = rows.find((b) => b.run_type === 'iteration' || !b.run_type);
   if (!row) throw new Error('kiln-bench JSON has no invoke benchmark');
@@ -246,7 +247,7 @@ async function main() {
     const ortRounds = [];
     for (let r = 0; r < o.rounds; ++r) {
       kilnRounds.push(parseKilnBenchJson(run(tools.bench, [`--module=${kiln}`, ...inputArgs,
-        '--benchmark_filter=^invoke/[^/]*/main$', `--benchmark_repetitions=${o.reps}`,
+        '--benchmark_filter=^invoke/[^/]*/main/real_time$', `--benchmark_repetitions=${o.reps}`,
         `--benchmark_min_time=${o.minTime}`, '--benchmark_report_aggregates_only=true',
         '--benchmark_format=json'])).ms);
       ortRounds.push(JSON.parse(run(process.execPath, [path.join(REPO_ROOT, 'scripts', 'bench_ort.mjs'), c.model,
