@@ -41,7 +41,9 @@ const UNIT_MS = { ns: 1e-6, us: 1e-3, ms: 1, s: 1e3 };
 // kiln-bench --benchmark_format=json with repetitions: the median aggregate
 // of the synchronous invoke benchmark ("invoke/<module>/<function>"), in ms.
 export function parseKilnBenchJson(text) {
-  const doc = JSON.parse(text);
+  // Google Benchmark writes bare NaN/inf for counters whose aggregate is
+  // undefined (the cv of an all-zero counter): not JSON.
+  const doc = JSON.parse(text.replace(/:\s*-?(nan|inf|infinity)\s*([,}\n])/gi, ': null$2'));
   // "invoke/<module>/<function>/real_time" (UseRealTime); ".../async" is the other one.
   const rows = (doc.benchmarks || []).filter((b) => /^invoke\/[^/]+\/[^/]+(\/real_time)?$/.test(b.run_name || b.name));
   let row = rows.find((b) => b.aggregate_name === 'median');
