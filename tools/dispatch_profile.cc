@@ -74,10 +74,9 @@ bool ProfileDispatches(kiln_device_t device, kiln_module_t module, kiln_context_
   using Key = std::pair<int, uint32_t>;  // (executable, entry point)
   std::map<Key, std::vector<double>> per_key_ns;  // one value per invocation
   std::map<Key, double> per_key_calls;
-  std::map<Key, const hal::Executable*> unknown;
   std::vector<double> total_ns, conv_ns, wall_ns;
   double dispatches = 0, conv_dispatches = 0;
-  uint64_t conv_macs_first = 0;
+  uint64_t conv_macs_sum = 0;  // over all invocations
   std::vector<kiln_tensor_t> results(result_count, nullptr);
   auto macs_of = [&](const Key& k) -> uint64_t {
     if (k.first < 0) return 0;
@@ -125,7 +124,7 @@ bool ProfileDispatches(kiln_device_t device, kiln_module_t module, kiln_context_
     dispatches += static_cast<double>(timings.size());
     total_ns.push_back(all);
     conv_ns.push_back(conv);
-    if (n == 0) conv_macs_first = conv_macs;
+    conv_macs_sum += conv_macs;
   }
   DispatchProfile p;
   p.invokes = invokes;
@@ -133,7 +132,7 @@ bool ProfileDispatches(kiln_device_t device, kiln_module_t module, kiln_context_
   p.conv_matmul_dispatches = conv_dispatches / invokes;
   p.total_ns = Median(total_ns);
   p.conv_matmul_ns = Median(conv_ns);
-  p.conv_matmul_macs = conv_macs_first;
+  p.conv_matmul_macs = conv_macs_sum / static_cast<uint64_t>(invokes);
   p.invoke_wall_ns = Median(wall_ns);
   for (const auto& [k, samples] : per_key_ns) {
     DispatchProfileRow r;
@@ -170,11 +169,13 @@ void PrintDispatchProfile(const DispatchProfile& p, const std::string& title, FI
   int rank = 0;
   for (const DispatchProfileRow& r : p.rows) {
     double pct = p.total_ns > 0 ? 100.0 * r.median_ns / p.total_ns : 0;
-    std::string macs = r.macs ? std::to_string(r.macs * r.calls / 1e6).substr(0, 8) : "-";
-    char gm[32] = "-";
-    if (r.macs) std::snprintf(gm, sizeof(gm), "%.2f", r.gmacs());
+    char macs[32] = "-", gm[32] = "-";
+    if (r.macs) {
+      std::snprintf(macs, sizeof(macs), "%.4f", r.macs * r.calls / 1e6);
+      std::snprintf(gm, sizeof(gm), "%.2f", r.gmacs());
+    }
     std::fprintf(out, "%4d %10.4f %5.1f%% %6.4g %10s %8s  %s  [%s]\n", ++rank, r.median_ns / 1e6,
-                 pct, r.calls, macs.c_str(), gm, r.name.c_str(), r.nodes.c_str());
+                 pct, r.calls, macs, gm, r.name.c_str(), r.nodes.c_str());
   }
   std::fprintf(out, "totals over %d invocations (medians):\n", p.invokes);
   std::fprintf(out, "  dispatches        %.4g per invoke, GPU time %.4f ms\n", p.dispatches,

@@ -47,7 +47,7 @@ struct DispatchProfile {
   double dispatches = 0;          // per invocation (mean)
   double total_ns = 0;            // median over invocations of all dispatch time
   double conv_matmul_ns = 0;      // same, dispatches with MACs > 0
-  uint64_t conv_matmul_macs = 0;  // per invocation
+  uint64_t conv_matmul_macs = 0;  // per invocation (mean)
   double conv_matmul_dispatches = 0;
   double invoke_wall_ns = 0;      // median wall-clock of a profiled kiln_invoke
 };
