@@ -300,7 +300,7 @@ inline const std::set<std::string>& AnchorOps() {
       "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
       "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
       "tensor.expand", "tensor.conv_transpose", "tensor.resize", "tensor.arg_reduce", "tensor.cumsum",
-      "tensor.gather_elements", "tensor.scatter_elements", "tensor.scatter_nd"};
+      "tensor.gather_elements", "tensor.scatter_elements", "tensor.scatter_nd", "tensor.top_k"};
   return k;
 }
 
@@ -532,6 +532,7 @@ class Generator {
   std::string EvalArgReduce(Operation* op, const Idx& idx);
   std::string EvalCumsum(Operation* op, const Idx& idx);
   std::string EvalGatherElements(Operation* op, const Idx& idx);
+  std::string EvalTopK(Operation* op, const Idx& idx);
   std::string EvalScatter(Operation* op, const Idx& idx);  // scatter_elements, scatter_nd
   std::string EvalSoftmax(Operation* op, const Idx& idx);
   std::string EvalTranspose(Operation* op, const Idx& idx);

@@ -33,6 +33,7 @@ std::string Generator::Eval(Value* v, const Idx& idx) {
     else if (n == "tensor.arg_reduce") r = EvalArgReduce(op, idx);
     else if (n == "tensor.cumsum") r = EvalCumsum(op, idx);
     else if (n == "tensor.gather_elements") r = EvalGatherElements(op, idx);
+    else if (n == "tensor.top_k") r = EvalTopK(op, idx);
     else if (n == "tensor.scatter_elements" || n == "tensor.scatter_nd") r = EvalScatter(op, idx);
     else if (n == "tensor.softmax") r = EvalSoftmax(op, idx);
     else if (n == "tensor.transpose") r = EvalTranspose(op, idx);
@@ -736,6 +737,38 @@ std::string Generator::EvalGatherElements(Operation* op, const Idx& idx) {
   di.flat.clear();
   di.d[axis] = g;
   return Eval(data, di);
+}
+
+// TopK by rank: output position j along the axis is the element e whose rank
+// (the number of elements before it in the order: greater, or equal with a
+// lower index; smaller for largest = false) is j. O(n^2) compares per output
+// element for an axis of n: meant for the short axes of classifier heads
+// and the node tests, not for sorting long axes.
+std::string Generator::EvalTopK(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const int64_t axis = op->int_attr("axis", 0), n = ShapeOf(x)[axis];
+  const bool largest = op->int_attr("largest", 1) != 0;
+  const std::string j = idx.d[static_cast<size_t>(axis)];
+  std::string found = Fresh("tk"), e = Fresh("e"), f = Fresh("f"), rank = Fresh("rank");
+  Line("int " + found + " = 0;  // " + Comment(op) + (largest ? " largest" : " smallest"));
+  Open("for (int " + e + " = 0; " + e + " < " + std::to_string(n) + "; ++" + e + ")");
+  Idx ie = idx;
+  ie.flat.clear();
+  ie.d[static_cast<size_t>(axis)] = e;
+  std::string ve = Eval(x, ie);
+  Line("int " + rank + " = 0;");
+  Open("for (int " + f + " = 0; " + f + " < " + std::to_string(n) + "; ++" + f + ")");
+  Idx iff = idx;
+  iff.flat.clear();
+  iff.d[static_cast<size_t>(axis)] = f;
+  std::string vf = Eval(x, iff);
+  const char* before = largest ? ">" : "<";
+  Line("if (" + vf + " " + before + " " + ve + " || (" + vf + " == " + ve + " && " + f + " < " + e +
+       ")) ++" + rank + ";");
+  Close();
+  Line("if (" + rank + " == " + j + ") " + found + " = " + e + ";");
+  Close();
+  return Decl(CT::kI64, "int64_t(" + found + ")");
 }
 
 // Scatter as a gather over the updates: output element i starts as data[i]

@@ -71,6 +71,11 @@
 //   tensor.scatter_nd  (data, indices: i64 [..., k], updates) -> data's type;
 //                      attrs: reduction. Update slice q goes to data[indices[q]]
 //                      (ONNX ScatterND); in order, the last wins for "none".
+//   tensor.top_k       (x) -> i64 indices; attrs: axis (normalized), k,
+//                      largest: bool. Position j along the axis holds the
+//                      index of x's element of rank j (ties: the lower index
+//                      first), i.e. ONNX TopK's sorted Indices; the values are
+//                      a tensor.gather_elements of x with them.
 //   tensor.cumsum      (x) -> same type; attrs: axis (normalized), exclusive:
 //                      bool, reverse: bool (ONNX CumSum; sums in scan order).
 //   tensor.pool2d      attrs: kind: "max"|"avg", kernel [2], strides [2],

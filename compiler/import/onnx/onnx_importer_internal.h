@@ -375,6 +375,10 @@ class Importer {
   KILN_HANDLER(CumSum);      // onnx_index_ops.cc
   KILN_HANDLER(GatherElements);  // onnx_index_ops.cc
   KILN_HANDLER(OneHot);      // onnx_index_ops.cc
+  KILN_HANDLER(GatherND);    // onnx_index_ops.cc
+  KILN_HANDLER(TopK);        // onnx_index_ops.cc
+  KILN_HANDLER(Compress);    // onnx_index_ops.cc
+  KILN_HANDLER(Window);      // onnx_window.cc (Hann, Hamming, Blackman)
   KILN_HANDLER(Scatter);     // onnx_index_ops.cc (ScatterElements, Scatter, ScatterND)
   KILN_HANDLER(NllLoss);     // onnx_loss.cc (NegativeLogLikelihoodLoss)
   KILN_HANDLER(SoftmaxCrossEntropyLoss);  // onnx_loss.cc

@@ -14,6 +14,12 @@
 //       indices' = indices + depth where negative; depth must be a constant.
 //   ScatterElements / Scatter (opset 9-10) / ScatterND(data, indices, updates;
 //       axis, reduction) -> tensor.scatter_elements / tensor.scatter_nd.
+//   GatherND(data, indices; batch_dims) = tensor.gather on axis 0 of data
+//       flattened to [B * P, rest...] at rows batch * P + sum_c t[c] * stride_c.
+//   Compress(x, condition; axis) = tensor.gather of the kept positions; the
+//       condition decides the output's shape, so it must be a constant.
+//   TopK(x, K; axis, largest, sorted) = (gather_elements(x, i), i) with
+//       i = tensor.top_k(x); K decides the output's shape (a constant).
 //   CumSum(x, axis; exclusive, reverse) -> tensor.cumsum; axis must be a
 //       constant at import (an initializer, or --constant-input).
 //   EyeLike(x; dtype, k)   = a constant: ones where column - row == k.
@@ -209,6 +215,108 @@ Status Importer::Scatter(const onnx::NodeProto& n, const std::vector<Value*>& in
       return Invalid("indices dim " + std::to_string(d) + " exceeds the data's");
   out[0] = Emit("tensor.scatter_elements", {data, ind, upd}, data->type(),
                 {{"axis", axis}, {"reduction", reduction}});
+  return OkStatus();
+}
+
+Status Importer::GatherND(const onnx::NodeProto& n, const std::vector<Value*>& in,
+                          std::vector<Value*>& out) {
+  KILN_REQUIRE_INPUTS(2);
+  Value* data = in[0];
+  Value* ind = in[1];
+  const Shape ds = data->type().shape, is = ind->type().shape;
+  const int64_t r = static_cast<int64_t>(ds.size()), q = static_cast<int64_t>(is.size());
+  const int64_t b = AttrInt("batch_dims", 0);
+  if (q < 1 || r < 1) return Invalid("data and indices must have rank >= 1");
+  if (b < 0 || b >= std::min(q, r)) return Invalid("batch_dims out of range");
+  const int64_t k = is.back();
+  if (k < 1 || b + k > r) return Invalid("indices' last dim must be in [1, rank(data) - batch_dims]");
+  for (int64_t d = 0; d < b; ++d)
+    if (is[d] != ds[d]) return Invalid("batch dims of data and indices differ");
+  // Flattened form: data -> [B * P, rest...] with B = prod(batch dims) and P =
+  // prod(data dims b..b+k-1); the row of index tuple t at batch position pb is
+  // pb * P + sum_c norm(t[c]) * stride_c, one tensor.gather on axis 0.
+  Value* t = Cast(ind, DType::kI64);
+  Shape dims_k(ds.begin() + b, ds.begin() + b + k), strides(static_cast<size_t>(k), 1), shift(static_cast<size_t>(k));
+  for (int64_t c = k - 2; c >= 0; --c) strides[c] = strides[c + 1] * dims_k[c + 1];
+  for (int64_t c = 0; c < k; ++c) shift[c] = dims_k[c];
+  Shape ks(static_cast<size_t>(q), 1);
+  ks.back() = k;
+  Value* dim_c = Constant(MakeDenseFromInts(Type::Tensor(DType::kI64, ks), shift));
+  KILN_ASSIGN_OR_RETURN(Value* neg, Binary("tensor.less", t, I64Const(0)));
+  KILN_ASSIGN_OR_RETURN(Value* wrapped, Binary("tensor.add", t, dim_c));
+  t = Emit("tensor.select", {neg, wrapped, t}, t->type());
+  KILN_ASSIGN_OR_RETURN(Value* scaled, Binary("tensor.mul", t, Constant(MakeDenseFromInts(Type::Tensor(DType::kI64, ks), strides))));
+  Shape rs(is.begin(), is.end() - 1);
+  Value* row = Emit("tensor.reduce", {scaled}, Type::Tensor(DType::kI64, rs),
+                    {{"kind", std::string("sum")}, {"axes", Shape{q - 1}}, {"keepdims", false}});
+  const int64_t P = Product(dims_k);
+  int64_t B = 1;
+  for (int64_t d = 0; d < b; ++d) B *= ds[d];
+  if (b > 0) {
+    Shape bs(rs.size(), 1);
+    for (int64_t d = 0; d < b; ++d) bs[d] = ds[d];
+    std::vector<int64_t> base(static_cast<size_t>(B));
+    for (int64_t i = 0; i < B; ++i) base[static_cast<size_t>(i)] = i * P;
+    KILN_ASSIGN_OR_RETURN(row, Binary("tensor.add", row, Constant(MakeDenseFromInts(Type::Tensor(DType::kI64, bs), base))));
+  }
+  Shape flat = {B * P};
+  for (int64_t d = b + k; d < r; ++d) flat.push_back(ds[d]);
+  Value* fd = Reshape(data, flat);
+  Shape os = rs;
+  for (int64_t d = b + k; d < r; ++d) os.push_back(ds[d]);
+  out[0] = Emit("tensor.gather", {fd, row}, Type::Tensor(data->type().dtype, os), {{"axis", int64_t{0}}});
+  return OkStatus();
+}
+
+Status Importer::Compress(const onnx::NodeProto& n, const std::vector<Value*>& in,
+                          std::vector<Value*>& out) {
+  KILN_REQUIRE_INPUTS(2);
+  Value* x = in[0];
+  KILN_ASSIGN_OR_RETURN(Shape cond, ConstInts(in[1], "condition"));
+  int64_t axis = 0;
+  if (HasAttr("axis")) {
+    KILN_ASSIGN_OR_RETURN(axis, NormAxis(AttrInt("axis", 0), x->type().rank()));
+  } else {
+    x = Reshape(x, {Product(x->type().shape)});  // no axis: the flattened input
+  }
+  const int64_t dim = x->type().shape[axis];
+  if (static_cast<int64_t>(cond.size()) > dim) return Invalid("condition is longer than the axis");
+  std::vector<int64_t> keep;
+  for (size_t i = 0; i < cond.size(); ++i)
+    if (cond[i] != 0) keep.push_back(static_cast<int64_t>(i));
+  Shape os = x->type().shape;
+  os[axis] = static_cast<int64_t>(keep.size());
+  if (keep.empty()) {
+    out[0] = Constant(MakeDenseFromDoubles(Type::Tensor(x->type().dtype, os), {}));
+    return OkStatus();
+  }
+  Value* idx = Constant(MakeDenseFromInts(Type::Tensor(DType::kI64, {static_cast<int64_t>(keep.size())}), keep));
+  out[0] = Emit("tensor.gather", {x, idx}, Type::Tensor(x->type().dtype, os), {{"axis", axis}});
+  return OkStatus();
+}
+
+Status Importer::TopK(const onnx::NodeProto& n, const std::vector<Value*>& in,
+                      std::vector<Value*>& out) {
+  KILN_REQUIRE_INPUTS(1);
+  Value* x = in[0];
+  const int64_t r = x->type().rank();
+  if (r == 0) return Invalid("input must have rank >= 1");
+  int64_t k = AttrInt("k", -1);  // opset < 10: an attribute
+  if (opset_ >= 10) {
+    if (in.size() < 2 || !in[1]) return Invalid("needs the input K");
+    KILN_ASSIGN_OR_RETURN(Shape kv, ConstInts(in[1], "K"));
+    if (kv.size() != 1) return Invalid("K must hold one value");
+    k = kv[0];
+  }
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(AttrInt("axis", -1), r));
+  if (k < 0 || k > x->type().shape[axis]) return Invalid("K is out of range for the axis");
+  if (AttrInt("sorted", 1) == 0) return Unimpl("sorted = 0 (Kiln always returns sorted results)");
+  Shape os = x->type().shape;
+  os[axis] = k;
+  Value* ind = Emit("tensor.top_k", {x}, Type::Tensor(DType::kI64, os),
+                    {{"axis", axis}, {"k", k}, {"largest", AttrInt("largest", 1) != 0}});
+  out[0] = GatherElementsOf(x, ind, axis);
+  if (out.size() > 1) out[1] = ind;
   return OkStatus();
 }
 
