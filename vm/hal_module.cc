@@ -249,6 +249,7 @@ StatusOr<Ref<CommandBufferState>> HalModule::AcquireCommandBuffer() {
   CountHostAllocation(2);  // hal object + VM state
   KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
   Ref<CommandBufferState> state = MakeRef<CommandBufferState>(std::move(cb));
+  if (!state) return ResourceExhaustedError("out of host memory for a command buffer");
   state->reset = false;
   if (cb_pool_.size() < kMaxPooledCommandBuffers) {
     if (cb_pool_.size() == cb_pool_.capacity()) CountHostAllocation();

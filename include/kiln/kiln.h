@@ -156,6 +156,50 @@ typedef void (*kiln_log_callback_t)(void* user_data, kiln_log_level_t level, con
 KILN_API void kiln_set_log_callback(kiln_log_callback_t callback, void* user_data);
 
 /* ------------------------------------------------------------------------ */
+/* Host memory                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* The app's allocator for the runtime's host memory (kiln_set_allocator). */
+typedef struct kiln_allocator_t {
+  uint32_t struct_size; /* sizeof(kiln_allocator_t), set by the app */
+  void* user_data;      /* passed to both callbacks */
+  /* Returns `size` bytes aligned to `alignment` (a power of two, >= 16), or
+   * NULL when it cannot (the runtime then fails the call with
+   * KILN_STATUS_RESOURCE_EXHAUSTED). May be called on any thread at once. */
+  void* (*allocate)(void* user_data, size_t size, size_t alignment);
+  /* Frees a pointer `allocate` returned (never NULL). Any thread. */
+  void (*free)(void* user_data, void* ptr);
+} kiln_allocator_t;
+
+/* Routes the runtime's host allocations through `allocator` (NULL: back to
+ * malloc/free). Process-wide, like kiln_set_log_callback; call it before
+ * creating the first instance, or after releasing every object.
+ *
+ * Covered: every object behind a handle (instances, devices, modules,
+ * contexts, functions, tensors, fences, statuses), the HAL's objects (Vulkan
+ * devices, buffers, command buffers, pipelines, semaphores), the VM's
+ * (modules, contexts, buffer views, command-buffer states), the pools of
+ * per-invoke objects, the copy of a misaligned module, and the C API's
+ * invoke scratch. Not covered (yet): the standard containers inside the VM
+ * and the HAL (tables built at module load and context creation, error
+ * messages), and the Vulkan loader's and driver's own memory (they
+ * allocate through the system's malloc).
+ *
+ * Steady state: once warm, kiln_invoke/kiln_invoke_ex/kiln_invoke_async
+ * with results released make no call to `allocate`. When the last instance
+ * is released, the runtime's caches (pooled blocks) go back to `free`, so
+ * every block `allocate` returned has been freed.
+ *
+ * Failure: an `allocate` that returns NULL makes the creating call fail
+ * with RESOURCE_EXHAUSTED "out of host memory" and leave nothing behind;
+ * never a crash. (A container whose growth was refused carries on with
+ * malloc for the moment; the call still fails and frees it.)
+ *
+ * Errors: INVALID_ARGUMENT (struct_size too small, NULL callback),
+ * FAILED_PRECONDITION while memory of the current allocator is in use. */
+KILN_API kiln_status_t kiln_set_allocator(const kiln_allocator_t* allocator);
+
+/* ------------------------------------------------------------------------ */
 /* Element types (numbering equals kiln::DType and the module schema)       */
 /* ------------------------------------------------------------------------ */
 
@@ -566,8 +610,19 @@ KILN_API void kiln_fence_retain(kiln_fence_t fence);
 /* Releasing the last reference of a fence that submitted work still waits
  * on or signals blocks until that work has retired: signal every wait fence
  * you handed to kiln_invoke_async before releasing it (this wait has no
- * time limit; kiln_context_wait_idle bounds the wait for the work). */
+ * time limit; kiln_fence_release_within bounds it). A fence whose point is
+ * also a context's last signal point (the signal_fence of that context's
+ * latest kiln_invoke_async) is kept alive by the context and never blocks
+ * here; the context's release waits instead. */
 KILN_API void kiln_fence_release(kiln_fence_t fence);
+/* kiln_fence_release with a deadline (as kiln_context_release_within): when
+ * this release would block (see kiln_fence_release) and that work does not
+ * retire within `timeout_ns` (0 polls; UINT64_MAX: no limit), returns
+ * FAILED_PRECONDITION with "timeout" in the message and releases NOTHING
+ * (the caller still owns its reference: signal the fences the work waits
+ * on, then call again). Otherwise releases the reference and returns NULL.
+ * NULL `fence` is ignored; a released handle gives INVALID_ARGUMENT. */
+KILN_API kiln_status_t kiln_fence_release_within(kiln_fence_t fence, uint64_t timeout_ns);
 /* Signals `fence` from the host: device work waiting on it may start.
  * Errors: FAILED_PRECONDITION when it was already signalled or is the
  * signal fence of an invocation. Never blocks. */
