@@ -279,7 +279,7 @@ struct FunctionLimits {
   uint32_t ref_register_count = 0;
   uint32_t result_count = 0;                     // RET must return this many refs
   uint32_t rodata_count = 0;
-  std::vector<bool> global_is_ref;               // one per module global
+  std::vector<uint8_t> global_is_ref;            // one per module global (0/1)
   const std::vector<ImportSignature>* imports = nullptr;  // one per import
   // Per bytecode function of the module: (arg count, result count), for CALL.
   std::vector<std::pair<uint32_t, uint32_t>> functions;

@@ -213,7 +213,7 @@ Status Module::Verify() {
     const format::RodataSegment* seg = def_->rodata()->Get(i);
     if (!seg) return err(DataLossError("rodata segment %u: missing", i));
   }
-  std::vector<bool> global_is_ref;
+  std::vector<uint8_t> global_is_ref;
   if (auto* globals = def_->globals()) {
     for (flatbuffers::uoffset_t i = 0; i < globals->size(); ++i) {
       if (!globals->Get(i)) return err(DataLossError("global %u: missing", i));

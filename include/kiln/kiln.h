@@ -19,14 +19,22 @@
  * Conventions
  *  - Handles are opaque and reference counted: `*_create`/`*_load_*` return
  *    a handle holding one reference owned by the caller; `*_retain` adds one,
- *    `*_release` drops one (NULL is ignored). Releasing a handle whose last
- *    reference is already gone (a double release) is caught on the spot
- *    while its memory has not been reused (always right after the first
- *    release): the call reports "kiln_tensor_release: double release of
- *    tensor handle 0x..." through the log callback (source "runtime") and
- *    does nothing else; under AddressSanitizer it is caught every time. Objects keep what they depend on
- *    alive (a context retains its device and modules, a tensor its device), so
- *    handles may be released in any order.
+ *    `*_release` drops one (NULL is ignored). Objects keep what they depend
+ *    on alive (a context retains its device and modules, a tensor its
+ *    device), so handles may be released in any order.
+ *  - Double release: releasing (or retaining) a handle whose last reference
+ *    is already gone is a bug in the app. When it is caught, the call
+ *    reports "kiln_tensor_release: double release of tensor handle 0x..."
+ *    through the log callback (source "runtime", level ERROR) and does
+ *    nothing else. Debug builds of libkiln (NDEBUG not defined, e.g. the
+ *    asan preset) catch it reliably for the most recently released handles:
+ *    their memory is quarantined instead of reused (the last 64 instance,
+ *    device, module, context and fence handles, and the last 64 tensors), so
+ *    a handle made after the first release never takes the dead one's
+ *    address; under AddressSanitizer every such access is caught. Release
+ *    builds catch it only while the memory has not been reused (always right
+ *    after the first release; a later double release may instead release a
+ *    new handle at the same address): never rely on it.
  *  - Results come back through `out_` parameters, written only on success.
  *  - Every fallible call returns kiln_status_t: NULL means OK; otherwise the
  *    caller owns the status and frees it with kiln_status_free(). The library
