@@ -2,24 +2,40 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace kiln::vm {
 
-const std::vector<HalImportInfo>& AllHalImports() {
-  static const std::vector<HalImportInfo>* all = new std::vector<HalImportInfo>{
-#define KILN_HAL_IMPORT(symbol, name, signature, meaning) \
-  {HalImport::symbol, name, signature, meaning},
+namespace {
+constexpr HalImportInfo kHalImports[] = {
+#define KILN_HAL_IMPORT(symbol, name, signature, meaning) {HalImport::symbol, name, signature},
 #include "vm/hal_imports.def"
 #undef KILN_HAL_IMPORT
-  };
+};
+}  // namespace
+
+const std::vector<HalImportInfo>& AllHalImports() {
+  static const std::vector<HalImportInfo>* all =
+      new std::vector<HalImportInfo>(std::begin(kHalImports), std::end(kHalImports));
   return *all;
 }
 
 const HalImportInfo* FindHalImport(std::string_view name) {
-  for (const HalImportInfo& info : AllHalImports()) {
+  for (const HalImportInfo& info : kHalImports) {
     if (name == info.name) return &info;
   }
   return nullptr;
+}
+
+const char* HalImportMeaning(HalImport id) {
+  switch (id) {
+#define KILN_HAL_IMPORT(symbol, name, signature, meaning) \
+  case HalImport::symbol:                                 \
+    return meaning;
+#include "vm/hal_imports.def"
+#undef KILN_HAL_IMPORT
+  }
+  return "";
 }
 
 namespace {

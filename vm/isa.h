@@ -50,12 +50,15 @@ enum class Opcode : uint8_t {
 #undef KILN_OP
 };
 
+// Compact (no pointers: no relocations, read-only data); the prose meaning
+// is OpcodeMeaning, which only tools link.
 struct OpcodeInfo {
   Opcode opcode;
-  const char* name;     // "CALL_IMPORT"
-  const char* format;   // "KLL"
-  const char* meaning;  // register-level meaning from isa.def
+  char name[20];   // "CALL_IMPORT"
+  char format[4];  // "KLL" (at most kMaxOperands letters)
 };
+// Register-level meaning from isa.def ("" for an unknown opcode).
+const char* OpcodeMeaning(Opcode op);
 
 // Table entry for `code`, or nullptr if the byte is not an opcode.
 const OpcodeInfo* GetOpcodeInfo(uint8_t code);
