@@ -198,7 +198,9 @@ TEST(AllocatorTest, CountingAllocatorSeesEverythingBackAndNothingInTheSteadyStat
       kiln_invoke_arg_t args[] = {{xt, KILN_ARG_BORROW, 0}, {state, KILN_ARG_CONSUME, 0}};
       kiln_tensor_t r[2] = {};
       ASSERT_EQ(Str(kiln_invoke_ex(stream_context, step, args, 2, r, 2)), "OK");
-      if (iter >= 1) EXPECT_EQ(counting.allocations.load() - before, 0u) << "invoke " << iter;
+      if (iter >= 1) {
+        EXPECT_EQ(counting.allocations.load() - before, 0u) << "invoke " << iter;
+      }
       ASSERT_EQ(Str(kiln_tensor_read(r[0], y.data(), kN * 4)), "OK");
       for (int i = 0; i < kN; ++i) {  // y = (x + state) + x; next = (x + state) * 0.5
         float tmp = x[i] + want[i];

@@ -34,6 +34,8 @@ const char* HalImportMeaning(HalImport id) {
     return meaning;
 #include "vm/hal_imports.def"
 #undef KILN_HAL_IMPORT
+    case HalImport::kCount:
+      break;
   }
   return "";
 }
