@@ -42,6 +42,9 @@
  *    dtypes/shapes and malformed modules are reported as statuses.
  *  - Threading: distinct objects may be used from different threads; one
  *    context must not be invoked from two threads at once.
+ *  - Callbacks (log, allocator) must return normally: a C++ exception thrown
+ *    from one cannot pass through the library (built without unwind
+ *    tables) and ends the process.
  *  - Units: sizes are bytes; dims are element counts; tensors are dense,
  *    row-major (C order).
  *
