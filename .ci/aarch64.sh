@@ -10,7 +10,9 @@
 #     ownership, C API, async/fences, multi-module stress);
 #   - kiln-test on the ONNX node bundle made by the host build
 #     (build/default/tools/kiln-test/node_bundle, ctest kiln_test.bundle):
-#     all of it, or KILN_QEMU_BUNDLE_FILTER.
+#     all of it, or KILN_QEMU_BUNDLE_FILTER;
+#   - scripts/size_report.sh: the bytes the runtime adds to a minimal app,
+#     failing when over the budget written in that script.
 # Needs KILN_CROSS=1 scripts/setup.sh (CI=true implies it) and the host build
 # of scripts/test.sh (for the bundle).
 set -euo pipefail
@@ -24,3 +26,5 @@ cmake --preset aarch64-runtime -DKILN_TEST_BUNDLE="$bundle" \
   -DKILN_TEST_BUNDLE_FILTER="${KILN_QEMU_BUNDLE_FILTER:-}" >/dev/null
 cmake --build --preset aarch64-runtime
 ctest --preset aarch64-runtime -L 'runtime-unit|vulkan'
+# The runtime's footprint on aarch64 against its budget (fails over it).
+scripts/size_report.sh

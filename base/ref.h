@@ -13,10 +13,15 @@
 #include <cstdint>
 #include <utility>
 
+#include "base/host_alloc.h"
+
 namespace kiln {
 
 class RefObject {
  public:
+  // Objects live in host memory of the runtime's allocator (host_alloc.h):
+  // `new T` of a RefObject yields null when the allocator fails.
+  KILN_HOST_NEW_DELETE
   RefObject() = default;
   RefObject(const RefObject&) = delete;
   RefObject& operator=(const RefObject&) = delete;

@@ -25,6 +25,12 @@ Status::Status(StatusCode code, std::string message) {
   }
 }
 
+Status::Status(StatusCode code, const char* message) {
+  if (code != StatusCode::kOk) {
+    rep_.reset(new Rep{code, std::string(message ? message : "")});
+  }
+}
+
 Status::Status(const Status& other) {
   if (other.rep_) rep_.reset(new Rep(*other.rep_));
 }

@@ -33,6 +33,8 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message);
+  // Out of line, so a call site with a literal builds no std::string.
+  Status(StatusCode code, const char* message);
   Status(const Status& other);
   Status& operator=(const Status& other);
   Status(Status&&) noexcept = default;

@@ -57,6 +57,10 @@ class Semaphore : public RefObject {
   // Blocks until payload >= value or `timeout_ns` elapses (kResourceExhausted
   // is never used here: a timeout returns kFailedPrecondition "timeout").
   virtual Status Wait(uint64_t value, uint64_t timeout_ns) = 0;
+  // Blocks until no submitted device work waits on or signals this
+  // semaphore any more (what its destruction waits for, without a limit),
+  // or `timeout_ns` elapses: kFailedPrecondition "timeout" (0 polls).
+  virtual Status WaitUnused(uint64_t timeout_ns) = 0;
 };
 
 struct SemaphorePoint {

@@ -3,9 +3,11 @@
 // Every handle is a RefObject; C handles are pointers to these structs.
 // Nothing here throws or aborts on bad input: each entry point checks its
 // handles and returns a kiln_status_t.
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "base/dtype.h"
@@ -58,6 +60,57 @@ static_assert(KILN_API_VERSION == KILN_PROJECT_ABI_VERSION,
 
 using namespace kiln::capi;  // NOLINT: the entry points below use the helpers
 
+// --- handle memory, allocator --------------------------------------------------
+
+namespace {
+std::atomic<int> g_live_instances{0};
+std::mutex g_quarantine_mutex;
+#if !defined(NDEBUG)
+void* g_quarantine[kHandleQuarantine];
+size_t g_quarantine_count = 0, g_quarantine_head = 0;
+#endif
+
+// Frees the handle quarantine and the block pools' cached blocks.
+void ReleaseCachedHostMemory() {
+#if !defined(NDEBUG)
+  {
+    std::lock_guard<std::mutex> lock(g_quarantine_mutex);
+    for (size_t i = 0; i < g_quarantine_count; ++i) {
+      kiln::HostFree(g_quarantine[(g_quarantine_head + i) % kHandleQuarantine]);
+    }
+    g_quarantine_count = g_quarantine_head = 0;
+  }
+#endif
+  kiln::vm::BlockPool::ReleaseAllPools();
+}
+}  // namespace
+
+namespace kiln::capi {
+void FreeHandleMemory(void* p) noexcept {
+#if !defined(NDEBUG)
+  {
+    std::lock_guard<std::mutex> lock(g_quarantine_mutex);
+    void* evicted = nullptr;
+    if (g_quarantine_count < kHandleQuarantine) {
+      g_quarantine[(g_quarantine_head + g_quarantine_count++) % kHandleQuarantine] = p;
+    } else {
+      evicted = g_quarantine[g_quarantine_head];
+      g_quarantine[g_quarantine_head] = p;
+      g_quarantine_head = (g_quarantine_head + 1) % kHandleQuarantine;
+    }
+    p = evicted;
+  }
+#endif
+  kiln::HostFree(p);
+  // The last instance's own memory has just been freed (or quarantined):
+  // every other handle depends on an instance, so nothing is live.
+  if (g_live_instances.load() == 0) ReleaseCachedHostMemory();
+}
+}  // namespace kiln::capi
+
+kiln_instance_s::kiln_instance_s() { g_live_instances.fetch_add(1); }
+kiln_instance_s::~kiln_instance_s() { g_live_instances.fetch_sub(1); }
+
 namespace {
 
 void FillSignature(const kiln::format::TensorSig* sig, bool is_arg,
@@ -100,6 +153,27 @@ void kiln_set_log_callback(kiln_log_callback_t callback, void* user_data) {
   kiln::SetLogSink(reinterpret_cast<kiln::LogSink>(callback), user_data);
 }
 
+kiln_status_t kiln_set_allocator(const kiln_allocator_t* allocator) {
+  kiln::HostAllocatorHooks hooks;
+  if (allocator) {
+    if (allocator->struct_size < offsetof(kiln_allocator_t, free) + sizeof(allocator->free) ||
+        !allocator->allocate || !allocator->free) {
+      return Wrap(kiln::InvalidArgumentError(
+          "kiln_set_allocator: struct_size too small, or allocate/free is NULL"));
+    }
+    hooks.user_data = allocator->user_data;
+    hooks.allocate = allocator->allocate;
+    hooks.free = allocator->free;
+  }
+  if (g_live_instances.load() == 0) ReleaseCachedHostMemory();
+  if (!kiln::SetHostAllocator(allocator ? &hooks : nullptr)) {
+    return Wrap(kiln::FailedPreconditionError(
+        "kiln_set_allocator: memory from the current allocator is still in use (release every "
+        "instance and every object first)"));
+  }
+  return nullptr;
+}
+
 // --- status ------------------------------------------------------------------
 
 kiln_status_code_t kiln_status_code(kiln_status_t status) {
@@ -134,7 +208,9 @@ const char* kiln_dtype_name(kiln_dtype_t dtype) {
 
 kiln_status_t kiln_instance_create(kiln_instance_t* out_instance) {
   if (!out_instance) return NullArg("kiln_instance_create", "out_instance");
-  *out_instance = new kiln_instance_s();
+  kiln_instance_s* instance = new kiln_instance_s();
+  if (!instance) return OutOfHostMemory("kiln_instance_create");
+  *out_instance = instance;
   return nullptr;
 }
 void kiln_instance_retain(kiln_instance_t instance) {
@@ -156,9 +232,11 @@ kiln_status_t kiln_device_create(kiln_instance_t instance, const char* driver,
   kiln::hal::DeviceOptions options;
   options.index = device_index;
   options.name = device_name ? device_name : "";
+  HostFailureWatch watch;
   auto device = kiln::hal::CreateDevice(driver, options);
   if (!device.ok()) return Wrap(device.take_status());
-  auto* dev = new kiln_device_s();
+  auto* dev = watch.failed() ? nullptr : new kiln_device_s();
+  if (!dev) return OutOfHostMemory("kiln_device_create");
   dev->instance = Ref<kiln_instance_s>::Retain(instance);
   dev->device = std::move(device).value();
   *out_device = dev;
@@ -241,10 +319,12 @@ kiln_status_t kiln_device_stats_reset(kiln_device_t device) {
 
 // --- module ------------------------------------------------------------------
 
-static kiln_status_t FinishModule(kiln::StatusOr<Ref<kiln::vm::Module>> loaded,
+static kiln_status_t FinishModule(const HostFailureWatch& watch,
+                                  kiln::StatusOr<Ref<kiln::vm::Module>> loaded,
                                   kiln_module_t* out_module) {
   if (!loaded.ok()) return Wrap(loaded.take_status());
-  auto* m = new kiln_module_s();
+  auto* m = watch.failed() ? nullptr : new kiln_module_s();
+  if (!m) return OutOfHostMemory("kiln_module_load");
   m->module = std::move(loaded).value();
   *out_module = m;
   return nullptr;
@@ -255,7 +335,8 @@ kiln_status_t kiln_module_load_from_memory(kiln_instance_t instance, const void*
   if (!instance) return NullArg("kiln_module_load_from_memory", "instance");
   if (!data) return NullArg("kiln_module_load_from_memory", "data");
   if (!out_module) return NullArg("kiln_module_load_from_memory", "out_module");
-  return FinishModule(kiln::vm::Module::LoadFromMemory(data, size), out_module);
+  HostFailureWatch watch;
+  return FinishModule(watch, kiln::vm::Module::LoadFromMemory(data, size), out_module);
 }
 
 kiln_status_t kiln_module_load_from_file(kiln_instance_t instance, const char* path,
@@ -263,7 +344,8 @@ kiln_status_t kiln_module_load_from_file(kiln_instance_t instance, const char* p
   if (!instance) return NullArg("kiln_module_load_from_file", "instance");
   if (!path) return NullArg("kiln_module_load_from_file", "path");
   if (!out_module) return NullArg("kiln_module_load_from_file", "out_module");
-  return FinishModule(kiln::vm::Module::LoadFromFile(path), out_module);
+  HostFailureWatch watch;
+  return FinishModule(watch, kiln::vm::Module::LoadFromFile(path), out_module);
 }
 void kiln_module_retain(kiln_module_t module) {
   RetainHandle<HandleTag::kModule>(module, "kiln_module_retain");
@@ -287,9 +369,11 @@ kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* mod
       return Wrap(kiln::InvalidArgumentError("kiln_context_create: modules[%zu] is NULL", i));
     }
   }
+  HostFailureWatch watch;
   auto vm_context = kiln::vm::Context::Create(device->device);
   if (!vm_context.ok()) return Wrap(vm_context.take_status());
   Ref<kiln_context_s> ctx = Ref<kiln_context_s>::Adopt(new kiln_context_s());
+  if (!ctx) return OutOfHostMemory("kiln_context_create");
   ctx->device = Ref<kiln_device_s>::Retain(device);
   ctx->context = std::move(vm_context).value();
   for (size_t i = 0; i < module_count; ++i) {
@@ -297,6 +381,7 @@ kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* mod
     if (!s.ok()) return Wrap(std::move(s));
     ctx->modules.push_back(Ref<kiln_module_s>::Retain(modules[i]));
   }
+  if (watch.failed()) return OutOfHostMemory("kiln_context_create");
   *out_context = ctx.release();
   return nullptr;
 }
@@ -320,12 +405,18 @@ kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* n
       return nullptr;
     }
   }
-  auto f = std::make_unique<kiln_function_s>();
+  HostFailureWatch watch;
+  auto f = std::unique_ptr<kiln_function_s>(new kiln_function_s());
+  if (!f) return OutOfHostMemory("kiln_context_lookup_function");
   f->context = context;
   f->ref = ref.value();
   f->info = &context->context->function_info(ref.value());
-  *out_function = f.get();
   context->functions.push_back(std::move(f));
+  if (watch.failed()) {
+    context->functions.pop_back();
+    return OutOfHostMemory("kiln_context_lookup_function");
+  }
+  *out_function = context->functions.back().get();
   return nullptr;
 }
 

@@ -124,6 +124,74 @@ TEST(ApiInfoTest, DoubleReleaseIsReportedThroughTheLogCallback) {
   EXPECT_EQ(kiln::hal::ValidationMessageCount(), 0u);
 }
 
+// Debug builds catch a double release even after the handle's memory would
+// have been reused: released handles are quarantined (kiln_internal.h,
+// vm::BlockPool). Here the tensor's block would be the very next one a
+// release build hands out (the pool is LIFO), and new fences and contexts
+// are made between the two releases too. The objects made in between stay
+// intact.
+TEST(ApiInfoTest, DoubleReleaseIsCaughtAfterReuseInDebugBuilds) {
+#if defined(NDEBUG)
+  GTEST_SKIP() << "debug builds only (released handles are quarantined there)";
+#endif
+  Captured captured;
+  kiln_set_log_callback(Capture, &captured);
+  kiln_instance_t instance = nullptr;
+  kiln_device_t device = nullptr;
+  ASSERT_EQ(Str(kiln_instance_create(&instance)), "OK");
+  ASSERT_EQ(Str(kiln_device_create(instance, "vulkan", nullptr, -1, &device)), "OK");
+  int64_t dims[] = {4};
+  kiln_tensor_t t = nullptr;
+  ASSERT_EQ(Str(kiln_tensor_create(device, KILN_DTYPE_F32, 1, dims, nullptr, 0, &t)), "OK");
+  kiln_fence_t f = nullptr;
+  ASSERT_EQ(Str(kiln_fence_create(device, &f)), "OK");
+  kiln_tensor_release(t);
+  kiln_fence_release(f);
+  std::vector<kiln_tensor_t> tensors(16);
+  std::vector<kiln_fence_t> fences(16);
+  for (int i = 0; i < 16; ++i) {
+    float v[4] = {1.0f * i, 2.0f * i, 3.0f * i, 4.0f * i};
+    ASSERT_EQ(Str(kiln_tensor_create(device, KILN_DTYPE_F32, 1, dims, v, sizeof(v), &tensors[i])), "OK");
+    ASSERT_EQ(Str(kiln_fence_create(device, &fences[i])), "OK");
+  }
+  kiln_device_stats_t stats = {};
+  ASSERT_EQ(Str(kiln_device_stats(device, &stats)), "OK");
+  uint64_t live = stats.device_bytes_live;
+  kiln_tensor_release(t);   // the bug under test
+  kiln_fence_release(f);    // the bug under test
+  kiln_tensor_retain(t);    // as wrong
+  ASSERT_EQ(Str(kiln_device_stats(device, &stats)), "OK");
+  EXPECT_EQ(stats.device_bytes_live, live);
+  for (int i = 0; i < 16; ++i) {
+    float v[4] = {};
+    ASSERT_EQ(Str(kiln_tensor_read(tensors[i], v, sizeof(v))), "OK");
+    EXPECT_EQ(v[3], 4.0f * i);
+    int signaled = 1;
+    ASSERT_EQ(Str(kiln_fence_query(fences[i], &signaled)), "OK");
+    EXPECT_EQ(signaled, 0);
+    kiln_tensor_release(tensors[i]);
+    kiln_fence_release(fences[i]);
+  }
+  kiln_device_release(device);
+  kiln_device_release(device);  // the bug under test, for a device
+  kiln_instance_release(instance);
+  kiln_set_log_callback(nullptr, nullptr);
+  std::vector<std::string> runtime_lines;
+  for (const std::string& line : captured.lines) {
+    if (line.find(" runtime: ") != std::string::npos) runtime_lines.push_back(line);
+  }
+  ASSERT_EQ(runtime_lines.size(), 4u) << (runtime_lines.empty() ? "" : runtime_lines[0]);
+  EXPECT_EQ(runtime_lines[0].rfind("0 runtime: kiln_tensor_release: double release of tensor handle", 0), 0u)
+      << runtime_lines[0];
+  EXPECT_EQ(runtime_lines[1].rfind("0 runtime: kiln_fence_release: double release of fence handle", 0), 0u)
+      << runtime_lines[1];
+  EXPECT_EQ(runtime_lines[2].rfind("0 runtime: kiln_tensor_retain: double release of tensor handle", 0), 0u)
+      << runtime_lines[2];
+  EXPECT_EQ(runtime_lines[3].rfind("0 runtime: kiln_device_release: double release of device handle", 0), 0u)
+      << runtime_lines[3];
+  EXPECT_EQ(kiln::hal::ValidationMessageCount(), 0u);
+}
+
 // Vulkan's own diagnostics reach the callback too. Under ctest the loader
 // announces the layers forced by VK_INSTANCE_LAYERS (a loader warning, not
 // counted as a validation message): it must arrive with source "vulkan

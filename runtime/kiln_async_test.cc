@@ -280,6 +280,40 @@ TEST_P(AsyncTest, DeadlineReleaseOfAContextWithBlockedWork) {
   kiln_fence_release(done);
 }
 
+// kiln_fence_release_within: releasing the last reference of a wait fence
+// whose work is held back would block (the fence's semaphore is destroyed
+// only once no submission uses it); the deadline variant returns a timeout
+// and keeps the fence. A fence the context still holds as its last signal
+// point, or one with another reference, is released at once.
+TEST_P(AsyncTest, DeadlineReleaseOfAFenceWithBlockedWork) {
+  if (!GetParam()) GTEST_SKIP() << "execute_and_wait blocks the calling thread on the wait fence";
+  kiln_tensor_t a = Vector(a_), b = Vector(b_);
+  kiln_fence_t never = Fence(), done = Fence();
+  kiln_tensor_t r[3] = {};
+  auto args = Args(a, b);
+  ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3)), "OK");
+  EXPECT_EQ(Str(kiln_fence_release_within(never, 0)).rfind("FAILED_PRECONDITION: kiln_fence_release_within: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_fence_release_within(never, 1000000)).rfind("FAILED_PRECONDITION: kiln_fence_release_within: timeout", 0), 0u);
+  // Another reference: dropped at once.
+  kiln_fence_retain(never);
+  EXPECT_EQ(Str(kiln_fence_release_within(never, 0)), "OK");
+  // `done` is the context's last signal point: the context keeps its
+  // semaphore, so even its last reference goes without waiting.
+  kiln_fence_retain(done);
+  EXPECT_EQ(Str(kiln_fence_release_within(done, 0)), "OK");
+  EXPECT_FALSE(Signaled(done));
+  ASSERT_EQ(Str(kiln_fence_signal(never)), "OK");
+  ASSERT_EQ(Str(kiln_fence_wait(done, UINT64_MAX)), "OK");
+  EXPECT_EQ(Str(kiln_fence_release_within(never, UINT64_MAX)), "OK");
+  std::vector<float> c = Read(r[0]);
+  for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(c[i], a_[i] + b_[i] + Bias(i)) << i;
+  for (kiln_tensor_t t : r) kiln_tensor_release(t);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  EXPECT_EQ(Str(kiln_fence_release_within(done, 0)), "OK");
+  EXPECT_EQ(Str(kiln_fence_release_within(nullptr, 0)), "OK");
+}
+
 // Every tensor of a call released by the app while its work is held back by
 // an unsignalled wait fence: nothing is freed until the work's timepoint is
 // reached (the command buffer keeps the buffers), then all of it is, without

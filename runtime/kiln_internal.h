@@ -21,6 +21,7 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
+#include "base/host_alloc.h"
 #include "base/log.h"
 #include "base/ref.h"
 #include "base/status.h"
@@ -31,9 +32,17 @@
 
 // --- handle types ------------------------------------------------------------
 
+// Containers of the C API's handles: host memory through the allocator hook.
+template <typename T>
+using HostVector = std::vector<T, kiln::HostStdAllocator<T>>;
+
 // Handle checks: every handle carries a tag naming its type while alive; the
-// destructor overwrites it, so a release of a dead handle is caught (as long
-// as its memory has not been reused; ASan builds check the poisoning too).
+// destructor overwrites it, so a release of a dead handle is caught as long
+// as its memory has not been reused (ASan builds check the poisoning too).
+// Debug builds (NDEBUG undefined) make that reliable: the memory of a
+// released handle is quarantined (the last kHandleQuarantine handles of the
+// instance, device, module, context and fence kinds here; the last
+// BlockPool::kQuarantine tensors in their pool) before it can be reused.
 // The tag is the first member after RefObject (byte 16): malloc writes its
 // free-list links into bytes 0-15 of a small freed block (and the size of a
 // freed block into the last 8 bytes of it), the block pools into bytes 0-7.
@@ -54,16 +63,35 @@ struct alignas(8) HandleCheck {
   ~HandleCheck() { *const_cast<volatile HandleTag*>(&tag) = HandleTag::kDead; }
 };
 
+namespace kiln::capi {
+// Frees the memory of a released handle (HostFree); debug builds hold it in
+// a FIFO quarantine of kHandleQuarantine handles first. Releasing the last
+// instance also empties the quarantine and the block pools
+// (vm::BlockPool::ReleaseAllPools), so an app's allocator gets every block
+// back.
+#if !defined(NDEBUG)
+constexpr size_t kHandleQuarantine = 64;
+#endif
+void FreeHandleMemory(void* p) noexcept;
+}  // namespace kiln::capi
+#define KILN_HANDLE_DELETE \
+  static void operator delete(void* p) noexcept { ::kiln::capi::FreeHandleMemory(p); }
+
 struct kiln_status_s {
+  KILN_HOST_NEW_DELETE
   kiln::Status status;
 };
 
 struct kiln_instance_s : public kiln::RefObject {
+  KILN_HANDLE_DELETE
+  kiln_instance_s();
+  ~kiln_instance_s() override;
   HandleCheck<HandleTag::kInstance> check;
   static constexpr const char* kName = "instance";
 };
 
 struct kiln_device_s : public kiln::RefObject {
+  KILN_HANDLE_DELETE
   HandleCheck<HandleTag::kDevice> check;
   static constexpr const char* kName = "device";
   kiln::Ref<kiln_instance_s> instance;
@@ -73,6 +101,7 @@ struct kiln_device_s : public kiln::RefObject {
 };
 
 struct kiln_module_s : public kiln::RefObject {
+  KILN_HANDLE_DELETE
   HandleCheck<HandleTag::kModule> check;
   static constexpr const char* kName = "module";
   kiln::Ref<kiln::vm::Module> module;
@@ -82,6 +111,7 @@ struct kiln_module_s : public kiln::RefObject {
 // first point 1). kiln_fence_reset moves a reached fence to the next value,
 // so one semaphore serves any number of points in time.
 struct kiln_fence_s : public kiln::RefObject {
+  KILN_HANDLE_DELETE
   HandleCheck<HandleTag::kFence> check;
   static constexpr const char* kName = "fence";
   kiln::Ref<kiln_device_s> device;
@@ -93,24 +123,26 @@ struct kiln_fence_s : public kiln::RefObject {
 };
 
 struct kiln_function_s {
+  KILN_HOST_NEW_DELETE
   kiln_context_s* context = nullptr;  // borrowed: the function lives inside it
   kiln::vm::FunctionRef ref;
   const kiln::vm::FunctionInfo* info = nullptr;
 };
 
 struct kiln_context_s : public kiln::RefObject {
+  KILN_HANDLE_DELETE
   HandleCheck<HandleTag::kContext> check;
   static constexpr const char* kName = "context";
   kiln::Ref<kiln_device_s> device;
-  std::vector<kiln::Ref<kiln_module_s>> modules;
+  HostVector<kiln::Ref<kiln_module_s>> modules;
   kiln::Ref<kiln::vm::Context> context;
   // One record per looked-up function; unique_ptr keeps addresses stable.
-  std::vector<std::unique_ptr<kiln_function_s>> functions;
+  HostVector<std::unique_ptr<kiln_function_s>> functions;
   // Invoke scratch, grown on demand and reused.
-  std::vector<kiln::vm::InvokeArg> invoke_args;
-  std::vector<kiln::vm::BufferView*> storage_views;  // per result (kiln_invoke_ex)
-  std::vector<kiln_tensor_s*> storage_tensors;       // per result (kiln_invoke_ex)
-  std::vector<kiln::Ref<kiln::vm::BufferView>> result_views;
+  HostVector<kiln::vm::InvokeArg> invoke_args;
+  HostVector<kiln::vm::BufferView*> storage_views;  // per result (kiln_invoke_ex)
+  HostVector<kiln_tensor_s*> storage_tensors;       // per result (kiln_invoke_ex)
+  HostVector<kiln::Ref<kiln::vm::BufferView>> result_views;
   // The signal point of the last kiln_invoke_async whose work was submitted:
   // once reached, every earlier invocation of the context is done too (one
   // queue, in order). Synchronous invokes finish before they return.
@@ -145,6 +177,18 @@ inline kiln_status_t Wrap(Status status) {
   if (status.ok()) return nullptr;
   auto* s = new (std::nothrow) kiln_status_s{std::move(status)};
   return s ? s : &g_out_of_memory_status;
+}
+
+// Watches for allocator failures during a call (host_alloc.h: a container
+// whose request the hook refused carried on with malloc; the call must fail).
+struct HostFailureWatch {
+  uint64_t start = kiln::HostAllocationFailures();
+  bool failed() const { return kiln::HostAllocationFailures() != start; }
+};
+
+inline kiln_status_t OutOfHostMemory(const char* fn) {
+  return Wrap(kiln::ResourceExhaustedError(
+      "%s: out of host memory (the allocator returned NULL)", fn));
 }
 
 inline kiln_status_t NullArg(const char* fn, const char* what) {

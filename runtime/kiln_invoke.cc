@@ -20,7 +20,7 @@ void ReleaseConsumed(const kiln_invoke_arg_t* args, size_t arg_count) {
 }
 
 template <typename T>
-void Grow(std::vector<T>* v, size_t n) {
+void Grow(HostVector<T>* v, size_t n) {
   if (v->size() < n) {
     kiln::vm::CountHostAllocation();
     v->resize(n);
@@ -61,6 +61,14 @@ kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, s
         continue;
       }
       auto* t = new kiln_tensor_s();  // pooled; counts only on a pool miss
+      if (!t) {
+        for (size_t j = 0; j < i; ++j) {
+          kiln_tensor_release(out_results[j]);
+          out_results[j] = nullptr;
+        }
+        s = kiln::ResourceExhaustedError("out of host memory (the allocator returned NULL)");
+        break;
+      }
       t->device = context->device;
       t->view = std::move(context->result_views[i]);
       out_results[i] = t;
@@ -335,6 +343,28 @@ void kiln_fence_retain(kiln_fence_t fence) {
 }
 void kiln_fence_release(kiln_fence_t fence) {
   ReleaseHandle<HandleTag::kFence>(fence, "kiln_fence_release");
+}
+kiln_status_t kiln_fence_release_within(kiln_fence_t fence, uint64_t timeout_ns) {
+  if (!fence) return nullptr;
+  if (!LiveHandle<kiln_fence_s, HandleTag::kFence>(fence, "kiln_fence_release_within")) {
+    return Wrap(kiln::InvalidArgumentError(
+        "kiln_fence_release_within: not a live fence handle (double release?)"));
+  }
+  // Only the release that destroys the semaphore blocks (kiln_fence_release
+  // waits there): the last fence reference, with no context still holding
+  // the semaphore as its last signal point.
+  if (fence->refcount() == 1 && fence->semaphore && fence->semaphore->refcount() == 1) {
+    Status s = fence->semaphore->WaitUnused(timeout_ns);
+    if (!s.ok()) {
+      if (s.code() != StatusCode::kFailedPrecondition) return Wrap(std::move(s));
+      return Wrap(kiln::FailedPreconditionError(
+          "kiln_fence_release_within: timeout: device work that waits on or signals the fence "
+          "has not finished within %llu ns (signal the fences it waits on, then release again)",
+          static_cast<unsigned long long>(timeout_ns)));
+    }
+  }
+  fence->Release();
+  return nullptr;
 }
 
 kiln_status_t kiln_fence_signal(kiln_fence_t fence) {

@@ -141,14 +141,18 @@ kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_
     Status s = buffer.value()->Write(0, data, bytes);
     if (!s.ok()) return Wrap(std::move(s));
   } else if (bytes) {
-    std::vector<uint8_t> zeros(bytes);
-    Status s = buffer.value()->Write(0, zeros.data(), bytes);
+    void* zeros = kiln::HostAllocate(bytes);
+    if (!zeros) return OutOfHostMemory("kiln_tensor_create");
+    std::memset(zeros, 0, bytes);
+    Status s = buffer.value()->Write(0, zeros, bytes);
+    kiln::HostFree(zeros);
     if (!s.ok()) return Wrap(std::move(s));
   }
   auto view = kiln::vm::BufferView::Create(std::move(buffer).value(), 0,
                                            static_cast<kiln::DType>(dtype), dims, rank);
   if (!view.ok()) return Wrap(view.take_status());
   auto* t = new kiln_tensor_s();
+  if (!t) return OutOfHostMemory("kiln_tensor_create");
   t->device = Ref<kiln_device_s>::Retain(device);
   t->view = std::move(view).value();
   *out_tensor = t;
@@ -236,6 +240,7 @@ kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte_offset,
     return Wrap(s.Annotate("kiln_tensor_create_view"));
   }
   auto* t = new kiln_tensor_s();
+  if (!t) return OutOfHostMemory("kiln_tensor_create_view");
   t->device = parent->device;
   t->view = std::move(view).value();
   *out_tensor = t;

@@ -4,7 +4,7 @@
 # -fdata-sections, then links scripts/size_report/minimal_app.c (load a
 # module, create a device and a context, invoke, read back) with
 # --gc-sections and strips it. Prints the bytes the runtime adds to that app
-# (stripped app minus the same app without Kiln calls) and a breakdown by
+# (app minus the same app without Kiln calls, see below) and a breakdown by
 # component from the linker map (kept input sections, by archive; the
 # FlatBuffers verifier is header-only code, counted by section name).
 #   scripts/size_report.sh [BUILD_DIR [MODULE.kiln]]   (default build/aarch64-size)
@@ -12,7 +12,21 @@
 # it under qemu-aarch64-static on lavapipe, to show it works.
 # Needs KILN_CROSS=1 scripts/setup.sh. libc and libstdc++ stay shared
 # libraries (as libc++_shared would on Android) and are not counted.
+#
+# The figure that counts is the loaded bytes the runtime adds: text + data of
+# size(1) (code, read-only data, relocations, dynamic symbols, data), app
+# minus baseline. The stripped file sizes are printed too, but their
+# difference moves in steps of up to 16 KiB: the linker pads the file so the
+# RELRO segment ends on a 16 KiB page, and the padding differs between the
+# two apps.
+# Fails (exit 1) when the loaded bytes added exceed the budget below (CI:
+# .ci/aarch64.sh); KILN_SIZE_BUDGET overrides it for an experiment.
 set -euo pipefail
+# The footprint budget: loaded bytes the runtime adds to the minimal app.
+# A ratchet: lower it whenever the runtime shrinks, never raise it without
+# saying why in the commit. (Issue 16's goal is 120 KiB = 122880 B.)
+budget="${KILN_SIZE_BUDGET:-143000}"
+
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
 module="${2:-}"
@@ -77,8 +91,9 @@ for m in pat.finditer(text):
 print("Kiln runtime footprint, aarch64-linux-gnu, -Os, gc-sections, stripped")
 print(f"  minimal app without Kiln: {base:9d} B")
 print(f"  minimal app with Kiln:    {app:9d} B")
-print(f"  bytes the runtime adds:   {app - base:9d} B ({(app - base) / 1024:.1f} KiB)")
-print(f"  text + data (size(1)) added: {app_td - base_td:9d} B")
+print(f"  stripped file bytes added: {app - base:9d} B (moves in steps of up to 16 KiB: page padding)")
+print(f"  loaded bytes the runtime adds (text + data, size(1)): {app_td - base_td} B "
+      f"({(app_td - base_td) / 1024:.1f} KiB)")
 print("  breakdown (kept input sections from the link map, before stripping; B):")
 for c, s in sorted(comp.items(), key=lambda kv: -kv[1]):
     print(f"    {c:58s} {s:8d}")
@@ -86,6 +101,13 @@ print(f"    {'total':58s} {total:8d}")
 print("  (the added bytes beyond the breakdown: dynamic symbols, PLT and relocations for the")
 print("  libstdc++/libc imports, alignment; libc, libstdc++ and libdl are shared libraries, not counted)")
 PY
+added=$(( $(loaded "$out/app.stripped") - $(loaded "$out/baseline.stripped") ))
+if [ "$added" -gt "$budget" ]; then
+  echo "error: the runtime adds $added loaded bytes to the minimal app, over the budget of $budget B" \
+       "(scripts/size_report.sh); see the breakdown above" >&2
+  exit 1
+fi
+echo "  within the budget of $budget B ($((budget - added)) B to spare)"
 if [ -n "$module" ]; then
   echo "  running the stripped app under qemu on $module:"
   VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}" \

@@ -76,7 +76,7 @@ void Dump(const Module& m) {
     const kiln::vm::HalImportInfo* info = kiln::vm::FindHalImport(name);
     std::printf("  #%u %s \"%s\"%s%s\n", i, name.c_str(),
                 m.import_signatures()[i].ToString().c_str(), info ? "  -- " : "",
-                info ? info->meaning : "");
+                info ? kiln::vm::HalImportMeaning(info->id) : "");
   }
 
   std::vector<std::string> function_names = m.function_names();

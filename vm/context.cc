@@ -109,6 +109,7 @@ bool IsContextImport(HalImport id) {
 
 StatusOr<Ref<Context>> Context::Create(Ref<hal::Device> device) {
   Ref<Context> ctx = Ref<Context>::Adopt(new Context(std::move(device)));
+  if (!ctx) return ResourceExhaustedError("out of host memory for a context");
   KILN_RETURN_IF_ERROR(ctx->hal_.Initialize());
   return ctx;
 }
@@ -257,8 +258,9 @@ Status Context::RegisterModule(Ref<Module> module) {
   // 3. Rodata spans and globals.
   for (uint32_t i = 0; i < module->rodata_count(); ++i) {
     ByteSpan span = module->rodata(i);
-    state->rodata.push_back(
-        RefValue::Adopt(RefType::kRodata, MakeRef<RodataSpan>(Ref<RefObject>::Retain(module.get()), span.data, span.size)));
+    Ref<RodataSpan> rodata = MakeRef<RodataSpan>(Ref<RefObject>::Retain(module.get()), span.data, span.size);
+    if (!rodata) return ResourceExhaustedError("%s: out of host memory", ctx.c_str());
+    state->rodata.push_back(RefValue::Adopt(RefType::kRodata, std::move(rodata)));
   }
   state->globals.resize(module->global_count());
   state->module = module;

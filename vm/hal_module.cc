@@ -2,24 +2,42 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace kiln::vm {
 
-const std::vector<HalImportInfo>& AllHalImports() {
-  static const std::vector<HalImportInfo>* all = new std::vector<HalImportInfo>{
-#define KILN_HAL_IMPORT(symbol, name, signature, meaning) \
-  {HalImport::symbol, name, signature, meaning},
+namespace {
+constexpr HalImportInfo kHalImports[] = {
+#define KILN_HAL_IMPORT(symbol, name, signature, meaning) {HalImport::symbol, name, signature},
 #include "vm/hal_imports.def"
 #undef KILN_HAL_IMPORT
-  };
+};
+}  // namespace
+
+const std::vector<HalImportInfo>& AllHalImports() {
+  static const std::vector<HalImportInfo>* all =
+      new std::vector<HalImportInfo>(std::begin(kHalImports), std::end(kHalImports));
   return *all;
 }
 
 const HalImportInfo* FindHalImport(std::string_view name) {
-  for (const HalImportInfo& info : AllHalImports()) {
+  for (const HalImportInfo& info : kHalImports) {
     if (name == info.name) return &info;
   }
   return nullptr;
+}
+
+const char* HalImportMeaning(HalImport id) {
+  switch (id) {
+#define KILN_HAL_IMPORT(symbol, name, signature, meaning) \
+  case HalImport::symbol:                                 \
+    return meaning;
+#include "vm/hal_imports.def"
+#undef KILN_HAL_IMPORT
+    case HalImport::kCount:
+      break;
+  }
+  return "";
 }
 
 namespace {
@@ -249,6 +267,7 @@ StatusOr<Ref<CommandBufferState>> HalModule::AcquireCommandBuffer() {
   CountHostAllocation(2);  // hal object + VM state
   KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
   Ref<CommandBufferState> state = MakeRef<CommandBufferState>(std::move(cb));
+  if (!state) return ResourceExhaustedError("out of host memory for a command buffer");
   state->reset = false;
   if (cb_pool_.size() < kMaxPooledCommandBuffers) {
     if (cb_pool_.size() == cb_pool_.capacity()) CountHostAllocation();

@@ -47,12 +47,15 @@ enum class HalImport : uint16_t {
   kCount,
 };
 
+// Compact (no pointers: no relocations, read-only data); the prose meaning
+// is HalImportMeaning, which only tools link.
 struct HalImportInfo {
   HalImport id;
-  const char* name;       // "hal.command_buffer.dispatch"
-  const char* signature;  // "rriiii*rii_"
-  const char* meaning;
+  char name[40];       // "hal.command_buffer.dispatch"
+  char signature[16];  // "rriiii*rii_"
 };
+// The import's meaning from hal_imports.def ("" for an unknown id).
+const char* HalImportMeaning(HalImport id);
 const std::vector<HalImportInfo>& AllHalImports();
 // nullptr when `name` is not a function of the native hal module.
 const HalImportInfo* FindHalImport(std::string_view name);

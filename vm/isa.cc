@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 namespace kiln::vm {
 
@@ -11,27 +12,26 @@ namespace kiln::vm {
 
 namespace {
 
-struct OpcodeTable {
-  const OpcodeInfo* by_code[256] = {};
-  std::vector<OpcodeInfo> all;
-};
-
-const OpcodeTable& Table() {
-  static const OpcodeTable* table = [] {
-    static const OpcodeInfo kInfos[] = {
-#define KILN_OP(code, name, format, meaning) {Opcode::name, #name, format, meaning},
+constexpr OpcodeInfo kInfos[] = {
+#define KILN_OP(code, name, format, meaning) {Opcode::name, #name, format},
 #include "vm/isa.def"
 #undef KILN_OP
-    };
-    auto* t = new OpcodeTable;
-    for (const OpcodeInfo& info : kInfos) {
-      t->by_code[static_cast<uint8_t>(info.opcode)] = &info;
-      t->all.push_back(info);
-    }
-    return t;
-  }();
-  return *table;
+};
+constexpr size_t kOpcodeCount = sizeof(kInfos) / sizeof(kInfos[0]);
+static_assert(kOpcodeCount < 255, "opcode index must fit a byte");
+
+// Opcode byte -> 1 + index in kInfos (0: not an opcode), built at compile time.
+struct OpcodeIndex {
+  uint8_t entry[256];
+};
+constexpr OpcodeIndex MakeOpcodeIndex() {
+  OpcodeIndex index{};
+  for (size_t i = 0; i < kOpcodeCount; ++i) {
+    index.entry[static_cast<uint8_t>(kInfos[i].opcode)] = static_cast<uint8_t>(i + 1);
+  }
+  return index;
 }
+constexpr OpcodeIndex kOpcodeIndex = MakeOpcodeIndex();
 
 // Compile-time check that no format exceeds kMaxOperands.
 constexpr size_t ConstStrLen(const char* s) { return *s ? 1 + ConstStrLen(s + 1) : 0; }
@@ -50,8 +50,25 @@ inline uint32_t LoadU32(const uint8_t* p) {
 
 }  // namespace
 
-const OpcodeInfo* GetOpcodeInfo(uint8_t code) { return Table().by_code[code]; }
-const std::vector<OpcodeInfo>& AllOpcodes() { return Table().all; }
+const OpcodeInfo* GetOpcodeInfo(uint8_t code) {
+  uint8_t entry = kOpcodeIndex.entry[code];
+  return entry ? &kInfos[entry - 1] : nullptr;
+}
+const std::vector<OpcodeInfo>& AllOpcodes() {
+  static const std::vector<OpcodeInfo>* all =
+      new std::vector<OpcodeInfo>(std::begin(kInfos), std::end(kInfos));
+  return *all;
+}
+const char* OpcodeMeaning(Opcode op) {
+  switch (op) {
+#define KILN_OP(code, name, format, meaning) \
+  case Opcode::name:                         \
+    return meaning;
+#include "vm/isa.def"
+#undef KILN_OP
+  }
+  return "";
+}
 
 size_t OperandFixedSize(char letter) {
   switch (letter) {

@@ -50,12 +50,15 @@ enum class Opcode : uint8_t {
 #undef KILN_OP
 };
 
+// Compact (no pointers: no relocations, read-only data); the prose meaning
+// is OpcodeMeaning, which only tools link.
 struct OpcodeInfo {
   Opcode opcode;
-  const char* name;     // "CALL_IMPORT"
-  const char* format;   // "KLL"
-  const char* meaning;  // register-level meaning from isa.def
+  char name[20];   // "CALL_IMPORT"
+  char format[4];  // "KLL" (at most kMaxOperands letters)
 };
+// Register-level meaning from isa.def ("" for an unknown opcode).
+const char* OpcodeMeaning(Opcode op);
 
 // Table entry for `code`, or nullptr if the byte is not an opcode.
 const OpcodeInfo* GetOpcodeInfo(uint8_t code);
@@ -279,7 +282,7 @@ struct FunctionLimits {
   uint32_t ref_register_count = 0;
   uint32_t result_count = 0;                     // RET must return this many refs
   uint32_t rodata_count = 0;
-  std::vector<bool> global_is_ref;               // one per module global
+  std::vector<uint8_t> global_is_ref;            // one per module global (0/1)
   const std::vector<ImportSignature>* imports = nullptr;  // one per import
   // Per bytecode function of the module: (arg count, result count), for CALL.
   std::vector<std::pair<uint32_t, uint32_t>> functions;

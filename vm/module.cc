@@ -61,7 +61,7 @@ Status CheckTensorSig(const format::TensorSig* sig, const char* what, size_t i) 
 
 void Module::ReleaseStorage() {
   if (map_base_) munmap(map_base_, map_size_);
-  if (owned_) std::free(owned_);
+  if (owned_) HostFree(owned_);
   map_base_ = nullptr;
   owned_ = nullptr;
 }
@@ -69,9 +69,10 @@ void Module::ReleaseStorage() {
 StatusOr<Ref<Module>> Module::LoadFromMemory(const void* data, size_t size) {
   if (!data && size) return InvalidArgumentError("module data is null");
   Ref<Module> module = Ref<Module>::Adopt(new Module());
+  if (!module) return ResourceExhaustedError("out of host memory for a module");
   if (reinterpret_cast<uintptr_t>(data) % 8 != 0) {
     size_t alloc = (size + 63) / 64 * 64;
-    void* copy = std::aligned_alloc(64, alloc ? alloc : 64);
+    void* copy = HostAllocate(alloc ? alloc : 64, 64);
     if (!copy) return ResourceExhaustedError("out of memory copying a %zu-byte module", size);
     std::memcpy(copy, data, size);
     module->owned_ = copy;
@@ -108,6 +109,7 @@ StatusOr<Ref<Module>> Module::LoadFromFile(const std::string& path) {
     return ResourceExhaustedError("cannot mmap module '%s': %s", path.c_str(), std::strerror(e));
   }
   Ref<Module> module = Ref<Module>::Adopt(new Module());
+  if (!module) return ResourceExhaustedError("out of host memory for a module");
   module->map_base_ = base;
   module->map_size_ = size;
   module->bytes_ = ByteSpan(static_cast<const uint8_t*>(base), size);
@@ -211,7 +213,7 @@ Status Module::Verify() {
     const format::RodataSegment* seg = def_->rodata()->Get(i);
     if (!seg) return err(DataLossError("rodata segment %u: missing", i));
   }
-  std::vector<bool> global_is_ref;
+  std::vector<uint8_t> global_is_ref;
   if (auto* globals = def_->globals()) {
     for (flatbuffers::uoffset_t i = 0; i < globals->size(); ++i) {
       if (!globals->Get(i)) return err(DataLossError("global %u: missing", i));

@@ -29,9 +29,36 @@ thread_local uint64_t g_host_allocations = 0;
 uint64_t HostAllocationCount() { return g_host_allocations; }
 void CountHostAllocation(uint64_t n) { g_host_allocations += n; }
 
+namespace {
+std::mutex g_pools_mutex;
+BlockPool* g_pools = nullptr;
+}  // namespace
+
+BlockPool::BlockPool(size_t block_size) : block_size_(block_size) {
+  std::lock_guard<std::mutex> lock(g_pools_mutex);
+  next_pool_ = g_pools;
+  g_pools = this;
+}
+
 void* BlockPool::Allocate(size_t size) {
   if (size <= block_size_) {
     std::lock_guard<std::mutex> lock(mutex_);
+#if !defined(NDEBUG)
+    if (!prefilled_) {
+      prefilled_ = true;
+      if (!free_) {
+        CountHostAllocation();
+        free_ = static_cast<void**>(HostAllocate(kMaxFreeBlocks * sizeof(void*)));
+      }
+      for (size_t i = 0; free_ && i < 2 * kQuarantine; ++i) {
+        void* block = HostAllocate(block_size_);
+        if (!block) break;
+        CountHostAllocation();
+        KILN_POISON(block, block_size_);
+        free_[free_count_++] = block;
+      }
+    }
+#endif
     if (free_count_) {
       void* block = free_[--free_count_];
       KILN_UNPOISON(block, block_size_);
@@ -39,9 +66,7 @@ void* BlockPool::Allocate(size_t size) {
     }
   }
   CountHostAllocation();
-  void* p = std::malloc(size > block_size_ ? size : block_size_);
-  if (!p) std::abort();  // like operator new without exceptions
-  return p;
+  return HostAllocate(size > block_size_ ? size : block_size_);
 }
 
 void BlockPool::Free(void* block) {
@@ -50,15 +75,52 @@ void BlockPool::Free(void* block) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!free_) {
       CountHostAllocation();  // once per pool
-      free_ = static_cast<void**>(std::calloc(kMaxFreeBlocks, sizeof(void*)));
+      free_ = static_cast<void**>(HostAllocate(kMaxFreeBlocks * sizeof(void*)));
     }
+    KILN_POISON(block, block_size_);
+#if !defined(NDEBUG)
+    // The oldest quarantined block (if the ring is full) moves on instead.
+    void* entering = block;
+    if (quarantine_count_ < kQuarantine) {
+      quarantine_[(quarantine_head_ + quarantine_count_++) % kQuarantine] = entering;
+      return;
+    }
+    block = quarantine_[quarantine_head_];
+    quarantine_[quarantine_head_] = entering;
+    quarantine_head_ = (quarantine_head_ + 1) % kQuarantine;
+#endif
     if (free_ && free_count_ < kMaxFreeBlocks) {
       free_[free_count_++] = block;
-      KILN_POISON(block, block_size_);
       return;
     }
   }
-  std::free(block);
+  KILN_UNPOISON(block, block_size_);
+  HostFree(block);
+}
+
+void BlockPool::ReleaseCached() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < free_count_; ++i) {
+    KILN_UNPOISON(free_[i], block_size_);
+    HostFree(free_[i]);
+  }
+  free_count_ = 0;
+#if !defined(NDEBUG)
+  for (size_t i = 0; i < quarantine_count_; ++i) {
+    void* block = quarantine_[(quarantine_head_ + i) % kQuarantine];
+    KILN_UNPOISON(block, block_size_);
+    HostFree(block);
+  }
+  quarantine_count_ = quarantine_head_ = 0;
+  prefilled_ = false;
+#endif
+  HostFree(free_);
+  free_ = nullptr;
+}
+
+void BlockPool::ReleaseAllPools() {
+  std::lock_guard<std::mutex> lock(g_pools_mutex);
+  for (BlockPool* pool = g_pools; pool; pool = pool->next_pool_) pool->ReleaseCached();
 }
 
 const char* RefTypeName(RefType type) {
@@ -107,6 +169,7 @@ StatusOr<Ref<BufferView>> BufferView::Create(Ref<hal::Buffer> buffer, uint64_t b
         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(buffer->size()));
   }
   Ref<BufferView> view = Ref<BufferView>::Adopt(new BufferView());
+  if (!view) return ResourceExhaustedError("out of host memory for a buffer view");
   view->buffer_ = std::move(buffer);
   view->byte_offset_ = byte_offset;
   view->dtype_ = dtype;

@@ -41,33 +41,56 @@ void CountHostAllocation(uint64_t n = 1);
 // steady state makes no host allocation. Only a miss (heap allocation) calls
 // CountHostAllocation. Thread-safe (a mutex): handles may be released on any
 // thread. Under AddressSanitizer free blocks are poisoned, so a use after
-// release is still reported.
+// release is still reported. Blocks come from HostAllocate (the app's
+// allocator hook); ReleaseAllPools() hands every cached block back.
+//
+// Debug builds (NDEBUG undefined) keep the last kQuarantine freed blocks out
+// of reuse (FIFO) before they join the free list, so a handle released twice
+// is still recognizably dead (the C API's double-release check, see
+// runtime/kiln_internal.h). The first allocation pre-fills 2 * kQuarantine
+// blocks, so the steady state still makes no host allocation.
 class BlockPool {
  public:
   static constexpr size_t kMaxFreeBlocks = 4096;
-  explicit BlockPool(size_t block_size) : block_size_(block_size) {}
-  void* Allocate(size_t size);  // size <= block_size; never null (aborts like new on OOM)
+#if !defined(NDEBUG)
+  static constexpr size_t kQuarantine = 64;
+#endif
+  explicit BlockPool(size_t block_size);
+  void* Allocate(size_t size);  // size <= block_size; null when the allocator fails
   void Free(void* block);
   size_t free_blocks() const { return free_count_; }
+  // Frees every cached block (and the free list) of every pool; blocks in
+  // use stay valid and are freed by their delete. Called when the C API's
+  // last instance is released, so an app's allocator sees every block back.
+  static void ReleaseAllPools();
 
  private:
+  void ReleaseCached();
   const size_t block_size_;
   // Free blocks, kept outside the blocks themselves so a free block can be
   // poisoned whole (and LeakSanitizer still sees it as reachable).
   void** free_ = nullptr;  // kMaxFreeBlocks slots, allocated on first Free
   size_t free_count_ = 0;
+#if !defined(NDEBUG)
+  void* quarantine_[kQuarantine] = {};
+  size_t quarantine_count_ = 0, quarantine_head_ = 0;
+  bool prefilled_ = false;
+#endif
+  BlockPool* next_pool_ = nullptr;  // every pool, for ReleaseAllPools
   std::mutex mutex_;
 };
 
 // Declares pooled operator new/delete for CLASS (inside its definition).
-#define KILN_POOLED_NEW_DELETE(CLASS)                                     \
- public:                                                                  \
-  static void* operator new(size_t size) { return Pool().Allocate(size); } \
-  static void operator delete(void* p) { Pool().Free(p); }               \
-  static ::kiln::vm::BlockPool& Pool() {                                  \
-    static ::kiln::vm::BlockPool* pool =                                  \
-        new ::kiln::vm::BlockPool(sizeof(CLASS));                         \
-    return *pool;                                                         \
+// `new CLASS` yields null when the allocator fails.
+#define KILN_POOLED_NEW_DELETE(CLASS)                                               \
+ public:                                                                            \
+  static void* operator new(size_t size) noexcept { return Pool().Allocate(size); } \
+  static void operator delete(void* p) { Pool().Free(p); }                         \
+  static ::kiln::vm::BlockPool& Pool() {                                            \
+    /* Static storage, never destroyed: handles may be released at exit. */         \
+    alignas(::kiln::vm::BlockPool) static unsigned char storage[sizeof(::kiln::vm::BlockPool)]; \
+    static ::kiln::vm::BlockPool* pool = new (storage) ::kiln::vm::BlockPool(sizeof(CLASS)); \
+    return *pool;                                                                   \
   }
 
 // --- ref values -----------------------------------------------------------

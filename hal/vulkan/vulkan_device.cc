@@ -311,15 +311,19 @@ StatusOr<bool> VulkanDevice::SubmissionRetired(uint64_t value) {
   return current >= value;
 }
 
-Status VulkanDevice::WaitSubmission(uint64_t value) {
+Status VulkanDevice::WaitSubmission(uint64_t value, uint64_t timeout_ns) {
   if (value == 0) return OkStatus();
   VkSemaphoreWaitInfo wait_info = {};
   wait_info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
   wait_info.semaphoreCount = 1;
   wait_info.pSemaphores = &submission_semaphore_;
   wait_info.pValues = &value;
-  KILN_VK_RETURN_IF_ERROR(syms_.vkWaitSemaphores(device_, &wait_info, UINT64_MAX),
-                          "vkWaitSemaphores(internal timeline)");
+  VkResult result = syms_.vkWaitSemaphores(device_, &wait_info, timeout_ns);
+  if (result == VK_TIMEOUT) {
+    return FailedPreconditionError("timeout: device submission %llu has not retired",
+                                   static_cast<unsigned long long>(value));
+  }
+  KILN_VK_RETURN_IF_ERROR(result, "vkWaitSemaphores(internal timeline)");
   return OkStatus();
 }
 

@@ -85,9 +85,10 @@ class VulkanDevice final : public Device {
   bool exact_fma() const { return exact_fma_; }
 
   // Internal timeline (every QueueExecute signals the next value): whether
-  // submission `value` has retired, and a blocking wait for it (0: no-op).
+  // submission `value` has retired, and a blocking wait for it (0: no-op;
+  // kFailedPrecondition "timeout" when `timeout_ns` elapses first).
   StatusOr<bool> SubmissionRetired(uint64_t value);
-  Status WaitSubmission(uint64_t value);
+  Status WaitSubmission(uint64_t value, uint64_t timeout_ns = UINT64_MAX);
 
  private:
   VulkanDevice() = default;

@@ -91,6 +91,15 @@ Status VulkanSemaphore::Signal(uint64_t value) {
   return OkStatus();
 }
 
+Status VulkanSemaphore::WaitUnused(uint64_t timeout_ns) {
+  if (timeout_ns == 0) {  // a poll (no vkWaitSemaphores; see Wait)
+    KILN_ASSIGN_OR_RETURN(bool retired, device_->SubmissionRetired(last_use_));
+    if (retired) return OkStatus();
+    return FailedPreconditionError("timeout: device work using the semaphore is still pending");
+  }
+  return device_->WaitSubmission(last_use_, timeout_ns);
+}
+
 Status VulkanSemaphore::Wait(uint64_t value, uint64_t timeout_ns) {
   if (timeout_ns == 0) {
     // A poll needs no vkWaitSemaphores. (It also sidesteps a validation layer

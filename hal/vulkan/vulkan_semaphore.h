@@ -38,6 +38,8 @@ class VulkanSemaphore final : public Semaphore {
   // (kFailedPrecondition "timeout"; timeout_ns 0 polls, UINT64_MAX waits
   // forever).
   Status Wait(uint64_t value, uint64_t timeout_ns) override;
+  // Waits for the last device submission that used the semaphore.
+  Status WaitUnused(uint64_t timeout_ns) override;
 
   // Driver-internal.
   VkSemaphore handle() const { return semaphore_; }

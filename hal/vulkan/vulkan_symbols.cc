@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
+#include <cstring>
+#include <new>
+
 namespace kiln::hal::vulkan {
 namespace {
 
@@ -20,8 +24,53 @@ constexpr const char* kLoaderNames[] = {"libvulkan.so.1", "libvulkan.so"};
 constexpr const char* kLoaderName = "libvulkan.so.1";
 #endif
 
+// One table for the three loaders (vulkan_symbols.def): per entry its level,
+// whether it may be missing and its offset in that level's struct; the names
+// are one string of NUL-terminated names in the same order.
+enum Level : uint8_t { kGlobal, kInstance, kDevice };
+struct Entry {
+  uint8_t level;
+  uint8_t optional;
+  uint16_t offset;
+};
+constexpr Entry kEntries[] = {
+#define KILN_VK_GLOBAL(name) {kGlobal, 0, offsetof(VulkanLoaderSyms, name)},
+#define KILN_VK_GLOBAL_OPTIONAL(name) {kGlobal, 1, offsetof(VulkanLoaderSyms, name)},
+#define KILN_VK_INSTANCE(name) {kInstance, 0, offsetof(VulkanInstanceSyms, name)},
+#define KILN_VK_INSTANCE_OPTIONAL(name) {kInstance, 1, offsetof(VulkanInstanceSyms, name)},
+#define KILN_VK_DEVICE(name) {kDevice, 0, offsetof(VulkanDeviceSyms, name)},
+#define KILN_VK_DEVICE_OPTIONAL(name) {kDevice, 1, offsetof(VulkanDeviceSyms, name)},
+#include "hal/vulkan/vulkan_symbols.def"
+};
+constexpr char kNames[] =
+#define KILN_VK_GLOBAL(name) #name "\0"
+#define KILN_VK_INSTANCE(name) #name "\0"
+#define KILN_VK_DEVICE(name) #name "\0"
+#include "hal/vulkan/vulkan_symbols.def"
+    "";
+
+// Resolves the entries of `level` into the struct at `out` with `resolve`
+// (a vkGet*ProcAddr bound to its handle). Returns the name of the first
+// required entry that is missing, or null.
+template <typename Resolve>
+const char* LoadLevel(Level level, void* out, Resolve resolve) {
+  const char* name = kNames;
+  const char* missing = nullptr;
+  for (const Entry& e : kEntries) {
+    if (e.level == level) {
+      PFN_vkVoidFunction fn = resolve(name);
+      std::memcpy(static_cast<char*>(out) + e.offset, &fn, sizeof(fn));
+      if (!fn && !e.optional && !missing) missing = name;
+    }
+    name += std::strlen(name) + 1;
+  }
+  return missing;
+}
+
 LoaderState* OpenLoader() {
-  auto* state = new LoaderState();  // process lifetime, never freed
+  // Process lifetime, never freed: static storage (no host allocation).
+  alignas(LoaderState) static unsigned char storage[sizeof(LoaderState)];
+  auto* state = new (storage) LoaderState();
   void* library = nullptr;
   for (const char* name : kLoaderNames) {
     // RTLD_LOCAL: the loader's symbols stay out of the global namespace.
@@ -39,24 +88,9 @@ LoaderState* OpenLoader() {
     return state;
   }
   PFN_vkGetInstanceProcAddr gipa = state->syms.vkGetInstanceProcAddr;
-#define KILN_VK_GLOBAL(name)                                                        \
-  state->syms.name = reinterpret_cast<PFN_##name>(gipa(VK_NULL_HANDLE, #name));     \
-  if (!state->syms.name && state->status.ok()) {                                    \
-    state->status = UnimplementedError("the Vulkan loader lacks %s", #name);        \
-  }
-#define KILN_VK_GLOBAL_OPTIONAL(name) \
-  state->syms.name = reinterpret_cast<PFN_##name>(gipa(VK_NULL_HANDLE, #name));
-#define KILN_VK_INSTANCE(name)
-#define KILN_VK_INSTANCE_OPTIONAL(name)
-#define KILN_VK_DEVICE(name)
-#define KILN_VK_DEVICE_OPTIONAL(name)
-#include "hal/vulkan/vulkan_symbols.def"
-#undef KILN_VK_GLOBAL
-#undef KILN_VK_GLOBAL_OPTIONAL
-#undef KILN_VK_INSTANCE
-#undef KILN_VK_INSTANCE_OPTIONAL
-#undef KILN_VK_DEVICE
-#undef KILN_VK_DEVICE_OPTIONAL
+  const char* missing = LoadLevel(kGlobal, &state->syms,
+                                  [gipa](const char* n) { return gipa(VK_NULL_HANDLE, n); });
+  if (missing) state->status = UnimplementedError("the Vulkan loader lacks %s", missing);
   return state;
 }
 
@@ -79,47 +113,19 @@ uint32_t VulkanLoaderVersion(const VulkanLoaderSyms& loader) {
 
 Status LoadVulkanInstanceSyms(const VulkanLoaderSyms& loader, VkInstance instance,
                               VulkanInstanceSyms* out) {
-  *out = VulkanInstanceSyms();
   PFN_vkGetInstanceProcAddr gipa = loader.vkGetInstanceProcAddr;
-#define KILN_VK_GLOBAL(name)
-#define KILN_VK_GLOBAL_OPTIONAL(name)
-#define KILN_VK_INSTANCE(name)                                           \
-  out->name = reinterpret_cast<PFN_##name>(gipa(instance, #name));       \
-  if (!out->name) return UnimplementedError("Vulkan instance lacks %s", #name);
-#define KILN_VK_INSTANCE_OPTIONAL(name) \
-  out->name = reinterpret_cast<PFN_##name>(gipa(instance, #name));
-#define KILN_VK_DEVICE(name)
-#define KILN_VK_DEVICE_OPTIONAL(name)
-#include "hal/vulkan/vulkan_symbols.def"
-#undef KILN_VK_GLOBAL
-#undef KILN_VK_GLOBAL_OPTIONAL
-#undef KILN_VK_INSTANCE
-#undef KILN_VK_INSTANCE_OPTIONAL
-#undef KILN_VK_DEVICE
-#undef KILN_VK_DEVICE_OPTIONAL
+  const char* missing =
+      LoadLevel(kInstance, out, [gipa, instance](const char* n) { return gipa(instance, n); });
+  if (missing) return UnimplementedError("Vulkan instance lacks %s", missing);
   return OkStatus();
 }
 
 Status LoadVulkanDeviceSyms(const VulkanInstanceSyms& instance_syms, VkDevice device,
                             VulkanDeviceSyms* out) {
-  *out = VulkanDeviceSyms();
   PFN_vkGetDeviceProcAddr gdpa = instance_syms.vkGetDeviceProcAddr;
-#define KILN_VK_GLOBAL(name)
-#define KILN_VK_GLOBAL_OPTIONAL(name)
-#define KILN_VK_INSTANCE(name)
-#define KILN_VK_INSTANCE_OPTIONAL(name)
-#define KILN_VK_DEVICE(name)                                         \
-  out->name = reinterpret_cast<PFN_##name>(gdpa(device, #name));     \
-  if (!out->name) return UnimplementedError("Vulkan device lacks %s", #name);
-#define KILN_VK_DEVICE_OPTIONAL(name) \
-  out->name = reinterpret_cast<PFN_##name>(gdpa(device, #name));
-#include "hal/vulkan/vulkan_symbols.def"
-#undef KILN_VK_GLOBAL
-#undef KILN_VK_GLOBAL_OPTIONAL
-#undef KILN_VK_INSTANCE
-#undef KILN_VK_INSTANCE_OPTIONAL
-#undef KILN_VK_DEVICE
-#undef KILN_VK_DEVICE_OPTIONAL
+  const char* missing =
+      LoadLevel(kDevice, out, [gdpa, device](const char* n) { return gdpa(device, n); });
+  if (missing) return UnimplementedError("Vulkan device lacks %s", missing);
   return OkStatus();
 }
 

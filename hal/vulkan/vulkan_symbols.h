@@ -27,62 +27,27 @@
 namespace kiln::hal::vulkan {
 
 #define KILN_VK_PFN(name) PFN_##name name = nullptr;
-#define KILN_VK_NONE(name)
 
 // Loader-level functions (plus vkGetInstanceProcAddr itself).
 struct VulkanLoaderSyms {
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
 #define KILN_VK_GLOBAL KILN_VK_PFN
-#define KILN_VK_GLOBAL_OPTIONAL KILN_VK_PFN
-#define KILN_VK_INSTANCE KILN_VK_NONE
-#define KILN_VK_INSTANCE_OPTIONAL KILN_VK_NONE
-#define KILN_VK_DEVICE KILN_VK_NONE
-#define KILN_VK_DEVICE_OPTIONAL KILN_VK_NONE
 #include "hal/vulkan/vulkan_symbols.def"
-#undef KILN_VK_GLOBAL
-#undef KILN_VK_GLOBAL_OPTIONAL
-#undef KILN_VK_INSTANCE
-#undef KILN_VK_INSTANCE_OPTIONAL
-#undef KILN_VK_DEVICE
-#undef KILN_VK_DEVICE_OPTIONAL
 };
 
 // Instance-level functions of one VkInstance.
 struct VulkanInstanceSyms {
-#define KILN_VK_GLOBAL KILN_VK_NONE
-#define KILN_VK_GLOBAL_OPTIONAL KILN_VK_NONE
 #define KILN_VK_INSTANCE KILN_VK_PFN
-#define KILN_VK_INSTANCE_OPTIONAL KILN_VK_PFN
-#define KILN_VK_DEVICE KILN_VK_NONE
-#define KILN_VK_DEVICE_OPTIONAL KILN_VK_NONE
 #include "hal/vulkan/vulkan_symbols.def"
-#undef KILN_VK_GLOBAL
-#undef KILN_VK_GLOBAL_OPTIONAL
-#undef KILN_VK_INSTANCE
-#undef KILN_VK_INSTANCE_OPTIONAL
-#undef KILN_VK_DEVICE
-#undef KILN_VK_DEVICE_OPTIONAL
 };
 
 // Device-level functions of one VkDevice.
 struct VulkanDeviceSyms {
-#define KILN_VK_GLOBAL KILN_VK_NONE
-#define KILN_VK_GLOBAL_OPTIONAL KILN_VK_NONE
-#define KILN_VK_INSTANCE KILN_VK_NONE
-#define KILN_VK_INSTANCE_OPTIONAL KILN_VK_NONE
 #define KILN_VK_DEVICE KILN_VK_PFN
-#define KILN_VK_DEVICE_OPTIONAL KILN_VK_PFN
 #include "hal/vulkan/vulkan_symbols.def"
-#undef KILN_VK_GLOBAL
-#undef KILN_VK_GLOBAL_OPTIONAL
-#undef KILN_VK_INSTANCE
-#undef KILN_VK_INSTANCE_OPTIONAL
-#undef KILN_VK_DEVICE
-#undef KILN_VK_DEVICE_OPTIONAL
 };
 
 #undef KILN_VK_PFN
-#undef KILN_VK_NONE
 
 // Opens the Vulkan loader (libvulkan.so.1, else libvulkan.so; once per
 // process, never closed) and resolves the loader-level functions.

@@ -19,14 +19,22 @@
  * Conventions
  *  - Handles are opaque and reference counted: `*_create`/`*_load_*` return
  *    a handle holding one reference owned by the caller; `*_retain` adds one,
- *    `*_release` drops one (NULL is ignored). Releasing a handle whose last
- *    reference is already gone (a double release) is caught on the spot
- *    while its memory has not been reused (always right after the first
- *    release): the call reports "kiln_tensor_release: double release of
- *    tensor handle 0x..." through the log callback (source "runtime") and
- *    does nothing else; under AddressSanitizer it is caught every time. Objects keep what they depend on
- *    alive (a context retains its device and modules, a tensor its device), so
- *    handles may be released in any order.
+ *    `*_release` drops one (NULL is ignored). Objects keep what they depend
+ *    on alive (a context retains its device and modules, a tensor its
+ *    device), so handles may be released in any order.
+ *  - Double release: releasing (or retaining) a handle whose last reference
+ *    is already gone is a bug in the app. When it is caught, the call
+ *    reports "kiln_tensor_release: double release of tensor handle 0x..."
+ *    through the log callback (source "runtime", level ERROR) and does
+ *    nothing else. Debug builds of libkiln (NDEBUG not defined, e.g. the
+ *    asan preset) catch it reliably for the most recently released handles:
+ *    their memory is quarantined instead of reused (the last 64 instance,
+ *    device, module, context and fence handles, and the last 64 tensors), so
+ *    a handle made after the first release never takes the dead one's
+ *    address; under AddressSanitizer every such access is caught. Release
+ *    builds catch it only while the memory has not been reused (always right
+ *    after the first release; a later double release may instead release a
+ *    new handle at the same address): never rely on it.
  *  - Results come back through `out_` parameters, written only on success.
  *  - Every fallible call returns kiln_status_t: NULL means OK; otherwise the
  *    caller owns the status and frees it with kiln_status_free(). The library
@@ -34,6 +42,9 @@
  *    dtypes/shapes and malformed modules are reported as statuses.
  *  - Threading: distinct objects may be used from different threads; one
  *    context must not be invoked from two threads at once.
+ *  - Callbacks (log, allocator) must return normally: a C++ exception thrown
+ *    from one cannot pass through the library (built without unwind
+ *    tables) and ends the process.
  *  - Units: sizes are bytes; dims are element counts; tensors are dense,
  *    row-major (C order).
  *
@@ -154,6 +165,50 @@ typedef void (*kiln_log_callback_t)(void* user_data, kiln_log_level_t level, con
  * before creating instances (messages already being delivered on other
  * threads may reach the previous callback). */
 KILN_API void kiln_set_log_callback(kiln_log_callback_t callback, void* user_data);
+
+/* ------------------------------------------------------------------------ */
+/* Host memory                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* The app's allocator for the runtime's host memory (kiln_set_allocator). */
+typedef struct kiln_allocator_t {
+  uint32_t struct_size; /* sizeof(kiln_allocator_t), set by the app */
+  void* user_data;      /* passed to both callbacks */
+  /* Returns `size` bytes aligned to `alignment` (a power of two, >= 16), or
+   * NULL when it cannot (the runtime then fails the call with
+   * KILN_STATUS_RESOURCE_EXHAUSTED). May be called on any thread at once. */
+  void* (*allocate)(void* user_data, size_t size, size_t alignment);
+  /* Frees a pointer `allocate` returned (never NULL). Any thread. */
+  void (*free)(void* user_data, void* ptr);
+} kiln_allocator_t;
+
+/* Routes the runtime's host allocations through `allocator` (NULL: back to
+ * malloc/free). Process-wide, like kiln_set_log_callback; call it before
+ * creating the first instance, or after releasing every object.
+ *
+ * Covered: every object behind a handle (instances, devices, modules,
+ * contexts, functions, tensors, fences, statuses), the HAL's objects (Vulkan
+ * devices, buffers, command buffers, pipelines, semaphores), the VM's
+ * (modules, contexts, buffer views, command-buffer states), the pools of
+ * per-invoke objects, the copy of a misaligned module, and the C API's
+ * invoke scratch. Not covered (yet): the standard containers inside the VM
+ * and the HAL (tables built at module load and context creation, error
+ * messages), and the Vulkan loader's and driver's own memory (they
+ * allocate through the system's malloc).
+ *
+ * Steady state: once warm, kiln_invoke/kiln_invoke_ex/kiln_invoke_async
+ * with results released make no call to `allocate`. When the last instance
+ * is released, the runtime's caches (pooled blocks) go back to `free`, so
+ * every block `allocate` returned has been freed.
+ *
+ * Failure: an `allocate` that returns NULL makes the creating call fail
+ * with RESOURCE_EXHAUSTED "out of host memory" and leave nothing behind;
+ * never a crash. (A container whose growth was refused carries on with
+ * malloc for the moment; the call still fails and frees it.)
+ *
+ * Errors: INVALID_ARGUMENT (struct_size too small, NULL callback),
+ * FAILED_PRECONDITION while memory of the current allocator is in use. */
+KILN_API kiln_status_t kiln_set_allocator(const kiln_allocator_t* allocator);
 
 /* ------------------------------------------------------------------------ */
 /* Element types (numbering equals kiln::DType and the module schema)       */
@@ -566,8 +621,19 @@ KILN_API void kiln_fence_retain(kiln_fence_t fence);
 /* Releasing the last reference of a fence that submitted work still waits
  * on or signals blocks until that work has retired: signal every wait fence
  * you handed to kiln_invoke_async before releasing it (this wait has no
- * time limit; kiln_context_wait_idle bounds the wait for the work). */
+ * time limit; kiln_fence_release_within bounds it). A fence whose point is
+ * also a context's last signal point (the signal_fence of that context's
+ * latest kiln_invoke_async) is kept alive by the context and never blocks
+ * here; the context's release waits instead. */
 KILN_API void kiln_fence_release(kiln_fence_t fence);
+/* kiln_fence_release with a deadline (as kiln_context_release_within): when
+ * this release would block (see kiln_fence_release) and that work does not
+ * retire within `timeout_ns` (0 polls; UINT64_MAX: no limit), returns
+ * FAILED_PRECONDITION with "timeout" in the message and releases NOTHING
+ * (the caller still owns its reference: signal the fences the work waits
+ * on, then call again). Otherwise releases the reference and returns NULL.
+ * NULL `fence` is ignored; a released handle gives INVALID_ARGUMENT. */
+KILN_API kiln_status_t kiln_fence_release_within(kiln_fence_t fence, uint64_t timeout_ns);
 /* Signals `fence` from the host: device work waiting on it may start.
  * Errors: FAILED_PRECONDITION when it was already signalled or is the
  * signal fence of an invocation. Never blocks. */
