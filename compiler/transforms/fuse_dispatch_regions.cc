@@ -45,7 +45,10 @@
 //
 // tensor.constant and tensor.reshape stay outside dispatches: constants live
 // in the module's constant pool and reshapes are free views, so the host knows
-// every byte range a dispatch touches (seeds/03, slice subranges).
+// every byte range a dispatch touches (seeds/03, slice subranges). The one
+// exception is a one-element or splat constant: it is cloned into every
+// dispatch that reads it (codegen makes it a literal) and costs no binding;
+// the original is erased once nothing outside reads it.
 //
 // Preconditions: tensor level, static shapes, single-block function bodies.
 //
@@ -83,12 +86,28 @@ struct Group {
   std::vector<ir::Operation*> ops;  // in program order; back() is the output
 };
 
+// A one-element or splat tensor.constant: cloned into each dispatch that
+// reads it, where codegen makes it a literal, instead of a binding (the
+// scalars of hard-swish, of PP-LCNet's learnable affine blocks, eps).
+bool IsInlinableConstant(ir::Value* v) {
+  ir::Operation* def = v->defining_op();
+  if (!def || !def->is("tensor.constant") || !v->type().is_tensor()) return false;
+  const ir::DenseElements* d = def->dense_attr("value");
+  if (!d || !d->data) return false;
+  const int64_t n = d->type.num_elements();
+  if (n < 1) return false;
+  for (int64_t i = 1; i < n; ++i)
+    if (d->GetDouble(i) != d->GetDouble(0)) return false;
+  return true;
+}
+
 std::vector<ir::Value*> ExternalOperands(const Group& g) {
   std::set<ir::Operation*> members(g.ops.begin(), g.ops.end());
   std::vector<ir::Value*> out;
   for (ir::Operation* op : g.ops)
     for (ir::Value* v : op->operands()) {
       if (v->defining_op() && members.count(v->defining_op())) continue;
+      if (IsInlinableConstant(v)) continue;
       bool seen = false;
       for (ir::Value* o : out) seen |= (o == v);
       if (!seen) out.push_back(v);
@@ -101,7 +120,8 @@ std::string ShortName(const std::string& op_name) {
   return dot == std::string::npos ? op_name : op_name.substr(dot + 1);
 }
 
-void Materialize(ir::Block* body, const Group& g, int ordinal) {
+void Materialize(ir::Block* body, const Group& g, int ordinal,
+                 std::set<ir::Operation*>* cloned_from) {
   ir::Operation* last = g.ops.back();
   std::vector<ir::Value*> externals = ExternalOperands(g);
   std::vector<ir::Type> result_types;
@@ -124,6 +144,13 @@ void Materialize(ir::Block* body, const Group& g, int ordinal) {
   ir::Block* inner = dispatch->region(0)->AddBlock();
   std::map<ir::Value*, ir::Value*> arg_of;
   for (ir::Value* v : externals) arg_of[v] = inner->AddArgument(v->type());
+  for (ir::Operation* op : g.ops)
+    for (ir::Value* v : op->operands())
+      if (IsInlinableConstant(v) && !arg_of.count(v)) {
+        std::map<ir::Value*, ir::Value*> none;
+        arg_of[v] = inner->Append(v->defining_op()->Clone(none))->result();
+        if (cloned_from) cloned_from->insert(v->defining_op());
+      }
   for (ir::Operation* op : g.ops) {
     inner->Append(body->Remove(op));
     for (unsigned i = 0; i < op->num_operands(); ++i) {
@@ -167,8 +194,12 @@ class FuseDispatchRegionsPass : public ir::Pass {
         }
         std::vector<Group> groups = FormGroups(ops);
         MergePrologues(&groups);
+        std::set<ir::Operation*> cloned_from;
         for (const Group& g : groups)
-          if (!g.ops.empty()) Materialize(block, g, ordinal++);
+          if (!g.ops.empty()) Materialize(block, g, ordinal++, &cloned_from);
+        // Constants now read only through their clones inside dispatches.
+        for (ir::Operation* c : cloned_from)
+          if (c->result()->use_empty()) c->Erase();
       }
     }
     return OkStatus();
