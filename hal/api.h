@@ -120,6 +120,33 @@ struct BufferBarrier {
   uint64_t length = 0;
 };
 
+// A pool of `count()` GPU timestamp queries (Vulkan: a VkQueryPool of
+// VK_QUERY_TYPE_TIMESTAMP). Profiling only: nothing on the invoke path creates
+// or writes one. Created by Device::CreateTimestampQueryPool; a query must be
+// reset (CommandBuffer::ResetQueries) before each write
+// (CommandBuffer::WriteTimestamp) in the same or an earlier submission.
+class QueryPool : public RefObject {
+ public:
+  virtual uint32_t count() const = 0;
+  // Copies the raw ticks of queries [first, first+count) into `ticks` (each
+  // masked to DeviceInfo::timestamp_valid_bits). Call only after the
+  // submission that wrote them has completed (its signal waited on).
+  // Errors: kOutOfRange (range outside the pool); kFailedPrecondition when a
+  // query has no result (never written since its reset, or not yet
+  // executed); driver errors. Never blocks.
+  virtual Status ReadTimestamps(uint32_t first, uint32_t count, uint64_t* ticks) = 0;
+};
+
+// Nanoseconds from timestamp `begin` to `end` (raw ticks from
+// QueryPool::ReadTimestamps): the difference is taken modulo
+// 2^valid_bits (a counter that wrapped once between the two), then scaled by
+// `period_ns` (DeviceInfo::timestamp_period_ns, ns per tick).
+inline double TimestampDeltaNs(uint64_t begin, uint64_t end, uint32_t valid_bits,
+                               double period_ns) {
+  uint64_t mask = valid_bits >= 64 ? ~0ull : ((1ull << valid_bits) - 1);
+  return static_cast<double>((end - begin) & mask) * period_ns;
+}
+
 // Records commands. Begin() is implicit at creation; End() must be called
 // before submission. Buffers referenced by recorded commands are retained by
 // the command buffer until it is destroyed or reset.
@@ -150,6 +177,25 @@ class CommandBuffer : public RefObject {
   // tell references held only by in-flight work (queue-ordered) from other
   // holders. Cost: linear in the distinct buffers recorded.
   virtual bool Retains(const Buffer* buffer) const = 0;
+
+  // --- Profiling (timestamp queries; off the invoke path) -------------------
+  // Resets queries [first, first+count) of `pool` so they can be written
+  // again; records the reset into this command buffer. Retains `pool` until
+  // Reset. Errors: kOutOfRange, kFailedPrecondition (not recording),
+  // kUnimplemented (the driver has no timestamp queries; the default).
+  virtual Status ResetQueries(QueryPool* pool, uint32_t first, uint32_t count) {
+    (void)pool, (void)first, (void)count;
+    return UnimplementedError("CommandBuffer::ResetQueries: this driver has no timestamp queries");
+  }
+  // Records a timestamp write into query `index` of `pool`, taken once every
+  // command recorded before it has completed (Vulkan: vkCmdWriteTimestamp at
+  // BOTTOM_OF_PIPE), so the difference of two writes around a command is the
+  // time that command added to the queue. Retains `pool` until Reset.
+  // Errors as ResetQueries.
+  virtual Status WriteTimestamp(QueryPool* pool, uint32_t index) {
+    (void)pool, (void)index;
+    return UnimplementedError("CommandBuffer::WriteTimestamp: this driver has no timestamp queries");
+  }
 };
 
 struct DeviceInfo {
@@ -168,6 +214,10 @@ struct DeviceInfo {
   // "storageBuffer16BitAccess", "synchronization2", "push_descriptor",
   // "validation".
   std::vector<std::string> features;
+  // Appended (profiling): GPU timestamps on the compute queue. 0 valid bits:
+  // the device cannot time commands (Device::CreateTimestampQueryPool fails).
+  uint32_t timestamp_valid_bits = 0;  // Vulkan: the queue family's timestampValidBits
+  double timestamp_period_ns = 0;     // ns per tick (VkPhysicalDeviceLimits::timestampPeriod)
 };
 
 class Device : public RefObject {
@@ -192,6 +242,15 @@ class Device : public RefObject {
   // Blocks until all submitted work is done.
   virtual Status WaitIdle() = 0;
   virtual Stats& stats() = 0;
+  // A pool of `count` (>= 1) timestamp queries (profiling only). Errors:
+  // kUnimplemented when the device has no timestamps on its compute queue
+  // (info().timestamp_valid_bits == 0; the default), kInvalidArgument for
+  // count 0, driver errors.
+  virtual StatusOr<Ref<QueryPool>> CreateTimestampQueryPool(uint32_t count) {
+    (void)count;
+    return UnimplementedError("Device::CreateTimestampQueryPool: device '%s' has no timestamp queries",
+                              info().name.c_str());
+  }
 };
 
 // Options for creating a device.

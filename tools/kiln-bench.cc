@@ -21,8 +21,17 @@
 //   (host_allocations = host_allocations_invoke, allocations made inside
 //   kiln_invoke; the steady state should be 0).
 //
+// --per-dispatch replaces the benchmarks with a GPU profile: every dispatch
+// is bracketed by timestamp queries (tools/dispatch_profile.h; the device
+// must support them, else a clear error), --per-dispatch-invokes
+// invocations are profiled after the warm-up, and a table sorted by time
+// gives each dispatch's debug name, ONNX nodes, calls, MACs and GMAC/s, then
+// totals (all dispatches; conv/matmul dispatches). --per-dispatch-format=tsv
+// prints the same as tab-separated values (scripts/bench.sh reads it).
+//
 // Errors go to stderr as `error: ...`, exit status 1 (2 for usage).
-// Uses only the public C API (include/kiln/kiln.h) and tools/npy.h.
+// Uses the public C API (include/kiln/kiln.h) and tools/npy.h; only
+// --per-dispatch reaches into runtime internals (tools/dispatch_profile.cc).
 #include <benchmark/benchmark.h>
 
 #include <cerrno>
@@ -33,6 +42,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "tools/dispatch_profile.h"
 #include "tools/input_spec.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
@@ -54,6 +64,9 @@ const kiln::tools::FlagTable kFlags = {
         {"--device", "DRIVER", "HAL driver (default vulkan; case-insensitive)"},
         {"--device-name", "SUBSTR", "pick the device whose name contains SUBSTR (any case)"},
         {"--device-index", "N", "pick device N in enumeration order (-1: the first)"},
+        {"--per-dispatch", nullptr, "GPU time of each dispatch (timestamp queries) instead of benchmarks"},
+        {"--per-dispatch-invokes", "N", "invocations profiled by --per-dispatch (default 20)"},
+        {"--per-dispatch-format", "F", "table (default) or tsv"},
     },
     "--input forms as for kiln-run. Reports time per invocation and per-invocation counters:\n"
     "dispatches, barriers, submissions, copies, transfers, fills, device_allocations,\n"
@@ -68,6 +81,9 @@ struct Options {
   std::string device = "vulkan";
   std::string device_name;
   int device_index = -1;
+  bool per_dispatch = false;
+  int per_dispatch_invokes = 20;
+  bool per_dispatch_tsv = false;
 };
 
 int Error(const std::string& msg) {
@@ -130,6 +146,7 @@ bool Open(const Options& opt, Session* s, std::string* error) {
           "creating the " + opt.device + " device", error)) {
     return false;
   }
+  if (opt.per_dispatch && !kiln::tools::EnableDispatchTiming(s->device, error)) return false;
   if (!Ok(kiln_context_create(s->device, &s->module, 1, &s->context), "creating the context",
           error)) {
     return false;
@@ -299,6 +316,22 @@ int main(int argc, char** argv) {
       opt.device = v;
     } else if (ParseFlag(a, "--device-name", &v)) {
       opt.device_name = v;
+    } else if (arg == "--per-dispatch") {
+      opt.per_dispatch = true;
+    } else if (ParseFlag(a, "--per-dispatch-invokes", &v)) {
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > 100000) {
+        Error("bad --per-dispatch-invokes '" + v + "' (want 1..100000)");
+        return 2;
+      }
+      opt.per_dispatch_invokes = static_cast<int>(n);
+    } else if (ParseFlag(a, "--per-dispatch-format", &v)) {
+      if (v != "table" && v != "tsv") {
+        Error("bad --per-dispatch-format '" + v + "' (want table or tsv)");
+        return 2;
+      }
+      opt.per_dispatch_tsv = v == "tsv";
     } else if (ParseFlag(a, "--device-index", &v)) {
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
@@ -323,6 +356,26 @@ int main(int argc, char** argv) {
   Session session;
   std::string error;
   if (!Open(opt, &session, &error)) return Error(error);
+  if (opt.per_dispatch) {
+    kiln::tools::DispatchProfile profile;
+    session.ReleaseResults();
+    if (!kiln::tools::ProfileDispatches(session.device, session.module, session.context,
+                                        session.function, session.args, session.results.size(),
+                                        opt.per_dispatch_invokes, &profile, &error)) {
+      return Error(error);
+    }
+    if (opt.per_dispatch_tsv) {
+      kiln::tools::PrintDispatchProfileTsv(profile, stdout);
+    } else {
+      kiln::tools::PrintDispatchProfile(
+          profile,
+          "per-dispatch GPU time: " + BaseName(opt.module) + " '" + opt.function + "' on " +
+              kiln_device_name(session.device) + ", median of " +
+              std::to_string(opt.per_dispatch_invokes) + " invocations",
+          stdout);
+    }
+    return 0;
+  }
   benchmark::AddCustomContext("kiln_device", kiln_device_name(session.device));
   benchmark::AddCustomContext("kiln_module", opt.module);
   std::string name = "invoke/" + BaseName(opt.module) + "/" + opt.function;

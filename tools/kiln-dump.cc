@@ -165,6 +165,7 @@ void Dump(const Module& m) {
       std::printf("      bindings (%u): [%s]\n", nb, bindings.c_str());
       std::printf("      push constants: %u bytes\n", ep->push_constant_bytes());
       std::printf("      workgroup size: %s\n", wg.empty() ? "unspecified" : wg.c_str());
+      if (ep->macs()) std::printf("      macs: %llu\n", static_cast<unsigned long long>(ep->macs()));
     }
     if (exe->source_locations() && exe->source_locations()->size()) {
       std::string locs;

@@ -391,6 +391,72 @@ inline std::vector<std::function<Case()>> AllCases() {
     return c;
   });
 
+  // --- cumsum (f32, i32): every direction along an inner and an outer axis --------
+  auto cumsum_case = [&](std::string name, int64_t axis, bool excl, bool rev, DType dt) {
+    add([=] {
+      Case c(name);
+      const Shape xs = {3, 5};
+      T x = dt == DType::kF32 ? Random(xs, 61) : T{xs, {1, -2, 3, 4, 5, 6, -7, 8, 9, 10, 11, 12, -13, 14, 15}};
+      c.In(x, dt);
+      T r{xs, std::vector<double>(15, 0.0)};
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          const int64_t pos = axis == 0 ? i : j, n = axis == 0 ? 3 : 5;
+          double acc = 0;
+          for (int64_t t = 0; t < n; ++t) {
+            bool in = rev ? (excl ? t > pos : t >= pos) : (excl ? t < pos : t <= pos);
+            if (in) acc += x.v[static_cast<size_t>(axis == 0 ? t * 5 + j : i * 5 + t)];
+          }
+          r.v[static_cast<size_t>(i * 5 + j)] = acc;
+        }
+      c.Out(r, dt);
+      auto& b = c.Build();
+      c.Return({b.Op("tensor.cumsum", {b.arg(0)}, ir::Type::Tensor(dt, xs),
+                     {{"axis", axis}, {"exclusive", excl}, {"reverse", rev}})});
+      return c;
+    });
+  };
+  cumsum_case("cumsum_axis1", 1, false, false, DType::kF32);
+  cumsum_case("cumsum_axis0_exclusive", 0, true, false, DType::kF32);
+  cumsum_case("cumsum_axis1_reverse", 1, false, true, DType::kF32);
+  cumsum_case("cumsum_axis0_reverse_exclusive_i32", 0, true, true, DType::kI32);
+
+  // --- arg_reduce: first and last index of the extreme, ties included ----------
+  auto arg_case = [&](std::string name, std::string kind, int64_t axis, bool keep, bool last) {
+    add([=] {
+      Case c(name);
+      // Ties on purpose: 2 appears twice in row 0, -1 twice in column 2.
+      T x{{3, 4}, {2, 0, 2, -5, 7, 7, -1, 3, 1, 9, -1, 9}};
+      c.In(x);
+      Shape os = axis == 0 ? Shape{4} : Shape{3};
+      if (keep) os = axis == 0 ? Shape{1, 4} : Shape{3, 1};
+      T r{os, {}};
+      const int64_t outer = axis == 0 ? 4 : 3, n = axis == 0 ? 3 : 4;
+      for (int64_t o = 0; o < outer; ++o) {
+        int64_t best = 0;
+        for (int64_t t = 1; t < n; ++t) {
+          double v = x.v[static_cast<size_t>(axis == 0 ? t * 4 + o : o * 4 + t)];
+          double bv = x.v[static_cast<size_t>(axis == 0 ? best * 4 + o : o * 4 + best)];
+          bool better = kind == "max" ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
+          if (better) best = t;
+        }
+        r.v.push_back(static_cast<double>(best));
+      }
+      c.Out(r, DType::kI64);
+      auto& b = c.Build();
+      c.Return({b.Op("tensor.arg_reduce", {b.arg(0)}, I64(os),
+                     {{"kind", ir::Attribute(kind)}, {"axis", axis}, {"keepdims", keep},
+                      {"select_last_index", last}})});
+      c.rtol = 0;
+      c.atol = 0;
+      return c;
+    });
+  };
+  arg_case("argmax_axis1_first", "max", 1, false, false);
+  arg_case("argmax_axis1_last_keep", "max", 1, true, true);
+  arg_case("argmin_axis0_first_keep", "min", 0, true, false);
+  arg_case("argmin_axis0_last", "min", 0, false, true);
+
   // --- pooling ------------------------------------------------------------------
   auto pool_case = [&](std::string name, Shape xs, bool is_max, Shape k, Shape st, Shape pads,
                        Shape dil, bool cip, Shape out_hw) {

@@ -285,7 +285,9 @@ inline const std::set<std::string>& FloatOnlyOps() {
       "tensor.sigmoid", "tensor.tanh", "tensor.exp", "tensor.log", "tensor.sqrt",
       "tensor.reciprocal", "tensor.floor", "tensor.ceil", "tensor.round", "tensor.erf",
       "tensor.sin", "tensor.cos", "tensor.leaky_relu", "tensor.hard_sigmoid",
-      "tensor.hard_swish", "tensor.elu", "tensor.softplus"};
+      "tensor.hard_swish", "tensor.elu", "tensor.softplus", "tensor.tan", "tensor.asin",
+      "tensor.acos", "tensor.atan", "tensor.sinh", "tensor.cosh", "tensor.asinh", "tensor.acosh",
+      "tensor.atanh"};
   return k;
 }
 
@@ -293,7 +295,8 @@ inline const std::set<std::string>& AnchorOps() {
   static const std::set<std::string> k = {
       "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
       "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
-      "tensor.expand", "tensor.conv_transpose", "tensor.resize"};
+      "tensor.expand", "tensor.conv_transpose", "tensor.resize", "tensor.arg_reduce", "tensor.cumsum",
+      "tensor.gather_elements", "tensor.scatter_elements", "tensor.scatter_nd"};
   return k;
 }
 
@@ -522,6 +525,10 @@ class Generator {
   std::string EvalMatmul(Operation* op, const Idx& idx);
   std::string EvalPool(Operation* op, const Idx& idx);
   std::string EvalReduce(Operation* op, const Idx& idx);
+  std::string EvalArgReduce(Operation* op, const Idx& idx);
+  std::string EvalCumsum(Operation* op, const Idx& idx);
+  std::string EvalGatherElements(Operation* op, const Idx& idx);
+  std::string EvalScatter(Operation* op, const Idx& idx);  // scatter_elements, scatter_nd
   std::string EvalSoftmax(Operation* op, const Idx& idx);
   std::string EvalTranspose(Operation* op, const Idx& idx);
   std::string EvalSlice(Operation* op, const Idx& idx);

@@ -30,6 +30,10 @@ std::string Generator::Eval(Value* v, const Idx& idx) {
     else if (n == "tensor.matmul") r = EvalMatmul(op, idx);
     else if (n == "tensor.pool2d") r = EvalPool(op, idx);
     else if (n == "tensor.reduce") r = EvalReduce(op, idx);
+    else if (n == "tensor.arg_reduce") r = EvalArgReduce(op, idx);
+    else if (n == "tensor.cumsum") r = EvalCumsum(op, idx);
+    else if (n == "tensor.gather_elements") r = EvalGatherElements(op, idx);
+    else if (n == "tensor.scatter_elements" || n == "tensor.scatter_nd") r = EvalScatter(op, idx);
     else if (n == "tensor.softmax") r = EvalSoftmax(op, idx);
     else if (n == "tensor.transpose") r = EvalTranspose(op, idx);
     else if (n == "tensor.slice") r = EvalSlice(op, idx);
@@ -129,6 +133,21 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
   else if (k == "tanh") e = "tanh(clamp(" + A(0) + ", -15.0, 15.0))";
   else if (k == "exp" || k == "log" || k == "sqrt" || k == "floor" || k == "ceil" ||
            k == "sin" || k == "cos") e = k + "(" + A(0) + ")";
+  else if (k == "tan" || k == "asin" || k == "acos" || k == "atan" || k == "sinh" ||
+           k == "cosh" || k == "asinh" || k == "acosh" || k == "atanh")
+    e = k + "(" + A(0) + ")";
+  else if (k == "sign") {
+    // GLSL sign(): -1, 0 or 1 for float and int; NaN stays NaN as in ONNX.
+    e = rct == CT::kU32 ? "uint(" + A(0) + " != 0u)" : rct == CT::kBool ? A(0) : "sign(" + A(0) + ")";
+  } else if (k == "isnan") e = "isnan(" + a[0] + ")";
+  else if (k == "isinf") {
+    std::string x = a[0];
+    bool neg = op->int_attr("detect_negative", 1) != 0, pos = op->int_attr("detect_positive", 1) != 0;
+    e = neg && pos ? "isinf(" + x + ")"
+        : neg      ? "(isinf(" + x + ") && " + x + " < 0.0)"
+        : pos      ? "(isinf(" + x + ") && " + x + " > 0.0)"
+                   : "false";
+  }
   else if (k == "round") e = "roundEven(" + A(0) + ")";
   else if (k == "reciprocal") e = "(1.0 / " + A(0) + ")";
   else if (k == "erf") {
@@ -473,6 +492,78 @@ std::string Generator::EvalReduce(Operation* op, const Idx& idx) {
   return Decl(ct, ReduceFinal(kind, ct, accs, count));
 }
 
+// ONNX ArgMax / ArgMin: a sequential scan along the axis keeping the first
+// (select_last_index: the last) position of the extreme value.
+std::string Generator::EvalArgReduce(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const Shape& xs = ShapeOf(x);
+  const int64_t axis = op->int_attr("axis", 0);
+  const bool is_max = op->str_attr("kind", "max") == "max";
+  const bool last = op->int_attr("select_last_index", 0) != 0;
+  const bool keep = ShapeOf(op->result()).size() == xs.size();
+  auto input_idx = [&](const std::string& r) {
+    Idx in;
+    size_t oi = 0;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (static_cast<int64_t>(d) == axis) {
+        in.d.push_back(r);
+        if (keep) ++oi;
+      } else {
+        in.d.push_back(idx.d[oi++]);
+      }
+    }
+    return in;
+  };
+  Line("// " + Comment(op) + " arg" + (is_max ? "max" : "min") + " axis=" + std::to_string(axis) +
+       (last ? " (last index)" : " (first index)"));
+  CT xct = CTOf(x);
+  std::string best = Fresh("best"), bi = Fresh("bi");
+  Line(std::string(CTName(xct)) + " " + best + ";");
+  Line("int " + bi + " = 0;");
+  Open("");
+  Line(best + " = " + Eval(x, input_idx("0")) + ";");
+  Close();
+  if (xs[axis] > 1) {
+    std::string r = Fresh("r");
+    Open("for (int " + r + " = 1; " + r + " < " + std::to_string(xs[axis]) + "; ++" + r + ")");
+    std::string v = Eval(x, input_idx(r));
+    const char* cmp = is_max ? (last ? ">=" : ">") : (last ? "<=" : "<");
+    Open("if (" + v + " " + cmp + " " + best + ")");
+    Line(best + " = " + v + ";");
+    Line(bi + " = " + r + ";");
+    Close();
+    Close();
+  }
+  return Decl(CT::kI64, "int64_t(" + bi + ")");
+}
+
+// ONNX CumSum: element i along the axis sums x over [0, i] (exclusive:
+// [0, i)), or with reverse over [i, n) (exclusive: (i, n)), adding in scan
+// order (from the start, or from the end when reversed) as ONNX's reference
+// and ONNX Runtime do. O(n) per element: meant for the short axes models use.
+std::string Generator::EvalCumsum(Operation* op, const Idx& idx) {
+  Value* x = op->operand(0);
+  const Shape& xs = ShapeOf(x);
+  const int64_t axis = op->int_attr("axis", 0);
+  const bool excl = op->int_attr("exclusive", 0) != 0, rev = op->int_attr("reverse", 0) != 0;
+  const std::string i = idx.d[axis];
+  CT ct = CTOf(op->result());
+  Line("// " + Comment(op) + " axis=" + std::to_string(axis) + (excl ? " exclusive" : "") +
+       (rev ? " reverse" : ""));
+  std::string acc = Fresh("acc"), r = Fresh("r");
+  Line(std::string(CTName(ct)) + " " + acc + " = " + Literal(ct, 0) + ";");
+  std::string loop = rev ? "for (int " + r + " = " + I(xs[axis] - 1) + "; " + r + (excl ? " > " : " >= ") +
+                               i + "; --" + r + ")"
+                         : "for (int " + r + " = 0; " + r + (excl ? " < " : " <= ") + i + "; ++" + r + ")";
+  Open(loop);
+  Idx in = idx;
+  in.flat.clear();
+  in.d[axis] = r;
+  Line(acc + " += " + Convert(Eval(x, in), CTOf(x), ct) + ";");
+  Close();
+  return acc;
+}
+
 std::string Generator::EvalSoftmax(Operation* op, const Idx& idx) {
   Value* x = op->operand(0);
   const Shape& xs = ShapeOf(x);
@@ -628,6 +719,92 @@ std::string Generator::EvalGather(Operation* op, const Idx& idx) {
   di.d.push_back(g);
   for (int64_t d = axis + 1; d < r; ++d) di.d.push_back(idx.d[d + q - 1]);
   return Eval(data, di);
+}
+
+std::string Generator::EvalGatherElements(Operation* op, const Idx& idx) {
+  Value* data = op->operand(0);
+  const int64_t axis = op->int_attr("axis", 0);
+  const int64_t n = ShapeOf(data)[axis];
+  Idx ii = idx;
+  std::string g = Fresh("g");
+  // As tensor.gather: negative indices count from the end, and the index is
+  // clamped so a bad one never reads outside the binding.
+  Line("int " + g + " = int(" + Eval(op->operand(1), ii) + ");  // " + Comment(op) +
+       " axis=" + std::to_string(axis));
+  Line(g + " = clamp(" + g + " < 0 ? " + g + " + " + I(n) + " : " + g + ", 0, " + I(n - 1) + ");");
+  Idx di = idx;
+  di.flat.clear();
+  di.d[axis] = g;
+  return Eval(data, di);
+}
+
+// Scatter as a gather over the updates: output element i starts as data[i]
+// and folds in, in update order, every update whose target is i. For
+// scatter_elements only the updates j with j[d] = i[d] off the axis can hit
+// i (a loop over the axis); for scatter_nd every index tuple q is compared
+// with i's leading k coordinates. Cost per element: the axis extent of the
+// indices (elements) or their tuple count (nd): meant for the small update
+// sets models scatter, not for bulk copies.
+std::string Generator::EvalScatter(Operation* op, const Idx& idx) {
+  Value* data = op->operand(0);
+  Value* ind = op->operand(1);
+  Value* upd = op->operand(2);
+  const Shape& ds = ShapeOf(data);
+  const Shape& is = ShapeOf(ind);
+  CT ct = CTOf(op->result());
+  const std::string red = op->str_attr("reduction", "none");
+  std::string acc = Fresh("sc");
+  Line(std::string(CTName(ct)) + " " + acc + " = " + Eval(data, idx) + ";  // " + Comment(op));
+  auto apply = [&](const std::string& u) {
+    if (red == "add") Line(acc + " += " + u + ";");
+    else if (red == "mul") Line(acc + " *= " + u + ";");
+    else if (red == "max") Line(acc + " = max(" + acc + ", " + u + ");");
+    else if (red == "min") Line(acc + " = min(" + acc + ", " + u + ");");
+    else Line(acc + " = " + u + ";");
+  };
+  if (op->is("tensor.scatter_elements")) {
+    const int64_t axis = op->int_attr("axis", 0);
+    std::string guard;
+    for (size_t d = 0; d < ds.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && is[d] < ds[d])
+        guard += (guard.empty() ? "" : " && ") + InRange(idx.d[d], is[d]);
+    if (!guard.empty()) Open("if (" + guard + ")");
+    std::string t = Fresh("t");
+    Open("for (int " + t + " = 0; " + t + " < " + std::to_string(is[axis]) + "; ++" + t + ")");
+    Idx j = idx;
+    j.flat.clear();
+    j.d[static_cast<size_t>(axis)] = t;
+    std::string k = DeclI("int(" + Eval(ind, j) + ")", "k");
+    Line(k + " = " + k + " < 0 ? " + k + " + " + I(ds[axis]) + " : " + k + ";");
+    Open("if (" + k + " == " + idx.d[static_cast<size_t>(axis)] + ")");
+    apply(Convert(Eval(upd, j), CTOf(upd), ct));
+    Close();
+    Close();
+    if (!guard.empty()) Close();
+  } else {
+    const int64_t k = is.back();
+    Shape qs(is.begin(), is.end() - 1);
+    int64_t nq = 1;
+    for (int64_t d : qs) nq *= d;
+    std::string q = Fresh("q");
+    Open("for (int " + q + " = 0; " + q + " < " + std::to_string(nq) + "; ++" + q + ")");
+    std::vector<std::string> qd = Decompose("uint(" + q + ")", qs);
+    std::string hit;
+    for (int64_t c = 0; c < k; ++c) {
+      Idx ii{qd, "", {}};
+      ii.d.push_back(I(c));
+      std::string v = DeclI("int(" + Eval(ind, ii) + ")", "k");
+      Line(v + " = " + v + " < 0 ? " + v + " + " + I(ds[c]) + " : " + v + ";");
+      hit += (hit.empty() ? "" : " && ") + v + " == " + idx.d[static_cast<size_t>(c)];
+    }
+    Open("if (" + (hit.empty() ? std::string("true") : hit) + ")");
+    Idx ui{qd, "", {}};
+    for (size_t d = static_cast<size_t>(k); d < ds.size(); ++d) ui.d.push_back(idx.d[d]);
+    apply(Convert(Eval(upd, ui), CTOf(upd), ct));
+    Close();
+    Close();
+  }
+  return acc;
 }
 
 std::string Generator::EvalResize(Operation* op, const Idx& idx) {

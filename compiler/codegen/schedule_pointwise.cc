@@ -47,7 +47,7 @@ Status Generator::CheckOps() {
                                                   "sum_square", "l2", "log_sum_exp"};
       if (!kinds.count(k)) return Unsupported(op, "reduce kind '" + k + "'");
     }
-    if (n == "tensor.gather" && ComputeType(op->operand(1)->type().dtype) == CT::kF32)
+    if ((n == "tensor.gather" || n == "tensor.gather_elements") && ComputeType(op->operand(1)->type().dtype) == CT::kF32)
       return Unsupported(op, "float indices");
     if (n == "tensor.resize") {
       Status s = CheckResize(op);

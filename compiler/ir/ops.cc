@@ -12,7 +12,9 @@ bool IsElementwiseOp(const std::string& name) {
       "tensor.log", "tensor.sqrt", "tensor.reciprocal", "tensor.floor", "tensor.ceil",
       "tensor.round", "tensor.erf", "tensor.sin", "tensor.cos", "tensor.not", "tensor.cast",
       "tensor.leaky_relu", "tensor.hard_sigmoid", "tensor.hard_swish", "tensor.elu",
-      "tensor.softplus", "tensor.clamp",
+      "tensor.softplus", "tensor.clamp", "tensor.tan", "tensor.asin", "tensor.acos",
+      "tensor.atan", "tensor.sinh", "tensor.cosh", "tensor.asinh", "tensor.acosh", "tensor.atanh",
+      "tensor.sign", "tensor.isnan", "tensor.isinf",
       // Binary.
       "tensor.add", "tensor.sub", "tensor.mul", "tensor.div", "tensor.pow", "tensor.max",
       "tensor.min", "tensor.mod", "tensor.equal", "tensor.greater", "tensor.less",

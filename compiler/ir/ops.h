@@ -26,6 +26,11 @@
 //     tensor.elu           attrs: alpha
 //     tensor.softplus
 //     tensor.clamp         attrs: min: f64, max: f64  (Clip with constant bounds)
+//     tensor.tan asin acos atan sinh cosh asinh acosh atanh   (f32)
+//     tensor.sign          -1, 0 or 1 in the operand's dtype (NaN stays NaN)
+//     tensor.isnan         f32 -> i1
+//     tensor.isinf         f32 -> i1; attrs: detect_negative, detect_positive
+//                          (i64 0/1, default 1)
 //   Binary elementwise (2 operands, broadcast):
 //     tensor.add sub mul div pow max min mod
 //     tensor.equal greater less greater_equal less_equal  (result i1)
@@ -49,6 +54,25 @@
 //   tensor.reduce      attrs: kind: "sum"|"mean"|"max"|"min"|"prod"|"sum_square"
 //                      |"l2"|"log_sum_exp", axes: [..] (normalized, sorted),
 //                      keepdims: bool.
+//   tensor.arg_reduce  (x) -> i64 indices; attrs: kind: "max"|"min", axis
+//                      (normalized), keepdims: bool, select_last_index: bool.
+//                      The index along `axis` of the first (or last) extreme
+//                      element (ONNX ArgMax / ArgMin).
+//   tensor.gather_elements (x, indices: i32|i64) -> x's dtype, indices' shape;
+//                      attrs: axis (normalized). out[i] = x[i with i[axis] =
+//                      indices[i]] (ONNX GatherElements); negative indices
+//                      count from the end, out-of-range ones are clamped.
+//   tensor.scatter_elements (data, indices: i32|i64, updates) -> data's type;
+//                      attrs: axis (normalized), reduction: "none"|"add"|
+//                      "mul"|"max"|"min". indices and updates have one shape;
+//                      update j goes to j with j[axis] = indices[j] (ONNX
+//                      ScatterElements; duplicates apply in order, the last
+//                      wins for "none"). Out-of-range indices are ignored.
+//   tensor.scatter_nd  (data, indices: i64 [..., k], updates) -> data's type;
+//                      attrs: reduction. Update slice q goes to data[indices[q]]
+//                      (ONNX ScatterND); in order, the last wins for "none".
+//   tensor.cumsum      (x) -> same type; attrs: axis (normalized), exclusive:
+//                      bool, reverse: bool (ONNX CumSum; sums in scan order).
 //   tensor.pool2d      attrs: kind: "max"|"avg", kernel [2], strides [2],
 //                      pads [4], dilations [2], count_include_pad: bool.
 //                      Input NCHW. ceil_mode is resolved into the result shape.

@@ -32,6 +32,8 @@ bool IsComparison(const std::string& n) {
   return n == "tensor.equal" || n == "tensor.greater" || n == "tensor.less" ||
          n == "tensor.greater_equal" || n == "tensor.less_equal";
 }
+// Unary predicates on a float: the result is i1.
+bool IsClassification(const std::string& n) { return n == "tensor.isnan" || n == "tensor.isinf"; }
 bool IsLogical(const std::string& n) {
   return n == "tensor.and" || n == "tensor.or" || n == "tensor.xor" || n == "tensor.not";
 }
@@ -326,6 +328,7 @@ class Verifier {
     if (n == "tensor.conv_transpose") return VerifyConvTranspose(op);
     if (n == "tensor.matmul") return VerifyMatmul(op);
     if (n == "tensor.reshape") return VerifyReshape(op);
+    if (n == "tensor.arg_reduce") return VerifyArgReduce(op);
     return true;
   }
 
@@ -615,7 +618,8 @@ class Verifier {
       return Fail(op, "condition must have element type i1");
     if (IsLogical(n) && dt != DType::kBool) return Fail(op, "expects i1 operands");
     if (n == "tensor.cast") return true;
-    DType want = IsComparison(n) ? DType::kBool : dt;
+    if (IsClassification(n) && dt != DType::kF32) return Fail(op, "expects an f32 operand");
+    DType want = IsComparison(n) || IsClassification(n) ? DType::kBool : dt;
     if (rt.dtype != want)
       return Fail(op, std::string("result element type ") + DTypeName(rt.dtype) + " should be " +
                           DTypeName(want));
@@ -712,6 +716,27 @@ class Verifier {
       return Fail(op, "element count changes from " + std::to_string(in.num_elements()) + " to " +
                           std::to_string(out.num_elements()));
     if (in.dtype != out.dtype) return Fail(op, "element type changes");
+    return true;
+  }
+
+  bool VerifyArgReduce(Operation* op) {
+    if (!ExpectCounts(op, 1, 1) || !AllTensors(op)) return false;
+    const Type& in = op->operand(0)->type();
+    const Type& out = op->result()->type();
+    const std::string kind = op->str_attr("kind", "");
+    if (kind != "max" && kind != "min") return Fail(op, "kind must be \"max\" or \"min\"");
+    const int64_t axis = op->int_attr("axis", -1);
+    if (axis < 0 || axis >= in.rank())
+      return Fail(op, "axis " + std::to_string(axis) + " out of range for rank " +
+                          std::to_string(in.rank()));
+    if (in.shape[axis] < 1) return Fail(op, "reduces an empty axis");
+    if (out.dtype != DType::kI64) return Fail(op, "result element type must be i64");
+    std::vector<int64_t> want;
+    for (int64_t d = 0; d < in.rank(); ++d) {
+      if (d != axis) want.push_back(in.shape[d]);
+      else if (op->int_attr("keepdims", 1) != 0) want.push_back(1);
+    }
+    if (out.shape != want) return Fail(op, "result shape " + Dims(out.shape) + " should be " + Dims(want));
     return true;
   }
 

@@ -11,6 +11,7 @@
 #include "base/dtype.h"
 #include "compiler/analysis/resource_usage.h"
 #include "compiler/analysis/topology.h"
+#include "compiler/codegen/dispatch_macs.h"
 #include "compiler/target/lower_timeline.h"
 #include "compiler/target/transient_planner.h"
 #include "schemas/module_integrity.h"
@@ -70,6 +71,7 @@ struct Range {
 struct ExecutableEntry {
   codegen::CompiledDispatch compiled;
   std::vector<std::string> locs;
+  uint64_t macs = 0;  // codegen::DispatchMacs (EntryPoint.macs)
 };
 
 class FunctionEmitter;
@@ -253,7 +255,7 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
     }
   }
   *out = compiled;
-  executables_.push_back({std::move(compiled), std::move(locs)});
+  executables_.push_back({std::move(compiled), std::move(locs), codegen::DispatchMacs(dispatch)});
   return static_cast<uint16_t>(executables_.size() - 1);
 }
 
@@ -2439,7 +2441,7 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
       bindings.emplace_back(0, i, i < c.binding_readonly.size() && c.binding_readonly[i]);
     std::vector<uint32_t> wg(c.workgroup_size, c.workgroup_size + 3);
     auto ep = fb::CreateEntryPointDirect(fbb, c.entry_point.c_str(), c.debug_name.c_str(), &bindings,
-                                         static_cast<uint32_t>(c.push_constants.size() * 4), &wg);
+                                         static_cast<uint32_t>(c.push_constants.size() * 4), &wg, e.macs);
     std::vector<flatbuffers::Offset<fb::EntryPoint>> eps = {ep};
     std::string joined;
     for (const std::string& l : e.locs) joined += (joined.empty() ? "" : ", ") + l;

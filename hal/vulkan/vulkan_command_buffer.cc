@@ -6,6 +6,7 @@
 #include "hal/vulkan/vulkan_buffer.h"
 #include "hal/vulkan/vulkan_device.h"
 #include "hal/vulkan/vulkan_executable.h"
+#include "hal/vulkan/vulkan_query_pool.h"
 #include "hal/vulkan/vulkan_status.h"
 
 namespace kiln::hal::vulkan {
@@ -464,9 +465,46 @@ Status VulkanCommandBuffer::Reset() {
   }
   retained_buffers_.clear();
   retained_executables_.clear();
+  retained_query_pools_.clear();
   submission_signals_.clear();
   submission_value_ = 0;
   return Begin();
+}
+
+// --- profiling: timestamp queries (never called on the invoke path) ---------
+
+Status VulkanCommandBuffer::CheckQueryPool(const char* op, QueryPool* pool, uint32_t first,
+                                           uint32_t count) {
+  KILN_RETURN_IF_ERROR(CheckRecording(op));
+  if (!pool) return InvalidArgumentError("CommandBuffer::%s: pool is null", op);
+  if (static_cast<VulkanQueryPool*>(pool)->device() != device_) {
+    return InvalidArgumentError("CommandBuffer::%s: query pool belongs to another device", op);
+  }
+  if (first > pool->count() || count > pool->count() - first) {
+    return OutOfRangeError("CommandBuffer::%s: queries [%u, %u) outside the pool of %u", op,
+                           first, first + count, pool->count());
+  }
+  for (const Ref<QueryPool>& retained : retained_query_pools_) {
+    if (retained.get() == pool) return OkStatus();
+  }
+  retained_query_pools_.push_back(Ref<QueryPool>::Retain(pool));
+  return OkStatus();
+}
+
+Status VulkanCommandBuffer::ResetQueries(QueryPool* pool, uint32_t first, uint32_t count) {
+  KILN_RETURN_IF_ERROR(CheckQueryPool("ResetQueries", pool, first, count));
+  if (count == 0) return OkStatus();
+  device_->syms().vkCmdResetQueryPool(command_buffer_,
+                                      static_cast<VulkanQueryPool*>(pool)->handle(), first, count);
+  return OkStatus();
+}
+
+Status VulkanCommandBuffer::WriteTimestamp(QueryPool* pool, uint32_t index) {
+  KILN_RETURN_IF_ERROR(CheckQueryPool("WriteTimestamp", pool, index, 1));
+  // BOTTOM_OF_PIPE: written once every earlier command has completed.
+  device_->syms().vkCmdWriteTimestamp(command_buffer_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                      static_cast<VulkanQueryPool*>(pool)->handle(), index);
+  return OkStatus();
 }
 
 }  // namespace kiln::hal::vulkan

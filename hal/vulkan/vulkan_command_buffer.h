@@ -77,6 +77,11 @@ class VulkanCommandBuffer final : public CommandBuffer {
   Status End() override;
   Status Reset() override;
   bool Retains(const Buffer* buffer) const override;
+  // Profiling (timestamp queries): vkCmdResetQueryPool and
+  // vkCmdWriteTimestamp(BOTTOM_OF_PIPE). The pool must belong to this device
+  // (kInvalidArgument); it is retained until Reset.
+  Status ResetQueries(QueryPool* pool, uint32_t first, uint32_t count) override;
+  Status WriteTimestamp(QueryPool* pool, uint32_t index) override;
 
   // Driver-internal (QueueExecute).
   VkCommandBuffer handle() const { return command_buffer_; }
@@ -103,6 +108,8 @@ class VulkanCommandBuffer final : public CommandBuffer {
                                VkDescriptorSet* out_set);
   void RetainBuffer(Buffer* buffer);
   void RetainExecutable(Executable* executable);
+  // Recording state, pool ownership and range checks; retains `pool`.
+  Status CheckQueryPool(const char* op, QueryPool* pool, uint32_t first, uint32_t count);
 
   VulkanDevice* device_ = nullptr;  // retained
   VkCommandBuffer command_buffer_ = VK_NULL_HANDLE;
@@ -119,6 +126,7 @@ class VulkanCommandBuffer final : public CommandBuffer {
 
   std::vector<Ref<Buffer>> retained_buffers_;
   std::vector<Ref<Executable>> retained_executables_;
+  std::vector<Ref<QueryPool>> retained_query_pools_;  // profiling only
 
   // Descriptor pools for entry points not using push descriptors.
   struct Pool {

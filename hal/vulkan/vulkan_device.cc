@@ -8,6 +8,7 @@
 #include "hal/vulkan/vulkan_buffer.h"
 #include "hal/vulkan/vulkan_command_buffer.h"
 #include "hal/vulkan/vulkan_executable.h"
+#include "hal/vulkan/vulkan_query_pool.h"
 #include "hal/vulkan/vulkan_semaphore.h"
 #include "hal/vulkan/vulkan_status.h"
 
@@ -238,6 +239,11 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
     info_.max_compute_workgroup_count[i] = limits_.maxComputeWorkGroupCount[i];
   }
   info_.features = std::move(features);
+  // Timestamps: valid bits of the chosen queue family (0: none), and the
+  // tick length (timestampComputeAndGraphics guarantees every family but is
+  // not required: the family's own count decides).
+  info_.timestamp_valid_bits = families[queue_family_].timestampValidBits;
+  info_.timestamp_period_ns = limits_.timestampPeriod;
 
   // Scratch capacity for QueueExecute: typical submissions never reallocate.
   scratch_semaphores_.reserve(16);
@@ -398,6 +404,15 @@ Status VulkanDevice::QueueExecute(CommandBuffer* command_buffer, const Semaphore
 Status VulkanDevice::WaitIdle() {
   KILN_VK_RETURN_IF_ERROR(syms_.vkQueueWaitIdle(queue_), "vkQueueWaitIdle");
   return OkStatus();
+}
+
+}  // namespace kiln::hal::vulkan
+
+namespace kiln::hal::vulkan {
+
+StatusOr<Ref<QueryPool>> VulkanDevice::CreateTimestampQueryPool(uint32_t count) {
+  KILN_ASSIGN_OR_RETURN(Ref<VulkanQueryPool> pool, VulkanQueryPool::Create(this, count));
+  return Ref<QueryPool>(std::move(pool));
 }
 
 }  // namespace kiln::hal::vulkan

@@ -59,6 +59,8 @@ class VulkanDevice final : public Device {
                       uint32_t signal_count) override;
   Status WaitIdle() override;
   Stats& stats() override { return stats_; }
+  // Profiling: a VulkanQueryPool (vulkan_query_pool.h).
+  StatusOr<Ref<QueryPool>> CreateTimestampQueryPool(uint32_t count) override;
 
   // --- driver-internal accessors (used by the other vulkan_* files) --------
   const VulkanDeviceSyms& syms() const { return syms_; }

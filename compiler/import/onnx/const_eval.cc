@@ -204,6 +204,7 @@ bool EvalUnary(const std::string& op, const DenseElements& x, const Type& rt,
     else if (op == "relu") f = [](int64_t v) { return v < 0 ? 0 : v; };
     else if (op == "floor" || op == "ceil" || op == "round") f = [](int64_t v) { return v; };
     else if (op == "not") f = [](int64_t v) { return v ? 0 : 1; };
+    else if (op == "sign") f = [](int64_t v) { return static_cast<int64_t>((v > 0) - (v < 0)); };
     else if (op == "clamp") {
       double lo = FloatAttr(attrs, "min", -INFINITY), hi = FloatAttr(attrs, "max", INFINITY);
       f = [lo, hi](int64_t v) {
@@ -233,6 +234,16 @@ bool EvalUnary(const std::string& op, const DenseElements& x, const Type& rt,
   else if (op == "erf") f = [](double v) { return std::erf(v); };
   else if (op == "sin") f = [](double v) { return std::sin(v); };
   else if (op == "cos") f = [](double v) { return std::cos(v); };
+  else if (op == "tan") f = [](double v) { return std::tan(v); };
+  else if (op == "asin") f = [](double v) { return std::asin(v); };
+  else if (op == "acos") f = [](double v) { return std::acos(v); };
+  else if (op == "atan") f = [](double v) { return std::atan(v); };
+  else if (op == "sinh") f = [](double v) { return std::sinh(v); };
+  else if (op == "cosh") f = [](double v) { return std::cosh(v); };
+  else if (op == "asinh") f = [](double v) { return std::asinh(v); };
+  else if (op == "acosh") f = [](double v) { return std::acosh(v); };
+  else if (op == "atanh") f = [](double v) { return std::atanh(v); };
+  else if (op == "sign") f = [](double v) { return std::isnan(v) ? v : double((v > 0) - (v < 0)); };
   else if (op == "softplus") f = [](double v) { return std::log1p(std::exp(v)); };
   else if (op == "hard_swish") f = [](double v) { return v * std::max(0.0, std::min(1.0, v / 6 + 0.5)); };
   else if (op == "leaky_relu") {

@@ -632,6 +632,22 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"Not", &Importer::Unary}, {"LeakyRelu", &Importer::Unary},
       {"HardSigmoid", &Importer::Unary}, {"HardSwish", &Importer::Unary},
       {"Elu", &Importer::Unary}, {"Softplus", &Importer::Unary},
+      {"Tan", &Importer::Unary}, {"Asin", &Importer::Unary}, {"Acos", &Importer::Unary},
+      {"Atan", &Importer::Unary}, {"Sinh", &Importer::Unary}, {"Cosh", &Importer::Unary},
+      {"Asinh", &Importer::Unary}, {"Acosh", &Importer::Unary}, {"Atanh", &Importer::Unary},
+      {"Sign", &Importer::Unary}, {"IsNaN", &Importer::Unary}, {"IsInf", &Importer::Unary},
+      {"Softsign", &Importer::Activation}, {"Selu", &Importer::Activation},
+      {"Celu", &Importer::Activation}, {"ThresholdedRelu", &Importer::Activation},
+      {"Shrink", &Importer::Activation},
+      {"ArgMax", &Importer::ArgReduce}, {"ArgMin", &Importer::ArgReduce},
+      {"Hardmax", &Importer::Hardmax}, {"Trilu", &Importer::Trilu},
+      {"EyeLike", &Importer::EyeLike}, {"CumSum", &Importer::CumSum},
+      {"GatherElements", &Importer::GatherElements}, {"OneHot", &Importer::OneHot},
+      {"ScatterElements", &Importer::Scatter}, {"Scatter", &Importer::Scatter},
+      {"ScatterND", &Importer::Scatter},
+      {"NegativeLogLikelihoodLoss", &Importer::NllLoss},
+      {"SoftmaxCrossEntropyLoss", &Importer::SoftmaxCrossEntropyLoss},
+      {"DepthToSpace", &Importer::SpaceDepth}, {"SpaceToDepth", &Importer::SpaceDepth},
       {"Add", &Importer::BinaryOp}, {"Sub", &Importer::BinaryOp}, {"Mul", &Importer::BinaryOp},
       {"Div", &Importer::BinaryOp}, {"Pow", &Importer::BinaryOp}, {"Mod", &Importer::BinaryOp},
       {"Equal", &Importer::BinaryOp}, {"Greater", &Importer::BinaryOp},
@@ -673,6 +689,8 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"ConstantOfShape", &Importer::ConstantOfShape},
       {"Range", &Importer::Range},
       {"LayerNormalization", &Importer::LayerNorm},
+      {"InstanceNormalization", &Importer::InstanceNorm},
+      {"MeanVarianceNormalization", &Importer::MeanVarianceNorm}, {"LRN", &Importer::Lrn},
       {"Scan", &Importer::Scan},
       {"LSTM", &Importer::LSTM},
       {"ConvTranspose", &Importer::ConvTranspose},
@@ -745,7 +763,10 @@ Status Importer::Unary(const onnx::NodeProto& n, const std::vector<Value*>& in,
       {"Reciprocal", "reciprocal"}, {"Floor", "floor"}, {"Ceil", "ceil"}, {"Round", "round"},
       {"Erf", "erf"}, {"Sin", "sin"}, {"Cos", "cos"}, {"Not", "not"},
       {"LeakyRelu", "leaky_relu"}, {"HardSigmoid", "hard_sigmoid"}, {"HardSwish", "hard_swish"},
-      {"Elu", "elu"}, {"Softplus", "softplus"}};
+      {"Elu", "elu"}, {"Softplus", "softplus"}, {"Tan", "tan"}, {"Asin", "asin"},
+      {"Acos", "acos"}, {"Atan", "atan"}, {"Sinh", "sinh"}, {"Cosh", "cosh"}, {"Asinh", "asinh"},
+      {"Acosh", "acosh"}, {"Atanh", "atanh"}, {"Sign", "sign"}, {"IsNaN", "isnan"},
+      {"IsInf", "isinf"}};
   Attrs attrs;
   if (op_type_ == "LeakyRelu") attrs["alpha"] = AttrFloat("alpha", 0.01);
   if (op_type_ == "Elu") attrs["alpha"] = AttrFloat("alpha", 1.0);
@@ -754,7 +775,17 @@ Status Importer::Unary(const onnx::NodeProto& n, const std::vector<Value*>& in,
     attrs["beta"] = AttrFloat("beta", 0.5);
   }
   if (op_type_ == "Not" && in[0]->type().dtype != DType::kBool) return Invalid("Not needs a bool input");
-  out[0] = Emit("tensor." + kNames.at(op_type_), {in[0]}, in[0]->type(), std::move(attrs));
+  Type rt = in[0]->type();
+  if (op_type_ == "IsNaN" || op_type_ == "IsInf") {
+    if (rt.dtype != DType::kF32)
+      return Unimpl(std::string(op_type_) + " of " + DTypeName(rt.dtype) + " (only f32)");
+    rt.dtype = DType::kBool;
+  }
+  if (op_type_ == "IsInf") {
+    attrs["detect_negative"] = AttrInt("detect_negative", 1);
+    attrs["detect_positive"] = AttrInt("detect_positive", 1);
+  }
+  out[0] = Emit("tensor." + kNames.at(op_type_), {in[0]}, rt, std::move(attrs));
   return OkStatus();
 }
 
@@ -1060,33 +1091,6 @@ Status Importer::BatchNorm(const onnx::NodeProto& n, const std::vector<Value*>& 
   Value* va = Constant(MakeDenseFromDoubles(Type::Tensor(x->type().dtype, cs), add));
   KILN_ASSIGN_OR_RETURN(Value* y, Binary("tensor.mul", x, vm));
   KILN_ASSIGN_OR_RETURN(out[0], Binary("tensor.add", y, va));
-  return OkStatus();
-}
-
-Status Importer::LayerNorm(const onnx::NodeProto& n, const std::vector<Value*>& in,
-                           std::vector<Value*>& out) {
-  KILN_REQUIRE_INPUTS(2);
-  Value* x = in[0];
-  int64_t r = x->type().rank();
-  KILN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(AttrInt("axis", -1), r));
-  DType dt = x->type().dtype;
-  if (!IsFloatDType(dt)) return Unimpl("LayerNormalization on non-float input");
-  Shape axes, ks = x->type().shape;
-  for (int64_t i = axis; i < r; ++i) { axes.push_back(i); ks[i] = 1; }
-  Attrs ra = {{"kind", std::string("mean")}, {"axes", axes}, {"keepdims", true}};
-  Value* mean = Emit("tensor.reduce", {x}, Type::Tensor(dt, ks), ra);
-  KILN_ASSIGN_OR_RETURN(Value* d, Binary("tensor.sub", x, mean));
-  KILN_ASSIGN_OR_RETURN(Value* d2, Binary("tensor.mul", d, d));
-  Value* var = Emit("tensor.reduce", {d2}, Type::Tensor(dt, ks), ra);
-  KILN_ASSIGN_OR_RETURN(Value* ve, Binary("tensor.add", var, ScalarConst(dt, AttrFloat("epsilon", 1e-5))));
-  Value* sd = Emit("tensor.sqrt", {ve}, ve->type());
-  KILN_ASSIGN_OR_RETURN(Value* y, Binary("tensor.div", d, sd));
-  KILN_ASSIGN_OR_RETURN(y, Binary("tensor.mul", y, in[1]));
-  if (in.size() > 2 && in[2]) { KILN_ASSIGN_OR_RETURN(y, Binary("tensor.add", y, in[2])); }
-  if (y->type().shape != x->type().shape) return Invalid("LayerNormalization scale/bias do not broadcast to X");
-  out[0] = y;
-  if (out.size() > 1) out[1] = mean;                                       // Mean
-  if (out.size() > 2) out[2] = Emit("tensor.reciprocal", {sd}, sd->type());  // InvStdDev
   return OkStatus();
 }
 

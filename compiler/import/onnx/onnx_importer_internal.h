@@ -206,6 +206,15 @@ class Importer {
     for (int64_t p : perm) s.push_back(v->type().shape[p]);
     return Emit("tensor.transpose", {v}, Type::Tensor(v->type().dtype, s), {{"perm", perm}});
   }
+  // tensor.gather_elements of x along `axis` (onnx_index_ops.cc).
+  Value* GatherElementsOf(Value* x, Value* ind, int64_t axis);
+  // ONNX NegativeLogLikelihoodLoss of log-probabilities `logp` [N, C, d...]
+  // (onnx_loss.cc); `weight` may be null.
+  StatusOr<Value*> NllLossOf(Value* logp, Value* target, Value* weight);
+  // (x - mean) / sqrt(var + eps) over `axes` (biased variance, keepdims
+  // statistics); *mean and *sd (sqrt(var + eps)) are set when non-null
+  // (onnx_normalization.cc).
+  StatusOr<Value*> Standardize(Value* x, const Shape& axes, double eps, Value** mean, Value** sd);
   Value* Cast(Value* v, DType dt) {
     if (v->type().dtype == dt) return v;
     return Emit("tensor.cast", {v}, Type::Tensor(dt, v->type().shape));
@@ -350,12 +359,27 @@ class Importer {
   KILN_HANDLER(Tile);
   KILN_HANDLER(ConstantOfShape);
   KILN_HANDLER(Range);
-  KILN_HANDLER(LayerNorm);
+  KILN_HANDLER(LayerNorm);       // onnx_normalization.cc
+  KILN_HANDLER(InstanceNorm);    // onnx_normalization.cc
+  KILN_HANDLER(MeanVarianceNorm);  // onnx_normalization.cc
+  KILN_HANDLER(Lrn);             // onnx_normalization.cc
   KILN_HANDLER(Loop);  // onnx_control_flow.cc
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
   KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
   KILN_HANDLER(Resize);  // onnx_resize.cc (Resize and Upsample)
+  KILN_HANDLER(ArgReduce);   // onnx_index_ops.cc (ArgMax, ArgMin)
+  KILN_HANDLER(Hardmax);     // onnx_index_ops.cc
+  KILN_HANDLER(Trilu);       // onnx_index_ops.cc
+  KILN_HANDLER(EyeLike);     // onnx_index_ops.cc
+  KILN_HANDLER(CumSum);      // onnx_index_ops.cc
+  KILN_HANDLER(GatherElements);  // onnx_index_ops.cc
+  KILN_HANDLER(OneHot);      // onnx_index_ops.cc
+  KILN_HANDLER(Scatter);     // onnx_index_ops.cc (ScatterElements, Scatter, ScatterND)
+  KILN_HANDLER(NllLoss);     // onnx_loss.cc (NegativeLogLikelihoodLoss)
+  KILN_HANDLER(SoftmaxCrossEntropyLoss);  // onnx_loss.cc
+  KILN_HANDLER(SpaceDepth);  // onnx_index_ops.cc (DepthToSpace, SpaceToDepth)
+  KILN_HANDLER(Activation);  // onnx_activation.cc (Softsign, Selu, Celu, ThresholdedRelu, Shrink)
 #undef KILN_HANDLER
 
   Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
