@@ -28,13 +28,18 @@
 //   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
-//   reduce-group: tensor.reduce with a reduced extent >= 128: one workgroup
-//              per output element; 64 lanes stride over the reduced elements
-//              and combine through shared memory; lane 0 runs the epilogue.
-//   softmax-rows: tensor.softmax: one workgroup per row (axis extent >= 128,
-//              max and sum through shared memory) or one invocation per row
-//              (smaller extents); each row's outputs are written with the
-//              epilogue applied.
+//   reduce-group: tensor.reduce: a segment of L lanes per output element
+//              (L a power of two <= 64 from Generator::ReduceLanes: >= 16
+//              elements per lane, more lanes while the grid is small), 64 / L
+//              outputs per workgroup; lanes stride over the reduced elements
+//              and combine through a shared-memory tree over the segment;
+//              lane 0 of each segment runs the epilogue. L == 1 (short rows:
+//              a 7x7 or 1x1 GlobalAveragePool) is the pointwise schedule, one
+//              invocation per output.
+//   softmax-rows: tensor.softmax: a segment of L lanes per row (the same
+//              ReduceLanes; max and sum through shared memory) or one
+//              invocation per row (L == 1); each row's outputs are written
+//              with the epilogue applied.
 // All but pointwise need exactly one anchor and every result to have the
 // anchor's shape (the epilogue then runs per anchor element); otherwise the
 // dispatch falls back to pointwise (always correct).
@@ -115,32 +120,37 @@ StatusOr<CompiledDispatch> Generator::Run() {
   auto invocations = [&](uint64_t n) {
     return Grid((n + kWorkgroupSize - 1) / kWorkgroupSize, &wx, &wy);
   };
-  int64_t reduce_count = 0;
+  int reduce_lanes = 1;
   if (kind == "tensor.reduce") {
-    reduce_count = 1;
-    for (int64_t ax : ReduceAxes(anchor)) reduce_count *= ShapeOf(anchor->operand(0))[ax];
+    int64_t count = 1;
+    for (int64_t ax : ReduceAxes(anchor)) count *= ShapeOf(anchor->operand(0))[ax];
+    reduce_lanes = ReduceLanes(count, NumElements(ShapeOf(anchor->result())));
   }
-  if (kind == "tensor.reduce" && reduce_count >= kGroupReduceMinExtent) {
+  if (kind == "tensor.reduce" && reduce_lanes > 1) {
     uint64_t rows = static_cast<uint64_t>(NumElements(ShapeOf(anchor->result())));
-    KILN_RETURN_IF_ERROR(Grid(rows, &wx, &wy));
-    schedule_comment_ = "reduce-group: one workgroup of 64 per output element (" +
-                        std::to_string(rows) + " workgroups)";
-    EmitReduceGroupMain(anchor, wx, wy);
+    uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / reduce_lanes);
+    KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));
+    schedule_comment_ = "reduce-group: " + std::to_string(reduce_lanes) + " lanes per output (" +
+                        std::to_string(rows) + " outputs, " + std::to_string(per_group) +
+                        " per workgroup)";
+    EmitReduceGroupMain(anchor, reduce_lanes, wx, wy);
   } else if (kind == "tensor.softmax") {
     Shape row_shape = ShapeOf(anchor->operand(0));
     int64_t axis = anchor->int_attr("axis", static_cast<int64_t>(row_shape.size()) - 1);
     if (axis < 0) axis += static_cast<int64_t>(row_shape.size());
-    int lanes = row_shape[axis] >= kGroupSoftmaxMinExtent ? kWorkgroupSize : 1;
+    const int64_t extent = row_shape[axis];
     row_shape.erase(row_shape.begin() + axis);
     uint64_t rows = static_cast<uint64_t>(NumElements(row_shape));
+    int lanes = ReduceLanes(extent, static_cast<int64_t>(rows));
     if (lanes > 1) {
-      KILN_RETURN_IF_ERROR(Grid(rows, &wx, &wy));
+      uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / lanes);
+      KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));
     } else {
       KILN_RETURN_IF_ERROR(invocations(rows));
     }
-    schedule_comment_ = std::string("softmax-rows: one ") +
-                        (lanes > 1 ? "workgroup" : "invocation") + " per row (" +
-                        std::to_string(rows) + " rows)";
+    schedule_comment_ = "softmax-rows: " +
+                        (lanes > 1 ? std::to_string(lanes) + " lanes" : std::string("one invocation")) +
+                        " per row (" + std::to_string(rows) + " rows)";
     EmitSoftmaxRowsMain(anchor, lanes, wx, wy);
   } else if (kind == "tensor.conv2d") {
     const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());

@@ -49,6 +49,13 @@ struct Case {
 
 inline double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
+}  // namespace kiln::codegen::testing
+
+#include "compiler/codegen/codegen_prologue_test_cases.h"
+#include "compiler/codegen/codegen_reduce_test_cases.h"
+
+namespace kiln::codegen::testing {
+
 inline std::vector<std::function<Case()>> AllCases() {
   std::vector<std::function<Case()>> cases;
   auto add = [&](std::function<Case()> f) { cases.push_back(std::move(f)); };
@@ -492,8 +499,8 @@ inline std::vector<std::function<Case()>> AllCases() {
   };
   softmax_case("softmax_rows", {3, 10}, 1, false, "softmax-rows: one invocation");
   softmax_case("softmax_inner_axis", {2, 5, 3}, 1, false, "softmax-rows: one invocation");
-  softmax_case("softmax_group", {2, 300}, 1, false, "softmax-rows: one workgroup");
-  softmax_case("logsoftmax_group", {4, 200}, 1, true, "softmax-rows: one workgroup");
+  softmax_case("softmax_group", {2, 300}, 1, false, "softmax-rows: 32 lanes");
+  softmax_case("logsoftmax_group", {4, 200}, 1, true, "softmax-rows: 16 lanes");
   softmax_case("logsoftmax_small", {4, 6}, 0, true, "softmax-rows: one invocation");
   add([] {
     Case c("softmax_epilogue_other_shape");  // result shape != softmax shape: pointwise
@@ -518,7 +525,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     auto& b = c.Build();
     auto* s = b.Op("tensor.softmax", {b.arg(0)}, F32({3, 130}), {{"axis", 1}});
     c.Return({b.Op("tensor.mul", {s, b.arg(1)}, F32({3, 130}))});
-    c.schedule = "softmax-rows: one workgroup";
+    c.schedule = "softmax-rows: 16 lanes";
     return c;
   });
 
@@ -837,6 +844,8 @@ inline std::vector<std::function<Case()>> AllCases() {
     return c;
   });
 
+  AddReduceCases(add);
+  AddPrologueCases(add);
   return cases;
 }
 

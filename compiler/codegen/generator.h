@@ -37,10 +37,6 @@ using ir::Value;
 using Shape = std::vector<int64_t>;
 
 constexpr int kWorkgroupSize = 64;
-// Reduced extent from which tensor.reduce uses one workgroup per output.
-constexpr int64_t kGroupReduceMinExtent = 128;
-// Softmax axis extent from which a row is processed by a whole workgroup.
-constexpr int64_t kGroupSoftmaxMinExtent = 128;
 // tensor.matmul with at most this many outputs and a depth of at least
 // kSplitKMinDepth: one workgroup per output, lanes split K.
 constexpr uint64_t kSplitKMaxOutputs = 1024;
@@ -568,7 +564,10 @@ class Generator {
 
   Status CheckOps();
   void EmitPointwiseMain(uint32_t wx, uint32_t wy);
-  void EmitReduceGroupMain(Operation* reduce, uint32_t wx, uint32_t wy);
+  // Lanes (a power of two <= kWorkgroupSize) per output for a reduction of
+  // `count` elements into `outputs` outputs; 1 means one invocation each.
+  static int ReduceLanes(int64_t count, int64_t outputs);
+  void EmitReduceGroupMain(Operation* reduce, int lanes, uint32_t wx, uint32_t wy);
   void EmitSoftmaxRowsMain(Operation* softmax, int lanes, uint32_t wx, uint32_t wy);
   void EmitConvTiledMain(Operation* conv, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
   void EmitMatmulTiledMain(Operation* matmul, int64_t TM, int64_t TN, uint32_t wx, uint32_t wy);
@@ -576,6 +575,8 @@ class Generator {
   // Workgroup-wide combine of each lane's `acc` through `sh`; afterwards
   // every lane holds the result in `acc`.
   void EmitSharedReduce(const std::string& acc, char combine, bool reuse_after);
+  // The same per segment of `lanes` invocations (uses `lid`, `seg`, `lane`).
+  void EmitSegmentedReduce(const std::string& acc, char combine, int lanes, bool reuse_after);
   // Runs the epilogue for anchor element `idx` whose value is `value` and
   // stores every result (all have the anchor's shape), under `guard`.
   void StoreAnchorElement(Operation* anchor, const Idx& idx, const std::string& value,

@@ -1,10 +1,27 @@
-// reduce-group and softmax-rows: workgroup reductions through shared memory
-// (see codegen.cc).
+// reduce-group and softmax-rows: parallel reductions through shared memory
+// (see codegen.cc). Each output (a reduced row) gets a segment of `lanes`
+// consecutive invocations of the 64-wide workgroup (64 / lanes outputs per
+// workgroup); lanes stride over the row (consecutive lanes read consecutive
+// elements) and combine with a shared-memory tree over the segment.
 #include "compiler/codegen/generator.h"
 
 namespace kiln::codegen::detail {
 
-void Generator::EmitReduceGroupMain(Operation* op, uint32_t wx, uint32_t wy) {
+int Generator::ReduceLanes(int64_t count, int64_t outputs) {
+  // Short rows (< 64 elements: a 7x7 or 1x1 GlobalAveragePool, a softmax over
+  // a few classes) take one invocation per output: no barrier at all. Longer
+  // rows: enough elements per lane to amortize the combine (>= 32 before a
+  // doubling), then more lanes while the dispatch would otherwise have few
+  // invocations (< 1024) and each lane keeps >= 8 elements. Powers of two up
+  // to the workgroup size.
+  if (count < 64) return 1;
+  int lanes = 1;
+  while (lanes < kWorkgroupSize && count >= 32 * lanes) lanes *= 2;
+  while (lanes < kWorkgroupSize && count >= 16 * lanes && outputs * lanes < 1024) lanes *= 2;
+  return lanes;
+}
+
+void Generator::EmitReduceGroupMain(Operation* op, int lanes, uint32_t wx, uint32_t wy) {
   Value* x = op->operand(0);
   const Shape& xs = ShapeOf(x);
   const Shape& os = ShapeOf(op->result());
@@ -23,11 +40,17 @@ void Generator::EmitReduceGroupMain(Operation* op, uint32_t wx, uint32_t wy) {
     suffix &= axes[axes.size() - 1 - i] == static_cast<int64_t>(xs.size() - 1 - i);
   uses_shared_ = true;
   shared_ct_ = ct;
-  Line("uint row = " + WorkgroupIndex(wx, wy) + ";");
-  Line("if (row >= " + std::to_string(NumElements(os)) + "u) return;  // uniform per workgroup");
+  const std::string L = std::to_string(lanes) + "u";
+  const std::string rows = std::to_string(NumElements(os)) + "u";
   Line("uint lid = gl_LocalInvocationID.x;");
+  Line("uint seg = lid / " + L + ", lane = lid % " + L + ";");
+  Line("uint row = " + WorkgroupIndex(wx, wy) + " * " + std::to_string(kWorkgroupSize / lanes) +
+       "u + seg;");
+  // Rows past the end still take part in the barriers (uniform control flow).
+  Line("bool live = row < " + rows + ";");
+  Line("if (!live) row = 0u;");
   Line("// " + Comment(op) + " " + kind + " axes=" + ShapeStr(axes) + " over " +
-       std::to_string(count) + " elements: one workgroup per output element");
+       std::to_string(count) + " elements: " + std::to_string(lanes) + " lanes per output");
   std::vector<std::string> od = Decompose("row", os);
   Line("int gi = int(row);");
   Idx oidx{od, "gi", os};
@@ -38,8 +61,8 @@ void Generator::EmitReduceGroupMain(Operation* op, uint32_t wx, uint32_t wy) {
     std::string acc = Fresh("acc");
     Line(std::string(CTName(ct)) + " " + acc + " = " + pass.init + ";");
     std::string rv = Fresh("rr");
-    Open("for (uint " + rv + " = lid; " + rv + " < " + std::to_string(count) + "u; " + rv +
-         " += " + std::to_string(kWorkgroupSize) + "u)");
+    Open("for (uint " + rv + " = lane; " + rv + " < " + std::to_string(count) + "u; " + rv +
+         " += " + L + ")");
     std::vector<std::string> red = Decompose(rv, red_shape);
     Idx in = ReduceInputIdx(op, oidx, red);
     if (suffix) {
@@ -49,10 +72,10 @@ void Generator::EmitReduceGroupMain(Operation* op, uint32_t wx, uint32_t wy) {
     std::string v = Convert(Eval(x, in), CTOf(x), ct);
     Line(acc + " = " + Combine(pass.combine, acc, pass.map(v)) + ";");
     Close();
-    EmitSharedReduce(acc, pass.combine, p + 1 < npasses);
+    EmitSegmentedReduce(acc, pass.combine, lanes, p + 1 < npasses);
     accs.push_back(acc);
   }
-  Open("if (lid == 0u)");
+  Open("if (live && lane == 0u)");
   std::string r = Decl(ct, ReduceFinal(kind, ct, accs, count), Comment(op));
   StoreAnchorElement(op, oidx, r, "");
   Close();
@@ -68,19 +91,25 @@ void Generator::EmitSoftmaxRowsMain(Operation* op, int lanes, uint32_t wx, uint3
   Shape row_shape = xs;
   row_shape.erase(row_shape.begin() + axis);
   int64_t rows = NumElements(row_shape);
+  const std::string L = std::to_string(lanes) + "u";
   if (lanes > 1) {
     uses_shared_ = true;
     shared_ct_ = CT::kF32;
-    Line("uint row = " + WorkgroupIndex(wx, wy) + ";");
-    Line("if (row >= " + std::to_string(rows) + "u) return;  // uniform per workgroup");
     Line("uint lid = gl_LocalInvocationID.x;");
+    Line("uint seg = lid / " + L + ", lane = lid % " + L + ";");
+    Line("uint row = " + WorkgroupIndex(wx, wy) + " * " + std::to_string(kWorkgroupSize / lanes) +
+         "u + seg;");
+    // Rows past the end still take part in the barriers (uniform control flow).
+    Line("bool live = row < " + std::to_string(rows) + "u;");
+    Line("if (!live) row = 0u;");
   } else {
     Line("uint row = " + WorkgroupIndex(wx, wy) + " * " + std::to_string(kWorkgroupSize) +
          "u + gl_LocalInvocationID.x;");
     Line("if (row >= " + std::to_string(rows) + "u) return;");
   }
   Line("// " + Comment(op) + (log ? " (log)" : "") + " axis=" + std::to_string(axis) +
-       " extent=" + std::to_string(S) + ": one " + (lanes > 1 ? "workgroup" : "invocation") +
+       " extent=" + std::to_string(S) + ": " +
+       (lanes > 1 ? std::to_string(lanes) + " lanes" : std::string("one invocation")) +
        " per row");
   std::vector<std::string> rd = Decompose("row", row_shape);
   auto idx_at = [&](const std::string& j) {
@@ -89,8 +118,8 @@ void Generator::EmitSoftmaxRowsMain(Operation* op, int lanes, uint32_t wx, uint3
     i.d.insert(i.d.begin() + axis, j);
     return i;
   };
-  std::string start = lanes > 1 ? "lid" : "0u";
-  std::string step = std::to_string(lanes) + "u";
+  std::string start = lanes > 1 ? "lane" : "0u";
+  std::string step = L;
   std::string m = Fresh("mx"), s = Fresh("sum");
   Line("float " + m + " = " + Lowest(CT::kF32) + ";");
   Line("float " + s + " = 0.0;");
@@ -103,9 +132,10 @@ void Generator::EmitSoftmaxRowsMain(Operation* op, int lanes, uint32_t wx, uint3
     if (pass == 0) Line(m + " = max(" + m + ", " + v + ");");
     else Line(s + " += exp(" + v + " - " + m + ");");
     Close();
-    if (lanes > 1) EmitSharedReduce(pass == 0 ? m : s, pass == 0 ? 'M' : '+', true);
+    if (lanes > 1) EmitSegmentedReduce(pass == 0 ? m : s, pass == 0 ? 'M' : '+', lanes, true);
   }
   if (log) Line(s + " = log(" + s + ");");
+  if (lanes > 1) Open("if (live)");
   std::string jv = Fresh("j");
   Open("for (uint " + jv + "u = " + start + "; " + jv + "u < " + std::to_string(S) + "u; " + jv +
        "u += " + step + ")");
@@ -116,6 +146,29 @@ void Generator::EmitSoftmaxRowsMain(Operation* op, int lanes, uint32_t wx, uint3
                                      : "(exp(" + v + " - " + m + ") / " + s + ")", Comment(op));
   StoreAnchorElement(op, idx, y, "");
   Close();
+  if (lanes > 1) Close();
+}
+
+void Generator::EmitSegmentedReduce(const std::string& acc, char combine, int lanes,
+                                    bool reuse_after) {
+  if (lanes >= kWorkgroupSize) {
+    EmitSharedReduce(acc, combine, reuse_after);
+    return;
+  }
+  // Segments of `lanes` consecutive invocations, one per output: a tree over
+  // each segment in shared memory (log2(lanes) steps instead of log2(64)).
+  uses_shared_ = true;
+  uses_ctrl_attr_ = true;
+  Line("sh[lid] = " + acc + ";");
+  Line("memoryBarrierShared();");
+  Line("barrier();");
+  Open("[[unroll]] for (uint s = " + std::to_string(lanes / 2) + "u; s > 0u; s >>= 1u)");
+  Line("if (lane < s) sh[lid] = " + Combine(combine, "sh[lid]", "sh[lid + s]") + ";");
+  Line("memoryBarrierShared();");
+  Line("barrier();");
+  Close();
+  Line(acc + " = sh[seg * " + std::to_string(lanes) + "u];");
+  if (reuse_after) Line("barrier();  // everyone has read sh before it is reused");
 }
 
 void Generator::EmitSharedReduce(const std::string& acc, char combine, bool reuse_after) {

@@ -5,19 +5,50 @@
 //   - one "anchor" op (conv2d, matmul, reduce, pool2d, softmax, transpose,
 //     slice, concat, pad, gather, expand, conv_transpose, resize; any non-elementwise
 //     tensor op starts a group of its own) followed by elementwise consumers
-//     (an epilogue: bias, activation, folded batch-norm), or
+//     (an epilogue: bias, activation, folded batch-norm, residual add), and
+//     for conv2d and matmul optionally preceded by a short elementwise
+//     prologue on a data operand, or
 //   - a chain of elementwise ops.
-// An elementwise op joins its producer's group only when that producer is the
-// group's current output, the producer's result has this op as its only use
-// (so no intermediate is needed outside the dispatch), and the op's result
-// shape equals the group's output shape (the epilogue runs one invocation per
-// output element; a broadcast that grows the shape would change the grid).
+//
+// Epilogue. An elementwise op joins its producer's group when
+//   - one of its operands is the group's current output (the last op added),
+//   - its result shape equals the group's output shape (the epilogue runs once
+//     per output element; a broadcast that grows the shape would change the
+//     grid and recompute the producer at many indices), and
+//   - the dispatch stays within kMaxBindings storage buffers.
+// An operand with one use is preferred; the producer may also have several
+// uses when all of them are same-shaped elementwise ops that could join too
+// (hard-swish: x * relu6(x + 3) / 6 uses x twice), so a group is a DAG. A
+// value that an anchor also reads (a residual block's skip input) does not
+// qualify: its residual add joins the branch's conv instead. When the groups are formed, each is cut back to
+// its longest prefix in which only the last op's result is used outside the
+// group (no intermediate is needed outside the dispatch); the ops cut off are
+// grouped again by the same rules. Operands that broadcast into the output
+// (a per-channel scale, a bias) are evaluated at the broadcast index in the
+// epilogue and cost one load per element.
+//
+// Prologue. A group of elementwise ops only (at most kMaxPrologueOps of them,
+// each one cheap: no transcendental) whose output is used once, as the data
+// input of a conv2d (operand 0) or either operand of a matmul, is merged in
+// front of that anchor: the anchor evaluates it at each input element it
+// loads. The case this is for is the squeeze-excite multiply
+// (x * s[c], s = hard_sigmoid(fc(avgpool(x)))): x also feeds the pooling, so
+// the multiply cannot join x's epilogue, and s is [C,1,1], so joining s's
+// producer would recompute the excite branch at every (h, w). In the next 1x1
+// conv's input load it costs a load of s[c] and a multiply per input element
+// loaded, and saves writing and re-reading the whole [C,H,W] product and one
+// dispatch. A prologue that holds an anchor is never merged (the anchor would
+// be recomputed for every element the consumer loads).
+//
 // This is the producer-consumer elementwise fusion of XLA and IREE's
 // dispatch-region formation, restricted to what needs no tiling analysis.
 //
 // tensor.constant and tensor.reshape stay outside dispatches: constants live
 // in the module's constant pool and reshapes are free views, so the host knows
-// every byte range a dispatch touches (seeds/03, slice subranges).
+// every byte range a dispatch touches (seeds/03, slice subranges). The one
+// exception is a one-element or splat constant: it is cloned into every
+// dispatch that reads it (codegen makes it a literal) and costs no binding;
+// the original is erased once nothing outside reads it.
 //
 // Preconditions: tensor level, static shapes, single-block function bodies.
 //
@@ -48,10 +79,27 @@ namespace {
 // (maxPerStageDescriptorStorageBuffers is 8 on many Mali/Adreno drivers):
 // keep inputs + output within this.
 constexpr size_t kMaxBindings = 8;
+// Longest elementwise prologue merged in front of a conv2d / matmul.
+constexpr size_t kMaxPrologueOps = 2;
 
 struct Group {
   std::vector<ir::Operation*> ops;  // in program order; back() is the output
 };
+
+// A one-element or splat tensor.constant: cloned into each dispatch that
+// reads it, where codegen makes it a literal, instead of a binding (the
+// scalars of hard-swish, of PP-LCNet's learnable affine blocks, eps).
+bool IsInlinableConstant(ir::Value* v) {
+  ir::Operation* def = v->defining_op();
+  if (!def || !def->is("tensor.constant") || !v->type().is_tensor()) return false;
+  const ir::DenseElements* d = def->dense_attr("value");
+  if (!d || !d->data) return false;
+  const int64_t n = d->type.num_elements();
+  if (n < 1) return false;
+  for (int64_t i = 1; i < n; ++i)
+    if (d->GetDouble(i) != d->GetDouble(0)) return false;
+  return true;
+}
 
 std::vector<ir::Value*> ExternalOperands(const Group& g) {
   std::set<ir::Operation*> members(g.ops.begin(), g.ops.end());
@@ -59,6 +107,7 @@ std::vector<ir::Value*> ExternalOperands(const Group& g) {
   for (ir::Operation* op : g.ops)
     for (ir::Value* v : op->operands()) {
       if (v->defining_op() && members.count(v->defining_op())) continue;
+      if (IsInlinableConstant(v)) continue;
       bool seen = false;
       for (ir::Value* o : out) seen |= (o == v);
       if (!seen) out.push_back(v);
@@ -71,7 +120,8 @@ std::string ShortName(const std::string& op_name) {
   return dot == std::string::npos ? op_name : op_name.substr(dot + 1);
 }
 
-void Materialize(ir::Block* body, const Group& g, int ordinal) {
+void Materialize(ir::Block* body, const Group& g, int ordinal,
+                 std::set<ir::Operation*>* cloned_from) {
   ir::Operation* last = g.ops.back();
   std::vector<ir::Value*> externals = ExternalOperands(g);
   std::vector<ir::Type> result_types;
@@ -94,6 +144,13 @@ void Materialize(ir::Block* body, const Group& g, int ordinal) {
   ir::Block* inner = dispatch->region(0)->AddBlock();
   std::map<ir::Value*, ir::Value*> arg_of;
   for (ir::Value* v : externals) arg_of[v] = inner->AddArgument(v->type());
+  for (ir::Operation* op : g.ops)
+    for (ir::Value* v : op->operands())
+      if (IsInlinableConstant(v) && !arg_of.count(v)) {
+        std::map<ir::Value*, ir::Value*> none;
+        arg_of[v] = inner->Append(v->defining_op()->Clone(none))->result();
+        if (cloned_from) cloned_from->insert(v->defining_op());
+      }
   for (ir::Operation* op : g.ops) {
     inner->Append(body->Remove(op));
     for (unsigned i = 0; i < op->num_operands(); ++i) {
@@ -126,25 +183,23 @@ class FuseDispatchRegionsPass : public ir::Pass {
       CollectBlocks(func->region(0)->block(0), &blocks);
       int ordinal = 0;
       for (ir::Block* block : blocks) {
-        std::vector<Group> groups;
-        std::map<ir::Operation*, size_t> group_of;
+        std::vector<ir::Operation*> ops;
         for (auto& owned : block->ops()) {
           ir::Operation* op = owned.get();
-          const std::string& n = op->name();
           // tensor.extract reads one element on the host (a branch condition).
-          if (ir::IsHostSideOp(n) || n == "tensor.extract" || op->dialect() != "tensor") continue;
-          if (ir::IsElementwiseOp(n)) {
-            int target = FindProducerGroup(op, groups, group_of);
-            if (target >= 0) {
-              groups[target].ops.push_back(op);
-              group_of[op] = static_cast<size_t>(target);
-              continue;
-            }
-          }
-          group_of[op] = groups.size();
-          groups.push_back(Group{{op}});
+          if (ir::IsHostSideOp(op->name()) || op->name() == "tensor.extract" ||
+              op->dialect() != "tensor")
+            continue;
+          ops.push_back(op);
         }
-        for (const Group& g : groups) Materialize(block, g, ordinal++);
+        std::vector<Group> groups = FormGroups(ops);
+        MergePrologues(&groups);
+        std::set<ir::Operation*> cloned_from;
+        for (const Group& g : groups)
+          if (!g.ops.empty()) Materialize(block, g, ordinal++, &cloned_from);
+        // Constants now read only through their clones inside dispatches.
+        for (ir::Operation* c : cloned_from)
+          if (c->result()->use_empty()) c->Erase();
       }
     }
     return OkStatus();
@@ -160,22 +215,132 @@ class FuseDispatchRegionsPass : public ir::Pass {
     }
   }
 
+  // Epilogue fusion over `ops` (program order); every group is then cut back
+  // to a prefix whose intermediates are used inside it only, and the ops cut
+  // off are grouped again (they are fewer each round, so this ends).
+  static std::vector<Group> FormGroups(const std::vector<ir::Operation*>& ops) {
+    std::vector<Group> groups;
+    std::map<ir::Operation*, size_t> group_of;
+    for (ir::Operation* op : ops) {
+      if (ir::IsElementwiseOp(op->name())) {
+        int target = FindProducerGroup(op, groups, group_of);
+        if (target >= 0) {
+          groups[target].ops.push_back(op);
+          group_of[op] = static_cast<size_t>(target);
+          continue;
+        }
+      }
+      group_of[op] = groups.size();
+      groups.push_back(Group{{op}});
+    }
+    std::vector<Group> out;
+    for (Group& g : groups) {
+      size_t keep = ValidPrefix(g);
+      if (keep == g.ops.size()) {
+        out.push_back(std::move(g));
+        continue;
+      }
+      std::vector<ir::Operation*> rest(g.ops.begin() + static_cast<long>(keep), g.ops.end());
+      g.ops.resize(keep);
+      out.push_back(std::move(g));
+      for (Group& r : FormGroups(rest)) out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  // The longest prefix of `g` (at least its first op) in which every op but
+  // the last has all its uses inside the prefix.
+  static size_t ValidPrefix(const Group& g) {
+    for (size_t n = g.ops.size(); n > 1; --n) {
+      std::set<ir::Operation*> members(g.ops.begin(), g.ops.begin() + static_cast<long>(n));
+      bool ok = true;
+      for (size_t i = 0; i + 1 < n && ok; ++i)
+        for (ir::Value* r : g.ops[i]->results())
+          for (const ir::Use& u : r->uses()) ok = ok && members.count(u.user) != 0;
+      if (ok) return n;
+    }
+    return 1;
+  }
+
+  static bool IsCheapElementwise(const std::string& n) {
+    static const std::set<std::string> k = {"tensor.add", "tensor.sub", "tensor.mul",
+                                            "tensor.div", "tensor.neg", "tensor.relu",
+                                            "tensor.clamp", "tensor.max", "tensor.min"};
+    return k.count(n) != 0;
+  }
+
+  // Merges an elementwise-only group into the front of the conv2d / matmul
+  // group that is its only consumer (see the header comment).
+  static void MergePrologues(std::vector<Group>* groups) {
+    std::map<ir::Operation*, size_t> group_of;
+    for (size_t i = 0; i < groups->size(); ++i)
+      for (ir::Operation* op : (*groups)[i].ops) group_of[op] = i;
+    for (Group& g : *groups) {
+      if (g.ops.empty()) continue;
+      ir::Operation* anchor = g.ops.front();
+      std::vector<unsigned> data_operands;
+      if (anchor->is("tensor.conv2d")) data_operands = {0};
+      else if (anchor->is("tensor.matmul")) data_operands = {0, 1};
+      for (unsigned i : data_operands) {
+        if (i >= anchor->num_operands()) continue;
+        ir::Value* v = anchor->operand(i);
+        ir::Operation* producer = v->defining_op();
+        if (!producer) continue;
+        auto it = group_of.find(producer);
+        if (it == group_of.end()) continue;
+        Group& p = (*groups)[it->second];
+        if (&p == &g || p.ops.empty() || p.ops.back() != producer) continue;
+        // Used elsewhere too: it must be materialized anyway.
+        if (v->uses().size() != 1) continue;
+        // Recomputed per element the anchor loads: only a few cheap ops.
+        if (p.ops.size() > kMaxPrologueOps) continue;
+        bool cheap = true;
+        for (ir::Operation* op : p.ops) cheap = cheap && IsCheapElementwise(op->name());
+        if (!cheap) continue;
+        Group trial;
+        trial.ops = p.ops;
+        trial.ops.insert(trial.ops.end(), g.ops.begin(), g.ops.end());
+        if (ExternalOperands(trial).size() + g.ops.back()->num_results() > kMaxBindings) continue;
+        for (ir::Operation* op : p.ops) group_of[op] = static_cast<size_t>(&g - groups->data());
+        g.ops = std::move(trial.ops);
+        p.ops.clear();
+      }
+    }
+  }
+
+  // A multi-use value can only end up inside a group when every user could
+  // join it: same-block elementwise ops of the value's shape (a DAG epilogue
+  // such as hard-swish). A value also read by an anchor (the skip input of a
+  // residual block) is materialized anyway.
+  static bool UsersCanAllJoin(ir::Value* v) {
+    for (const ir::Use& u : v->uses()) {
+      ir::Operation* user = u.user;
+      if (!ir::IsElementwiseOp(user->name()) || user->parent_block() != v->defining_op()->parent_block() ||
+          user->num_results() != 1 || user->result(0)->type().shape != v->type().shape)
+        return false;
+    }
+    return true;
+  }
+
+  // The group `op` joins as an epilogue, or -1. Operands whose value has one
+  // use are preferred; a multi-use operand only qualifies by UsersCanAllJoin.
   static int FindProducerGroup(ir::Operation* op, const std::vector<Group>& groups,
                                const std::map<ir::Operation*, size_t>& group_of) {
-    for (ir::Value* v : op->operands()) {
-      ir::Operation* producer = v->defining_op();
-      if (!producer) continue;
-      auto it = group_of.find(producer);
-      if (it == group_of.end()) continue;
-      const Group& g = groups[it->second];
-      if (g.ops.back() != producer) continue;          // not the group's output
-      if (v->uses().size() != 1) continue;              // needed outside too
-      if (op->result(0)->type().shape != v->type().shape) continue;  // grows the grid
-      Group trial = g;
-      trial.ops.push_back(op);
-      if (ExternalOperands(trial).size() + op->num_results() > kMaxBindings) continue;
-      return static_cast<int>(it->second);
-    }
+    for (int pass = 0; pass < 2; ++pass)
+      for (ir::Value* v : op->operands()) {
+        ir::Operation* producer = v->defining_op();
+        if (!producer) continue;
+        auto it = group_of.find(producer);
+        if (it == group_of.end()) continue;
+        const Group& g = groups[it->second];
+        if (g.ops.back() != producer) continue;          // not the group's output
+        if (op->result(0)->type().shape != v->type().shape) continue;  // grows the grid
+        if (pass == 0 ? v->uses().size() != 1 : !UsersCanAllJoin(v)) continue;
+        Group trial = g;
+        trial.ops.push_back(op);
+        if (ExternalOperands(trial).size() + op->num_results() > kMaxBindings) continue;
+        return static_cast<int>(it->second);
+      }
     return -1;
   }
 };
