@@ -102,6 +102,9 @@ struct EntryPointInfo {
   uint32_t binding_count = 0;   // storage buffers at set 0, bindings 0..n-1
   uint32_t push_constant_bytes = 0;
   uint32_t workgroup_size[3] = {1, 1, 1};
+  // Values of the specialization constants with constant_id 1..N, 32 bits
+  // each (constant_id 0 is the driver's: kiln_exact_fma).
+  std::vector<uint32_t> specialization;
 };
 class Executable : public RefObject {
  public:

@@ -243,6 +243,8 @@ Status Context::RegisterModule(Ref<Module> module) {
             info.workgroup_size[d] = ep->workgroup_size()->Get(d);
           }
         }
+        if (ep->specialization())
+          info.specialization.assign(ep->specialization()->begin(), ep->specialization()->end());
         entries.push_back(std::move(info));
       }
       auto created = hal_.device()->CreateExecutable(exe->spirv()->data(), exe->spirv()->size(),

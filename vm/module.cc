@@ -18,6 +18,11 @@ namespace kiln::vm {
 
 namespace {
 
+// Bound on EntryPoint.specialization (untrusted input): the compiler emits
+// one value per shape constant that differs between dispatches sharing a
+// shader, a few dozen at most.
+constexpr uint32_t kMaxSpecializationConstants = 4096;
+
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
 Status CheckTensorSig(const format::TensorSig* sig, const char* what, size_t i) {
@@ -237,6 +242,10 @@ Status Module::Verify() {
         if (ep->workgroup_size() && ep->workgroup_size()->size() > 3) {
           return err(DataLossError("executable %u entry point %u: workgroup_size has %u dims",
                                    i, e, ep->workgroup_size()->size()));
+        }
+        if (ep->specialization() && ep->specialization()->size() > kMaxSpecializationConstants) {
+          return err(DataLossError("executable %u entry point %u: %u specialization constants (at most %u)",
+                                   i, e, ep->specialization()->size(), kMaxSpecializationConstants));
         }
         if (ep->push_constant_bytes() > CommandBufferState::kMaxPushConstantWords * 4 ||
             ep->push_constant_bytes() % 4 != 0) {

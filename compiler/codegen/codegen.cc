@@ -69,6 +69,7 @@
 #include <set>
 
 #include "compiler/codegen/generator.h"
+#include "compiler/codegen/spirv_edit.h"
 
 namespace kiln::codegen {
 namespace detail {
@@ -252,6 +253,9 @@ StatusOr<CompiledDispatch> Generator::Run() {
   out.glsl = std::move(g);
 
   KILN_ASSIGN_OR_RETURN(out.spirv, CompileGlslToSpirv(out.glsl, out.debug_name));
+  // One copy of kiln_fma's body per module instead of one per term: the
+  // driver inlines it once specialization constant 0 is known (spirv_edit.h).
+  if (helpers_.count(kFmaHelper)) MarkFunctionsDontInline(&out.spirv, "kiln_fma(");
   if (options_.optimize_spirv) {
     spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
     std::string msgs;
@@ -262,6 +266,16 @@ StatusOr<CompiledDispatch> Generator::Run() {
     if (!opt.Run(out.spirv.data(), out.spirv.size(), &optimized))
       return InternalError("codegen: spirv-opt failed on '%s': %s", out.debug_name.c_str(),
                            msgs.c_str());
+    out.spirv = std::move(optimized);
+    // kiln_fma takes its arguments by value (no variable and store per call
+    // and argument), then debug names and source are stripped: neither
+    // changes what the driver compiles (spirv_edit.h).
+    PassArgumentsByValue(&out.spirv);
+    spvtools::Optimizer strip(SPV_ENV_VULKAN_1_2);
+    strip.RegisterPass(spvtools::CreateStripDebugInfoPass());
+    optimized.clear();
+    if (!strip.Run(out.spirv.data(), out.spirv.size(), &optimized))
+      return InternalError("codegen: stripping debug info failed on '%s'", out.debug_name.c_str());
     out.spirv = std::move(optimized);
   }
   if (options_.validate_spirv) {

@@ -7,7 +7,9 @@
 // order (read-only storage buffers), then bindings N..N+R-1 are the results
 // (written). Each binding is bound at the byte range holding exactly that
 // tensor (dense, row-major, little-endian). Shapes are static and baked into
-// the shader as constants. Push constants are 32-bit words listed in
+// the shader as constants (the module writer turns those that differ between
+// otherwise equal shaders into specialization constants,
+// compiler/target/shader_dedupe.h; specialization constant 0 is kiln_fma's). Push constants are 32-bit words listed in
 // `push_constants` (values known at compile time; emitted by the bytecode);
 // the current generator uses none.
 //
@@ -71,10 +73,14 @@ struct CodegenOptions {
   // model that amplifies rounding (silero_vad: a K=256 STFT conv feeding log
   // and a recurrent cell state) then drifts from the reference: 1.3e-4 on
   // its cell state after 100 calls instead of 1e-5 (tests/e2e/silero_stream_test.cc).
-  // Cost of true: larger modules (spirv-opt inlines kiln_fma at every term:
-  // PaddleOCR cls 0.94 -> 1.76 MB, embedding_model 1.54 -> 2.20 MB); on
-  // lavapipe, where the emulation runs, +10-20% time on conv-heavy models
-  // (noisy). On a GPU the specialized pipeline runs fma() alone.
+  // kiln_fma is one SPIR-V function marked DontInline with value parameters
+  // (spirv_edit.h), so spirv-opt keeps one copy of its body per shader; the
+  // driver inlines it once constant 0 is known. Cost of true: in module
+  // size, that one body per shader (before: spirv-opt inlined it at every
+  // term, PaddleOCR cls 0.94 -> 1.76 MB); in time, nothing on a GPU (the
+  // specialized pipeline runs fma() alone) and the emulation on lavapipe,
+  // whose llvmpipe backend lowers every ffma to fmul + fadd (NIR option
+  // lower_ffma32), so no fused instruction is reachable there.
   bool exact_fma = true;
 };
 

@@ -377,7 +377,8 @@ float kiln_fma(float a, float b, float c) {
   precise float z = s - p;
   precise float se = (p - (s - z)) + (c - z);
   precise float r = s + (se + pe);
-  return isnan(r) || isinf(r) ? a * b + c : r;
+  // |r| < inf is false for an infinite or NaN r: one compare and a select.
+  return abs(r) < uintBitsToFloat(0x7f800000u) ? r : a * b + c;
 }
 )";
 

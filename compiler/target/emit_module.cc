@@ -13,6 +13,7 @@
 #include "compiler/analysis/topology.h"
 #include "compiler/codegen/dispatch_macs.h"
 #include "compiler/target/lower_timeline.h"
+#include "compiler/target/shader_dedupe.h"
 #include "compiler/target/transient_planner.h"
 #include "schemas/module_integrity.h"
 #include "vm/isa.h"
@@ -68,10 +69,12 @@ struct Range {
   bool Overlaps(const Range& o) const { return group == o.group && begin < o.end && o.begin < end; }
 };
 
+// One shared shader (compiler/target/shader_dedupe.h) and its entry points.
 struct ExecutableEntry {
-  codegen::CompiledDispatch compiled;
-  std::vector<std::string> locs;
-  uint64_t macs = 0;  // codegen::DispatchMacs (EntryPoint.macs)
+  codegen::CompiledDispatch compiled;    // the first dispatch's
+  std::vector<std::string> debug_names;  // per entry point
+  std::vector<std::string> locs;         // per entry point: its ONNX nodes, joined
+  std::vector<uint64_t> macs;            // per entry point: codegen::DispatchMacs (EntryPoint.macs)
 };
 
 class FunctionEmitter;
@@ -96,9 +99,11 @@ class ModuleEmitter {
     return offset;
   }
 
-  // Compiles `dispatch` (de-duplicating identical shaders); returns the
-  // executable ordinal.
-  StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, codegen::CompiledDispatch* out);
+  // Compiles `dispatch` (sharing shaders that differ only in baked integer
+  // constants, shader_dedupe.h); returns the executable ordinal and sets
+  // `*entry` to the entry point within it.
+  StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, codegen::CompiledDispatch* out,
+                                   uint32_t* entry);
 
   const EmitOptions& options() const { return options_; }
   EmitReport& report() { return *report_; }
@@ -144,6 +149,7 @@ class ModuleEmitter {
   std::vector<uint8_t> pool_;
   std::map<ir::Operation*, int64_t> constant_offsets_;
   std::vector<ExecutableEntry> executables_;
+  ShaderDeduper shaders_;
   std::deque<ModuleImport> module_imports_;  // in ordinal order (stable addresses)
   std::deque<ModuleImport> local_callees_;   // functions of this module called by func.call
   friend class FunctionEmitter;
@@ -236,27 +242,28 @@ std::string ModuleImportSignature(const ModuleEmitter::ModuleImport& m) {
 }
 
 StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
-                                                codegen::CompiledDispatch* out) {
+                                                codegen::CompiledDispatch* out, uint32_t* entry) {
   KILN_ASSIGN_OR_RETURN(codegen::CompiledDispatch compiled,
                         codegen::CompileDispatch(dispatch, options_.codegen));
   if (options_.glsl_dump) *options_.glsl_dump << "// ---- " << compiled.debug_name << "\n" << compiled.glsl << "\n";
   report_->dispatches++;
-  std::vector<std::string> locs;
+  std::string locs;
   if (const ir::Attribute* a = dispatch->attr("locs")) {
     if (auto* list = std::get_if<std::shared_ptr<ir::AttrList>>(&a->value))
       for (const ir::Attribute& l : **list)
-        if (auto* s = std::get_if<std::string>(&l.value)) locs.push_back(*s);
+        if (auto* s = std::get_if<std::string>(&l.value)) locs += (locs.empty() ? "" : ", ") + *s;
   }
-  for (size_t i = 0; i < executables_.size(); ++i) {
-    const auto& e = executables_[i].compiled;
-    if (e.spirv == compiled.spirv && e.push_constants == compiled.push_constants) {
-      *out = compiled;
-      return static_cast<uint16_t>(i);
-    }
+  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, compiled.push_constants);
+  if (p.shader == executables_.size()) executables_.push_back({compiled, {}, {}, {}});
+  ExecutableEntry& e = executables_[p.shader];
+  if (p.entry == e.debug_names.size()) {
+    e.debug_names.push_back(compiled.debug_name);
+    e.locs.push_back(locs);
+    e.macs.push_back(codegen::DispatchMacs(dispatch));
   }
-  *out = compiled;
-  executables_.push_back({std::move(compiled), std::move(locs), codegen::DispatchMacs(dispatch)});
-  return static_cast<uint16_t>(executables_.size() - 1);
+  *out = std::move(compiled);
+  *entry = p.entry;
+  return static_cast<uint16_t>(p.shader);
 }
 
 Status ModuleEmitter::CollectGlobals(ir::Module& module) {
@@ -1500,9 +1507,10 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   if (!body) return InvalidArgumentError("emit: dispatch %s names no flow.executable", op->loc().c_str());
 
   codegen::CompiledDispatch compiled;
-  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, &compiled));
+  uint32_t entry_point = 0;
+  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, &compiled, &entry_point));
   std::vector<Range> reads, writes;
-  std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(0)),
+  std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
                            Reg::I32(ConstReg(compiled.workgroup_count[0])),
                            Reg::I32(ConstReg(compiled.workgroup_count[1])),
                            Reg::I32(ConstReg(compiled.workgroup_count[2]))};
@@ -2434,20 +2442,29 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   }
 
   std::vector<flatbuffers::Offset<fb::Executable>> exes;
-  for (const ExecutableEntry& e : executables_) {
+  report_->entry_points = 0;
+  for (size_t x = 0; x < executables_.size(); ++x) {
+    const ExecutableEntry& e = executables_[x];
     const codegen::CompiledDispatch& c = e.compiled;
+    std::vector<std::vector<uint32_t>> specializations;
+    std::vector<uint32_t> spirv = shaders_.Finish(static_cast<uint32_t>(x), &specializations);
+    if (options_.codegen.validate_spirv && spirv != c.spirv) {
+      Status s = codegen::ValidateSpirv(spirv);
+      if (!s.ok()) return s.Annotate("emit: shared shader of '" + c.debug_name + "'");
+    }
     std::vector<fb::Binding> bindings;
     for (uint32_t i = 0; i < c.binding_count; ++i)
       bindings.emplace_back(0, i, i < c.binding_readonly.size() && c.binding_readonly[i]);
     std::vector<uint32_t> wg(c.workgroup_size, c.workgroup_size + 3);
-    auto ep = fb::CreateEntryPointDirect(fbb, c.entry_point.c_str(), c.debug_name.c_str(), &bindings,
-                                         static_cast<uint32_t>(c.push_constants.size() * 4), &wg, e.macs);
-    std::vector<flatbuffers::Offset<fb::EntryPoint>> eps = {ep};
-    std::string joined;
-    for (const std::string& l : e.locs) joined += (joined.empty() ? "" : ", ") + l;
-    std::vector<std::string> locs = {joined};
-    exes.push_back(fb::CreateExecutable(fbb, fbb.CreateVector(c.spirv), fbb.CreateVector(eps),
-                                        fbb.CreateVectorOfStrings(locs)));
+    std::vector<flatbuffers::Offset<fb::EntryPoint>> eps;
+    for (size_t k = 0; k < e.debug_names.size(); ++k)
+      eps.push_back(fb::CreateEntryPointDirect(fbb, c.entry_point.c_str(), e.debug_names[k].c_str(), &bindings,
+                                               static_cast<uint32_t>(c.push_constants.size() * 4), &wg,
+                                               e.macs[k],
+                                               specializations[k].empty() ? nullptr : &specializations[k]));
+    report_->entry_points += static_cast<int>(eps.size());
+    exes.push_back(fb::CreateExecutable(fbb, fbb.CreateVector(spirv), fbb.CreateVector(eps),
+                                        fbb.CreateVectorOfStrings(e.locs)));
   }
   std::vector<flatbuffers::Offset<fb::Global>> globals;
   // Global 0 is the constant pool (null when there are no constants).

@@ -45,7 +45,8 @@ struct EmitOptions {
 // Statistics of the emitted module (kiln-compile --stats-compile).
 struct EmitReport {
   int dispatches = 0;
-  int executables = 0;        // after de-duplication of identical SPIR-V
+  int executables = 0;        // shared SPIR-V modules (shader_dedupe.h)
+  int entry_points = 0;       // distinct (shader, specialization) pairs: pipelines
   int64_t constant_bytes = 0;
   int64_t arena_bytes = 0;    // planned transient arena of `main`
   int64_t unplanned_transient_bytes = 0;  // sum of transient sizes (no reuse)

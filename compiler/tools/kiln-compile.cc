@@ -248,9 +248,9 @@ int main(int argc, char** argv) {
   out.write(reinterpret_cast<const char*>(bytes.value().data()), static_cast<std::streamsize>(bytes.value().size()));
   if (!out) return Fail("failed writing '" + output + "'");
   if (report) {
-    std::printf("module_bytes: %zu\ndispatches: %d\nexecutables: %d\nconstant_bytes: %lld\n"
+    std::printf("module_bytes: %zu\ndispatches: %d\nexecutables: %d\nentry_points: %d\nconstant_bytes: %lld\n"
                 "transient_arena_bytes: %lld\ntransient_bytes_without_planning: %lld\n",
-                bytes.value().size(), emit_report.dispatches, emit_report.executables,
+                bytes.value().size(), emit_report.dispatches, emit_report.executables, emit_report.entry_points,
                 static_cast<long long>(emit_report.constant_bytes), static_cast<long long>(emit_report.arena_bytes),
                 static_cast<long long>(emit_report.unplanned_transient_bytes));
     std::printf("deallocas: %d\nretains: %d\nreleases: %d\ndeallocas_dropping_registers: %d\n",

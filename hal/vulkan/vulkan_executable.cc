@@ -144,14 +144,23 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     pipeline_info.layout = pipeline.layout;
     // Specialization constant 0: the kernels' exact multiply-add emulation
     // (compiler/codegen kiln_fma), on where the driver splits fma(). Shaders
-    // that do not declare it ignore the entry.
-    const VkBool32 exact_fma = device->exact_fma() ? VK_TRUE : VK_FALSE;
-    const VkSpecializationMapEntry spec_entry = {0, 0, sizeof(VkBool32)};
+    // that do not declare it ignore the entry. Constants 1..N: the entry
+    // point's own values (a shader shared by several dispatches,
+    // compiler/target/shader_dedupe.h).
+    const uint32_t spec_count = static_cast<uint32_t>(entry.specialization.size());
+    std::vector<uint32_t> spec_data(spec_count + 1);
+    std::vector<VkSpecializationMapEntry> spec_entries(spec_count + 1);
+    spec_data[0] = device->exact_fma() ? VK_TRUE : VK_FALSE;
+    spec_entries[0] = {0, 0, sizeof(VkBool32)};
+    for (uint32_t k = 0; k < spec_count; ++k) {
+      spec_data[k + 1] = entry.specialization[k];
+      spec_entries[k + 1] = {k + 1, (k + 1) * 4u, sizeof(uint32_t)};
+    }
     VkSpecializationInfo spec_info = {};
-    spec_info.mapEntryCount = 1;
-    spec_info.pMapEntries = &spec_entry;
-    spec_info.dataSize = sizeof(VkBool32);
-    spec_info.pData = &exact_fma;
+    spec_info.mapEntryCount = spec_count + 1;
+    spec_info.pMapEntries = spec_entries.data();
+    spec_info.dataSize = spec_data.size() * sizeof(uint32_t);
+    spec_info.pData = spec_data.data();
     pipeline_info.stage.pSpecializationInfo = &spec_info;
     VkResult result = vk.vkCreateComputePipelines(handle, device->pipeline_cache(), 1,
                                                   &pipeline_info, nullptr, &pipeline.pipeline);
