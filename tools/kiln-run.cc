@@ -193,6 +193,8 @@ void PrintStats(const kiln_device_stats_t& s) {
   std::printf("host_allocations_invoke: %" PRIu64 "\n", s.host_allocations_invoke);
   std::printf("host_waits: %" PRIu64 "\n", s.host_waits);
   std::printf("deferred_frees: %" PRIu64 "\n", s.deferred_frees);
+  std::printf("command_buffer_recordings: %" PRIu64 "\n", s.command_buffer_recordings);
+  std::printf("command_buffer_replays: %" PRIu64 "\n", s.command_buffer_replays);
 }
 
 int Run(const Options& opt) {
