@@ -35,6 +35,15 @@
 //
 // Errors go to stderr as `error: ...` with exit status 1 (2 for usage).
 // Uses only the public C API (include/kiln/kiln.h).
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define KILN_CALLGRIND(request) request
+#endif
+#endif
+#ifndef KILN_CALLGRIND
+#define KILN_CALLGRIND(request)
+#endif
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -315,6 +324,11 @@ int Run(const Options& opt) {
       if (!Check(kiln_device_stats_reset(h.device), "resetting stats", &rc)) return rc;
     }
     kiln_status_t status;
+    // Under `valgrind --tool=callgrind --instr-atstart=no` only the invokes
+    // are instrumented (module loading and pipeline compilation run at
+    // native-ish speed); a no-op otherwise. Per-invoke host instructions:
+    // add --toggle-collect=kiln_invoke* --dump-after=kiln_invoke*.
+    KILN_CALLGRIND(CALLGRIND_START_INSTRUMENTATION);
     if (use_ex) {
       ex_args.clear();
       for (size_t i = 0; i < arg_count; ++i) {
@@ -334,6 +348,7 @@ int Run(const Options& opt) {
       status = kiln_invoke(h.context, fn, h.args.data(), h.args.size(), h.results.data(),
                            h.results.size());
     }
+    KILN_CALLGRIND(CALLGRIND_STOP_INSTRUMENTATION);
     if (!Check(status, "invoking '" + opt.function + "'", &rc)) return rc;
     for (size_t k = 0; k < result_count; ++k) {
       if (h.storage[k] && h.results[k] != h.storage[k]) {

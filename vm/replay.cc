@@ -125,18 +125,13 @@ Status Context::TryReplay(FunctionRef fn, const InvokeArg* args, size_t arg_coun
       const format::Function* def = function_info(fn).def;
       for (size_t k = 0; status.ok() && k < result_count; ++k) {
         const Recording::Result& res = r.results[k];
-        if (res.arg >= 0) {
-          results[k] = Ref<BufferView>::Retain(args[res.arg].view);
-        } else {
-          StatusOr<Ref<BufferView>> view =
-              BufferView::Create(Ref<hal::Buffer>::Retain(res.buffer), res.offset, res.dtype,
-                                 res.dims, res.rank);
-          if (!view.ok()) {
-            status = view.take_status();
-            break;
-          }
-          results[k] = std::move(view).value();
+        StatusOr<Ref<BufferView>> view = BufferView::Create(
+            Ref<hal::Buffer>::Retain(res.buffer), res.offset, res.dtype, res.dims, res.rank);
+        if (!view.ok()) {
+          status = view.take_status();
+          break;
         }
+        results[k] = std::move(view).value();
         if (output_storage_[k]) {
           status = FinishOutputStorage(
               k, def->results()->Get(static_cast<flatbuffers::uoffset_t>(k)), &results[k],
@@ -190,6 +185,10 @@ void Context::BeginRecording(FunctionRef fn, const InvokeArg* args, size_t arg_c
   r.fills = stats.fills;
   recording_args_ = args;
   recording_arg_count_ = arg_count;
+  if (scratch_owned_.size() < arg_count) {  // for later replays
+    CountHostAllocation();
+    scratch_owned_.resize(arg_count);
+  }
   capture_ = HalModule::Capture{};
   hal_.set_capture(&capture_);
 }
@@ -249,12 +248,11 @@ void Context::FinishRecording(bool ok, const InvokeArg* args, size_t arg_count, 
   for (size_t k = 0; k < result_count; ++k) {
     const RefValue& v = frame->R(ret[k].index);
     if (v.type() != RefType::kBufferView) return;
+    // Always by buffer and offset, never by view identity: a consumed
+    // argument's view may have been released by the run and its memory
+    // reused for a result view at the same address.
     const BufferView* view = v.as<BufferView>();
     Recording::Result& res = r.results[k];
-    for (size_t i = 0; i < arg_count; ++i) {
-      if (args[i].view == view) res.arg = static_cast<int32_t>(i);
-    }
-    if (res.arg >= 0) continue;
     if (!hcb->Retains(view->buffer())) return;
     res.buffer = view->buffer();
     res.offset = view->byte_offset();

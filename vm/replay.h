@@ -78,10 +78,9 @@ struct Recording {
     Ref<hal::Buffer> held;  // replay scratch: held like the register held it
   };
   std::vector<Guard> guards;
-  // Each result: an argument's own view, or a view of a recorded buffer.
+  // Each result: a view of a recorded buffer (retained by `cb`).
   struct Result {
-    int32_t arg = -1;
-    hal::Buffer* buffer = nullptr;  // retained by `cb`
+    hal::Buffer* buffer = nullptr;
     uint64_t offset = 0;
     DType dtype = DType::kInvalid;
     int64_t dims[kMaxRank] = {};
