@@ -324,10 +324,12 @@ int Run(const Options& opt) {
       if (!Check(kiln_device_stats_reset(h.device), "resetting stats", &rc)) return rc;
     }
     kiln_status_t status;
-    // Under `valgrind --tool=callgrind --instr-atstart=no` only the invokes
-    // are instrumented (module loading and pipeline compilation run at
-    // native-ish speed); a no-op otherwise. Per-invoke host instructions:
-    // add --toggle-collect=kiln_invoke* --dump-after=kiln_invoke*.
+    // Under `valgrind --tool=callgrind --instr-atstart=no
+    // --separate-threads=yes` only the invokes are instrumented (module
+    // loading and pipeline compilation run at native-ish speed) and each
+    // invoke is dumped on its own (its calling thread's file holds the host
+    // instructions; driver threads running shaders have their own files).
+    // A no-op otherwise.
     KILN_CALLGRIND(CALLGRIND_START_INSTRUMENTATION);
     if (use_ex) {
       ex_args.clear();
@@ -349,6 +351,7 @@ int Run(const Options& opt) {
                            h.results.size());
     }
     KILN_CALLGRIND(CALLGRIND_STOP_INSTRUMENTATION);
+    KILN_CALLGRIND(CALLGRIND_DUMP_STATS);
     if (!Check(status, "invoking '" + opt.function + "'", &rc)) return rc;
     for (size_t k = 0; k < result_count; ++k) {
       if (h.storage[k] && h.results[k] != h.storage[k]) {
