@@ -329,8 +329,9 @@ int Run(const Options& opt) {
     // loading and pipeline compilation run at native-ish speed) and each
     // invoke is dumped on its own (its calling thread's file holds the host
     // instructions; driver threads running shaders have their own files).
-    // A no-op otherwise.
-    KILN_CALLGRIND(CALLGRIND_START_INSTRUMENTATION);
+    // The first invoke is not instrumented: the driver may compile shaders
+    // lazily on first use. A no-op otherwise.
+    if (r > 0) KILN_CALLGRIND(CALLGRIND_START_INSTRUMENTATION);
     if (use_ex) {
       ex_args.clear();
       for (size_t i = 0; i < arg_count; ++i) {
@@ -350,8 +351,10 @@ int Run(const Options& opt) {
       status = kiln_invoke(h.context, fn, h.args.data(), h.args.size(), h.results.data(),
                            h.results.size());
     }
-    KILN_CALLGRIND(CALLGRIND_STOP_INSTRUMENTATION);
-    KILN_CALLGRIND(CALLGRIND_DUMP_STATS);
+    if (r > 0) {
+      KILN_CALLGRIND(CALLGRIND_STOP_INSTRUMENTATION);
+      KILN_CALLGRIND(CALLGRIND_DUMP_STATS);
+    }
     if (!Check(status, "invoking '" + opt.function + "'", &rc)) return rc;
     for (size_t k = 0; k < result_count; ++k) {
       if (h.storage[k] && h.results[k] != h.storage[k]) {
