@@ -40,6 +40,10 @@ struct Stats {
   uint64_t host_waits = 0;      // blocking waits of the VM on the device (vm/hal_module.h)
   uint64_t deferred_frees = 0;  // buffers whose last reference was a command buffer's
                                 // retention: freed when it retired (queue-ordered free)
+  // Appended (recorded command buffers, vm/replay.h; maintained by the VM):
+  uint64_t command_buffer_recordings = 0;  // recordings kept for replay
+  uint64_t command_buffer_replays = 0;     // invocations that resubmitted a recording
+                                           // (dispatches etc. above count its commands again)
 };
 
 // Memory the buffer must live in. On unified-memory devices these may alias.

@@ -304,6 +304,8 @@ kiln_status_t kiln_device_stats(kiln_device_t device, kiln_device_stats_t* out_s
   out_stats->host_allocations_invoke = s.host_allocations_invoke;
   out_stats->host_waits = s.host_waits;
   out_stats->deferred_frees = s.deferred_frees;
+  out_stats->command_buffer_recordings = s.command_buffer_recordings;
+  out_stats->command_buffer_replays = s.command_buffer_replays;
   return nullptr;
 }
 

@@ -94,6 +94,11 @@ void Dump(const Module& m) {
     for (uint32_t r = 0; r < info.result_count; ++r) {
       std::printf("      %u %s\n", r, SigText(fd->results()->Get(r), false).c_str());
     }
+    // Function.static_commands (vm/static_commands.h, vm/replay.h).
+    std::printf("    commands: %s\n", fd->static_commands()
+                                           ? (info.replayable ? "static (recorded once, replayed)"
+                                                              : "static (not replayed: the module stores global refs)")
+                                           : "recorded per invoke");
     std::printf("    registers: %u i32, %u ref\n", info.i32_register_count,
                 info.ref_register_count);
     std::printf("    bytecode: %zu bytes at file offset 0x%llx\n", info.code.size,

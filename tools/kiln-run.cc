@@ -35,6 +35,15 @@
 //
 // Errors go to stderr as `error: ...` with exit status 1 (2 for usage).
 // Uses only the public C API (include/kiln/kiln.h).
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define KILN_CALLGRIND(request) request
+#endif
+#endif
+#ifndef KILN_CALLGRIND
+#define KILN_CALLGRIND(request)
+#endif
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -193,6 +202,8 @@ void PrintStats(const kiln_device_stats_t& s) {
   std::printf("host_allocations_invoke: %" PRIu64 "\n", s.host_allocations_invoke);
   std::printf("host_waits: %" PRIu64 "\n", s.host_waits);
   std::printf("deferred_frees: %" PRIu64 "\n", s.deferred_frees);
+  std::printf("command_buffer_recordings: %" PRIu64 "\n", s.command_buffer_recordings);
+  std::printf("command_buffer_replays: %" PRIu64 "\n", s.command_buffer_replays);
 }
 
 int Run(const Options& opt) {
@@ -313,6 +324,14 @@ int Run(const Options& opt) {
       if (!Check(kiln_device_stats_reset(h.device), "resetting stats", &rc)) return rc;
     }
     kiln_status_t status;
+    // Under `valgrind --tool=callgrind --instr-atstart=no
+    // --separate-threads=yes` only the invokes are instrumented (module
+    // loading and pipeline compilation run at native-ish speed) and each
+    // invoke is dumped on its own (its calling thread's file holds the host
+    // instructions; driver threads running shaders have their own files).
+    // The first invoke is not instrumented: the driver may compile shaders
+    // lazily on first use. A no-op otherwise.
+    if (r > 0) KILN_CALLGRIND(CALLGRIND_START_INSTRUMENTATION);
     if (use_ex) {
       ex_args.clear();
       for (size_t i = 0; i < arg_count; ++i) {
@@ -331,6 +350,10 @@ int Run(const Options& opt) {
     } else {
       status = kiln_invoke(h.context, fn, h.args.data(), h.args.size(), h.results.data(),
                            h.results.size());
+    }
+    if (r > 0) {
+      KILN_CALLGRIND(CALLGRIND_STOP_INSTRUMENTATION);
+      KILN_CALLGRIND(CALLGRIND_DUMP_STATS);
     }
     if (!Check(status, "invoking '" + opt.function + "'", &rc)) return rc;
     for (size_t k = 0; k < result_count; ++k) {

@@ -373,7 +373,9 @@ bool Context::IsExclusive(const BufferView* view) const {
   if (buffer->allocation() != buffer) return false;
   // In-flight work of this context holding it is queue-ordered before
   // anything the callee records.
-  return buffer->refcount() == 1 + (IsCached(buffer) ? 1 : 0) + hal_.InFlightHolders(buffer);
+  // Recordings' command buffers likewise (vm/replay.h).
+  return buffer->refcount() == 1 + (IsCached(buffer) ? 1 : 0) + hal_.InFlightHolders(buffer) +
+                                   RecordingHolders(buffer);
 }
 
 void Context::ClaimConsumed(Frame* frame, uint16_t index) {
@@ -400,7 +402,8 @@ StatusOr<Ref<hal::Buffer>> Context::AllocateCached(uint32_t m, uint32_t function
     ++buffers;
     // Held by nobody but the slot and in-flight work of this context (which
     // every later submission is queue-ordered after): reuse it.
-    bool free = e.buffer->refcount() == 1 + hal_.InFlightHolders(e.buffer.get());
+    bool free = e.buffer->refcount() ==
+                1 + hal_.InFlightHolders(e.buffer.get()) + RecordingHolders(e.buffer.get());
     if (free && e.buffer->size() >= size && e.buffer->memory_kind() == kind) return e.buffer;
     if (!replace || free) replace = &e;  // prefer replacing one nobody holds (too small)
   }
@@ -430,13 +433,10 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
   };
   // Whether `view`'s storage can be taken by this frame for `size` bytes.
   auto takeable = [&](const BufferView* view, uint64_t size, int32_t kind) {
-    if (view->owner_serial() != frame->serial) return false;
-    const hal::Buffer* buffer = view->buffer();
-    if (kind == 1 && buffer->memory_kind() != hal::MemoryKind::kHostVisible) return false;
-    if (view->root_offset() % hal_.binding_alignment() != 0) return false;
-    if (view->byte_offset() > 0x7FFFFFFF) return false;
-    return buffer->size() >= view->byte_offset() && buffer->size() - view->byte_offset() >= size;
+    return view->owner_serial() == frame->serial && Takeable(view, size, kind);
   };
+  // The run being recorded notes what the ownership imports returned.
+  const bool note = recording_ && frame->depth == 0;
   switch (id) {
     case HalImport::kBufferViewTakeOrAllocate: {
       BufferView* view = nullptr;
@@ -447,6 +447,7 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       if (takeable(view, static_cast<uint64_t>(size), kind)) {
         view->set_owner_serial(0);
         int32_t offset = static_cast<int32_t>(view->byte_offset());
+        if (note) NoteGuard(id, call, view->buffer(), false);
         RefValue taken(RefType::kBuffer, view->buffer());
         call.SetRef(0, std::move(taken));
         call.SetI32(1, offset);
@@ -456,6 +457,7 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
                             device->AllocateBuffer(size ? static_cast<uint64_t>(size) : 4,
                                                    static_cast<hal::MemoryKind>(kind)));
+      if (note) NoteGuard(id, call, buffer.get(), true);
       call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
       call.SetI32(1, 0);
       return OkStatus();
@@ -476,6 +478,7 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       if (takeable(view, length, 0)) {
         view->set_owner_serial(0);
         int32_t offset = static_cast<int32_t>(view->byte_offset());
+        if (note) NoteGuard(id, call, view->buffer(), false);
         RefValue taken(RefType::kBuffer, view->buffer());
         call.SetRef(0, std::move(taken));
         call.SetI32(1, offset);
@@ -485,6 +488,7 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
                             device->AllocateBuffer(length ? length : 4,
                                                    view->buffer()->memory_kind()));
+      if (note) NoteGuard(id, call, buffer.get(), true);
       if (length) {
         KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(view->buffer(), view->byte_offset(),
                                                             buffer.get(), 0, length));
@@ -512,6 +516,7 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
                             AllocateCached(m, function, slot, static_cast<uint64_t>(size),
                                            static_cast<hal::MemoryKind>(kind)));
+      if (note) NoteGuard(id, call, buffer.get(), false);
       call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
       return OkStatus();
     }
@@ -752,7 +757,22 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
     return InvalidArgumentError("asynchronous invocation without a signal fence");
   }
   // Free what finished since the last call (never blocks).
+  PruneRecordings();
   KILN_RETURN_IF_ERROR(hal_.Retire());
+
+  // A recorded command buffer for this binding set: resubmit it (replay.h).
+  if (info.replayable && hal_.device()) {
+    bool replayed = false;
+    Status s = TryReplay(fn, args, arg_count, results, result_count, any_storage, fences,
+                         &replayed);
+    if (!s.ok() || replayed) {
+      if (hal_.device()) {
+        hal_.device()->stats().host_allocations_invoke +=
+            HostAllocationCount() - allocations_before;
+      }
+      return s;  // the guard releases consumed arguments
+    }
+  }
 
   Frame* frame = AcquireFrame(0, info);
   for (size_t i = 0; i < arg_count; ++i) {
@@ -772,8 +792,10 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
   // work after the program (copies into output storage).
   hal_.BeginInvocation(fences ? fences->wait : hal::SemaphorePoint{},
                        fences ? fences->signal : hal::SemaphorePoint{}, !any_storage);
+  if (info.replayable && hal_.device()) BeginRecording(fn, args, arg_count, frame, result_count);
   RegList ret;
   Status status = Run(fn.module, fn.ordinal, 0, &ret);
+  hal_.set_capture(nullptr);
   if (status.ok()) {
     Ref<CommandBufferState> copy_cb;
     for (size_t i = 0; i < result_count; ++i) {
@@ -799,10 +821,14 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
       }
     }
     if (status.ok() && copy_cb) status = hal_.Execute(copy_cb.get(), /*final=*/false);
+    if (recording_) {
+      FinishRecording(status.ok(), args, arg_count, frame, ret, result_count, copy_cb.get() != nullptr);
+    }
     if (!status.ok()) {
       for (size_t i = 0; i < result_count; ++i) results[i].reset();
     }
   }
+  if (recording_) FinishRecording(false, args, arg_count, frame, ret, result_count, false);
   ClearFrame(0);
   // Signal the fence (asynchronous) or wait for the last timepoint.
   Status end = hal_.EndInvocation();

@@ -91,6 +91,7 @@
 #include "hal/api.h"
 #include "vm/hal_module.h"
 #include "vm/module.h"
+#include "vm/replay.h"
 #include "vm/value.h"
 
 namespace kiln::vm {
@@ -168,8 +169,12 @@ class Context : public RefObject {
                 Ref<BufferView>* results, size_t result_count,
                 BufferView* const* output_storage = nullptr,
                 InvokeFences* fences = nullptr);
-  // Retires finished submissions without blocking (see hal_module.h).
-  Status Collect() { return hal_.Retire(); }
+  // Drops recordings whose arguments nobody else holds (vm/replay.h), then
+  // retires finished submissions without blocking (see hal_module.h).
+  Status Collect() {
+    PruneRecordings();
+    return hal_.Retire();
+  }
   // Submissions not yet retired (tests).
   size_t in_flight_count() const { return hal_.in_flight_count(); }
   // All arguments borrowed, no output storage.
@@ -186,12 +191,15 @@ class Context : public RefObject {
   // Number of allocate_cached slots holding a buffer (tests).
   size_t cached_buffer_count() const { return cache_.size(); }
   size_t command_buffer_pool_size() const { return hal_.command_buffer_pool_size(); }
+  // Recorded command buffers kept for replay (vm/replay.h; tests).
+  size_t recording_count() const { return recordings_.size(); }
 
   // Releases frames and globals before modules and the device. Inline: see
   // ~Module.
   ~Context() override {
     // Queue-ordered frees: wait for the last timepoint, then retire.
     (void)hal_.WaitIdle();
+    recordings_.clear();
     frames_.clear();
     output_storage_.clear();
     cache_.clear();
@@ -252,7 +260,41 @@ class Context : public RefObject {
   Status FinishOutputStorage(size_t k, const format::TensorSig* sig, Ref<BufferView>* result,
                              Ref<CommandBufferState>* cb);
 
+  // --- Recorded command buffers (vm/replay.h; vm/replay.cc) ---
+  // References to `buffer` held by recordings' command buffers.
+  int32_t RecordingHolders(const hal::Buffer* buffer) const;
+  // Whether `view`'s storage fits `size` bytes of memory kind `kind` for
+  // take_or_allocate / take_or_clone (ownership aside).
+  bool Takeable(const BufferView* view, uint64_t size, int32_t kind) const;
+  // Drops recordings an argument or output storage of which nobody but
+  // this context's recordings and in-flight work holds.
+  void PruneRecordings();
+  // Replays a recording of `fn` matching this invocation (see replay.h):
+  // *replayed tells whether it did; then `results` are set and the
+  // invocation is complete (fences signalled as for Run). Otherwise nothing
+  // changed and the caller interprets.
+  Status TryReplay(FunctionRef fn, const InvokeArg* args, size_t arg_count,
+                   Ref<BufferView>* results, size_t result_count, bool any_storage,
+                   InvokeFences* fences, bool* replayed);
+  // Starts recording the run of `fn` (replayable, top level): keys, stats.
+  void BeginRecording(FunctionRef fn, const InvokeArg* args, size_t arg_count,
+                      const Frame* frame, size_t result_count);
+  // Notes an ownership import of the recorded run (CallContextImport).
+  void NoteGuard(HalImport id, const ImportCall& call, const hal::Buffer* result, bool allocated);
+  // Ends the recording: keeps it when the run was replayable (`results` are
+  // the run's results, before output storage substitution; `copied`: a
+  // result needed a copy into its output storage).
+  void FinishRecording(bool ok, const InvokeArg* args, size_t arg_count, Frame* frame,
+                       const RegList& ret, size_t result_count, bool copied);
+
   HalModule hal_;
+  std::vector<std::unique_ptr<Recording>> recordings_;
+  std::unique_ptr<Recording> recording_;  // the run being recorded, if any
+  const InvokeArg* recording_args_ = nullptr;
+  size_t recording_arg_count_ = 0;
+  HalModule::Capture capture_;
+  uint64_t replay_clock_ = 0;
+  std::vector<uint8_t> scratch_owned_;
   std::vector<std::unique_ptr<ModuleState>> modules_;
   std::vector<std::unique_ptr<Frame>> frames_;  // one per call depth, reused
   uint64_t next_serial_ = 1;

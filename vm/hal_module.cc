@@ -106,8 +106,8 @@ Status HalModule::RequireDevice() const {
 }
 
 Status HalModule::Submit(hal::CommandBuffer* cb, bool wait,
-                         const hal::SemaphorePoint* extra_signal) {
-  if (cb) KILN_RETURN_IF_ERROR(cb->End());
+                         const hal::SemaphorePoint* extra_signal, bool ended) {
+  if (cb && !ended) KILN_RETURN_IF_ERROR(cb->End());
   hal::SemaphorePoint waits[1];
   uint32_t wait_count = 0;
   if (invocation_wait_.semaphore) waits[wait_count++] = invocation_wait_;
@@ -140,10 +140,32 @@ Status HalModule::Execute(CommandBufferState* cb, bool final) {
     KILN_RETURN_IF_ERROR(Retire());
     if (in_flight_.size() == in_flight_.capacity()) CountHostAllocation();
   }
-  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get(), /*wait=*/false, signal));
+  // A persistent (recorded) command buffer is already ended: resubmitted.
+  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get(), /*wait=*/false, signal, cb->persistent));
   if (signal) signal_attached_ = true;
   in_flight_.push_back(InFlight{Ref<CommandBufferState>::Retain(cb), timeline_value_});
+  if (capture_) {
+    if (capture_->cb) capture_->single = false;  // a second submission: not replayable
+    capture_->cb = cb;
+    capture_->value = timeline_value_;
+  }
   return OkStatus();
+}
+
+void HalModule::Persist(CommandBufferState* cb) {
+  cb->persistent = true;
+  for (size_t i = 0; i < cb_pool_.size(); ++i) {
+    if (cb_pool_[i].get() != cb) continue;
+    cb_pool_.erase(cb_pool_.begin() + static_cast<std::ptrdiff_t>(i));
+    break;
+  }
+}
+
+bool HalModule::Pending(uint64_t value) {
+  if (value <= completed_value_) return false;
+  StatusOr<uint64_t> reached = timeline_->Query();
+  if (reached.ok()) completed_value_ = std::max(completed_value_, reached.value());
+  return value > completed_value_;
 }
 
 void HalModule::BeginInvocation(hal::SemaphorePoint wait, hal::SemaphorePoint signal,
@@ -188,9 +210,12 @@ Status HalModule::Retire() {
   for (size_t i = 0; i < in_flight_.size(); ++i) {
     InFlight& f = in_flight_[i];
     if (f.value <= completed_value_ && status.ok()) {
-      // Drops the command buffer's retention of the buffers it used.
-      status = f.cb->command_buffer->Reset();
-      if (status.ok()) f.cb->reset = true;
+      // Drops the command buffer's retention of the buffers it used (a
+      // recording's keeps them: it is submitted again on replay).
+      if (!f.cb->persistent) {
+        status = f.cb->command_buffer->Reset();
+        if (status.ok()) f.cb->reset = true;
+      }
       f.cb.reset();
       continue;
     }
@@ -203,7 +228,10 @@ Status HalModule::Retire() {
 
 int32_t HalModule::InFlightHolders(const hal::Buffer* buffer) const {
   int32_t n = 0;
-  for (const InFlight& f : in_flight_) n += f.cb->command_buffer->Retains(buffer) ? 1 : 0;
+  for (const InFlight& f : in_flight_) {
+    // Recordings' command buffers are counted once, by their recording.
+    if (!f.cb->persistent) n += f.cb->command_buffer->Retains(buffer) ? 1 : 0;
+  }
   return n;
 }
 

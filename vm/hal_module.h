@@ -115,7 +115,8 @@ class HalModule {
   // Ends and submits `cb` without blocking (hal.command_buffer.execute);
   // `cb` stays in the in-flight list until its timepoint is reached. `final`
   // (top-level frame only) attaches the invocation's signal fence when the
-  // invocation allows it (BeginInvocation).
+  // invocation allows it (BeginInvocation). A persistent `cb` (a
+  // recording's) is already ended and is submitted as it is (a replay).
   Status Execute(CommandBufferState* cb, bool final);
 
   // Starts an invocation. `wait` (semaphore may be null: none) is waited on
@@ -148,6 +149,25 @@ class HalModule {
   // Required alignment of a binding's absolute offset (bytes; >= 1).
   uint64_t binding_alignment() const;
   size_t command_buffer_pool_size() const { return cb_pool_.size(); }
+
+  // --- Recorded command buffers (vm/replay.h) ---
+  // While set, every Execute notes its command buffer and timepoint here
+  // (the recording run of a replayable function; `single` turns false at a
+  // second submission).
+  struct Capture {
+    CommandBufferState* cb = nullptr;
+    uint64_t value = 0;
+    bool single = true;
+  };
+  void set_capture(Capture* capture) { capture_ = capture; }
+  // Marks `cb` persistent (kept by a recording: retirement no longer resets
+  // it) and takes it out of the pool.
+  void Persist(CommandBufferState* cb);
+  // Whether the timepoint `value` may not have been reached yet (polls the
+  // timeline once when it is not known reached; never blocks).
+  bool Pending(uint64_t value);
+  // Stats of the device (null device: none).
+  hal::Stats* stats() { return device_ ? &device_->stats() : nullptr; }
   // Drops pooled command buffers (and what they retain); context teardown.
   void ClearPools() { cb_pool_.clear(); }
 
@@ -158,7 +178,9 @@ class HalModule {
   // Ends and submits `cb` (null: an empty batch) waiting on the invocation's
   // wait fence (queue order orders it after earlier submissions); signals the next timepoint
   // and `extra_signal` when non-null. Blocks when `wait` (host_waits += 1).
-  Status Submit(hal::CommandBuffer* cb, bool wait, const hal::SemaphorePoint* extra_signal = nullptr);
+  // `ended`: the command buffer was ended before (a recording's, resubmitted).
+  Status Submit(hal::CommandBuffer* cb, bool wait, const hal::SemaphorePoint* extra_signal = nullptr,
+                bool ended = false);
 
   Ref<hal::Device> device_;
   std::vector<Ref<CommandBufferState>> cb_pool_;
@@ -175,6 +197,7 @@ class HalModule {
   hal::SemaphorePoint invocation_signal_{};
   bool attach_signal_ = false;
   bool signal_attached_ = false;
+  Capture* capture_ = nullptr;
   std::vector<hal::BufferBinding> bindings_;  // scratch, reused across calls
   std::vector<hal::BufferBarrier> barriers_;  // scratch, reused across calls
 };

@@ -1,5 +1,7 @@
 #include "vm/module.h"
 
+#include "vm/static_commands.h"
+
 #include "schemas/module_integrity.h"
 
 #include <fcntl.h>
@@ -336,6 +338,17 @@ Status Module::Verify() {
     limits.result_count = f.result_count;
     Status st = VerifyBytecode(f.code, limits);
     if (!st.ok()) return err(st.Annotate("function '" + f.name + "'"));
+  }
+  // 6. Static command sequences (replay): the compiler's claim, checked.
+  bool global_stores = false;
+  for (uint32_t i = 0; i < functions_.size(); ++i) {
+    if (static_cast<int>(i) != init && StoresGlobalRef(functions_[i].code)) global_stores = true;
+  }
+  for (FunctionInfo& f : functions_) {
+    if (!f.def->static_commands()) continue;
+    Status st = CheckStaticCommands(f.code, import_names_);
+    if (!st.ok()) return err(st.Annotate("function '" + f.name + "'"));
+    f.replayable = !global_stores;
   }
   return OkStatus();
 }

@@ -47,6 +47,11 @@ struct FunctionInfo {
   uint32_t arg_count = 0;
   uint32_t result_count = 0;
   bool exported = false;
+  // Function.static_commands, checked at load (vm/static_commands.h), and
+  // no function of the module other than the initializer stores a global
+  // ref: the context may record this function's command buffer once per
+  // argument binding set and replay it (vm/replay.h).
+  bool replayable = false;
 };
 
 class Module : public RefObject {

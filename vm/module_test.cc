@@ -425,3 +425,80 @@ TEST(ModuleTest, LoadFromFileAndUnalignedMemory) {
 
 }  // namespace
 }  // namespace kiln::vm
+
+namespace kiln::vm {
+namespace {
+
+// Function.static_commands is checked on the bytecode at load
+// (vm/static_commands.h): a host read of device data, a CALL or a global
+// store in a function marked static refuses the module; an allowed body
+// loads and is replayable unless another function stores global refs.
+std::vector<uint8_t> StaticModule(const char* import, bool call, bool other_stores_global) {
+  using testing::ModuleBuilder;
+  ModuleBuilder b("s");
+  int g = b.AddGlobal("pool");
+  BytecodeEncoder h;
+  h.MovRef(1, 0);
+  h.Ret({Reg::Ref(1)});
+  int helper = b.AddFunction("helper", {{"x", DType::kF32, {4}}}, {{"y", DType::kF32, {4}}}, 1, 2, h);
+  BytecodeEncoder e;
+  e.GlobalLoadRef(1, static_cast<uint16_t>(g));
+  if (import) {
+    int k = b.AddHalImport(import);
+    if (std::string(import) == "hal.buffer.load") {
+      e.ConstI32(0, 0);
+      e.ConstI32(1, 4);
+      e.CallImport(static_cast<uint16_t>(k), {Reg::Ref(1), Reg::I32(0), Reg::I32(1)}, {Reg::I32(2)});
+    } else {
+      e.CallImport(static_cast<uint16_t>(k), {}, {Reg::Ref(2)});
+    }
+  }
+  if (call) e.Call(static_cast<uint16_t>(helper), {Reg::Ref(0)}, {Reg::Ref(0)});
+  e.Ret({Reg::Ref(0)});
+  b.AddFunction("main", {{"x", DType::kF32, {4}}}, {{"y", DType::kF32, {4}}}, 3, 3, e);
+  if (other_stores_global) {
+    BytecodeEncoder s;
+    s.GlobalStoreRef(0, static_cast<uint16_t>(g));
+    s.Ret({});
+    b.AddFunction("store", {{"x", DType::kF32, {4}}}, {}, 1, 1, s);
+  }
+  b.SetStaticCommands("main");
+  return b.Finish();
+}
+
+TEST(ModuleTest, StaticCommandsAreCheckedAtLoad) {
+  {
+    std::vector<uint8_t> bytes = StaticModule("hal.command_buffer.create", false, false);
+    auto m = Module::LoadFromMemory(bytes.data(), bytes.size());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_TRUE(m.value()->function(static_cast<uint32_t>(m.value()->FindFunction("main"))).replayable);
+    EXPECT_FALSE(m.value()->function(static_cast<uint32_t>(m.value()->FindFunction("helper"))).replayable);
+  }
+  {
+    std::vector<uint8_t> bytes = StaticModule("hal.command_buffer.create", false, true);
+    auto m = Module::LoadFromMemory(bytes.data(), bytes.size());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_FALSE(m.value()->function(static_cast<uint32_t>(m.value()->FindFunction("main"))).replayable)
+        << "another function stores a global ref";
+  }
+  {
+    std::vector<uint8_t> bytes = StaticModule("hal.buffer.load", false, false);
+    auto m = Module::LoadFromMemory(bytes.data(), bytes.size());
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(
+                  "CALL_IMPORT hal.buffer.load is not allowed in a function marked static_commands"),
+              std::string::npos)
+        << m.status().message();
+  }
+  {
+    std::vector<uint8_t> bytes = StaticModule(nullptr, true, false);
+    auto m = Module::LoadFromMemory(bytes.data(), bytes.size());
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("CALL is not allowed in a function marked static_commands"),
+              std::string::npos)
+        << m.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::vm

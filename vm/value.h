@@ -247,6 +247,9 @@ class CommandBufferState : public RefObject {
   uint32_t push_constant_words = 0;
   bool submitted = false;  // after execute_and_wait: no further recording
   bool reset = true;       // the hal command buffer is empty and recording
+  // Kept by a recording (vm/replay.h): ended, submitted again on every
+  // replay, never reset by retirement; not in the context's pool.
+  bool persistent = false;
 };
 
 }  // namespace kiln::vm

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/dtype.h"
+#include "compiler/analysis/command_sequence.h"
 #include "compiler/analysis/resource_usage.h"
 #include "compiler/analysis/topology.h"
 #include "compiler/codegen/dispatch_macs.h"
@@ -17,6 +18,7 @@
 #include "compiler/target/transient_planner.h"
 #include "schemas/module_integrity.h"
 #include "vm/isa.h"
+#include "vm/static_commands.h"
 
 namespace kiln::target {
 namespace {
@@ -317,6 +319,10 @@ class FunctionEmitter {
 
   vm::BytecodeEncoder enc;
   uint16_t i32_count = 0, ref_count = 0;
+  // A result is returned through a buffer allocated per invoke (a copy of a
+  // borrowed argument, a constant or a global): the command sequence binds a
+  // fresh buffer every time, so it cannot be replayed (static_commands).
+  bool per_invoke_allocation = false;
   std::vector<uint32_t> debug_offsets;
   std::vector<std::string> debug_locations;
 
@@ -2187,6 +2193,7 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
       copy.buffer = NewRef();
       copy.group = NewGroup();
       copy.length = s.length;
+      per_invoke_allocation = true;
       enc.CallImport(HalImport::kAllocatorAllocate,
                      {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
       Sync(cmd, {RangeOf(s)}, {RangeOf(copy)});
@@ -2333,11 +2340,26 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   KILN_RETURN_IF_ERROR(CollectGlobals(module));
 
   for (ir::Operation* func : module.functions()) {
+    // Whether the command sequence is fixed (replayable): decided on the
+    // stream-level function (compiler/analysis/command_sequence.h).
+    analysis::CommandSequence commands = analysis::AnalyzeCommandSequence(func);
     // Execution regions and timepoints: recorded in queue order.
     KILN_RETURN_IF_ERROR(LowerTimeline(func).Annotate("function @" + func->str_attr("sym_name")));
     FunctionEmitter fe(*this, module, func);
     KILN_RETURN_IF_ERROR(fe.Emit().Annotate("function @" + func->str_attr("sym_name")));
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> code, fe.enc.Finish());
+    bool static_commands = commands.is_static && !fe.per_invoke_allocation;
+    if (static_commands) {
+      // The loader checks the claim (vm/static_commands.h); a mismatch here
+      // is an emitter bug, never a module the runtime would refuse.
+      std::vector<std::string> import_names;
+      for (const ImportDef& d : kHalImports) import_names.push_back(d.name);
+      for (const ModuleImport& m : module_imports_) import_names.push_back(m.decl->str_attr("sym_name"));
+      Status check = vm::CheckStaticCommands(vm::ByteSpan(code.data(), code.size()), import_names);
+      if (!check.ok())
+        return InternalError("emit: function @%s: analysed static but its bytecode is not: %s",
+                             func->str_attr("sym_name").c_str(), check.message().c_str());
+    }
     ir::Block* body = func->region(0)->block(0);
     std::vector<std::string> arg_names = StringList(func, "arg_names");
     std::vector<std::string> result_names = StringList(func, "result_names");
@@ -2374,6 +2396,7 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     b.add_bytecode(code_v);
     b.add_debug_offsets(dbg_off);
     b.add_debug_locations(dbg_loc);
+    b.add_static_commands(static_commands);
     functions.push_back(b.Finish());
   }
 

@@ -343,6 +343,14 @@ typedef struct kiln_device_stats_t {
   uint64_t deferred_frees;  /* buffers released by every holder while device work
                              * using them was in flight, freed when that work's
                              * timepoint was reached (queue-ordered frees) */
+  /* Appended (recorded command buffers): */
+  uint64_t command_buffer_recordings; /* command buffers recorded and kept for
+                                       * replay (functions whose command sequence
+                                       * is static; once per argument binding set) */
+  uint64_t command_buffer_replays;    /* invocations that resubmitted a recorded
+                                       * command buffer instead of interpreting and
+                                       * recording (its dispatches, barriers,
+                                       * copies and fills are counted again) */
 } kiln_device_stats_t;
 
 /* Copies the current counters into *out_stats. */

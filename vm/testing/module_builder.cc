@@ -95,7 +95,8 @@ std::vector<uint8_t> ModuleBuilder::Finish() const {
     auto dbg_off = f.debug.empty() ? 0 : fbb.CreateVector(offsets);
     auto dbg_loc = f.debug.empty() ? 0 : fbb.CreateVector(locs);
     functions.push_back(format::CreateFunction(fbb, name, f.exported, args, results, f.i32_count,
-                                               f.ref_count, code, dbg_off, dbg_loc));
+                                               f.ref_count, code, dbg_off, dbg_loc,
+                                               static_commands_.count(f.name) != 0));
   }
   std::vector<flatbuffers::Offset<format::RodataSegment>> rodata;
   for (const auto& [name, data] : rodata_) {

@@ -11,6 +11,7 @@
 #define KILN_VM_TESTING_MODULE_BUILDER_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,8 @@ class ModuleBuilder {
   void SetInitializer(int function) { initializer_ = function; }
   void SetVersion(uint32_t version) { version_ = version; }
   void SetFeatures(uint32_t features) { features_ = features; }
+  // Marks function `name` static_commands (vm/static_commands.h).
+  void SetStaticCommands(const std::string& name) { static_commands_.insert(name); }
 
   // Serializes the module (size-prefixed, file identifier "KILN").
   std::vector<uint8_t> Finish() const;
@@ -92,6 +95,7 @@ class ModuleBuilder {
   std::vector<std::pair<std::string, std::vector<uint8_t>>> rodata_;
   std::vector<Executable> executables_;
   std::vector<std::pair<std::string, bool>> globals_;
+  std::set<std::string> static_commands_;
 };
 
 }  // namespace kiln::vm::testing
