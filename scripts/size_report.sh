@@ -25,7 +25,11 @@ set -euo pipefail
 # The footprint budget: loaded bytes the runtime adds to the minimal app.
 # A ratchet: lower it whenever the runtime shrinks, never raise it without
 # saying why in the commit. (Issue 16's goal is 120 KiB = 122880 B.)
-budget="${KILN_SIZE_BUDGET:-143000}"
+# Raised 143000 -> 156000 when command-buffer replay (vm/replay.cc,
+# vm/static_commands.cc), timestamp queries (hal/vulkan/vulkan_query_pool.cc,
+# reachable through the Device vtable) and shared-shader specialization
+# constants landed together: 155,540 B measured at that merge.
+budget="${KILN_SIZE_BUDGET:-156000}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
