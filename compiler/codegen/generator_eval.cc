@@ -218,6 +218,15 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
     return "0";
   }
   (void)one;
+  if (k == "div" && f) {
+    // `precise`: a float division stays a division. Without it a driver may
+    // rewrite a / c with a constant c (a fused scalar literal) into
+    // a * (1 / c), which rounds differently from the host and from the same
+    // division by a value loaded from a buffer (lavapipe's NIR does).
+    std::string n = Fresh("t");
+    Line("precise float " + n + " = " + e + ";  // " + Comment(op));
+    return n;
+  }
   return Decl(rct, e, Comment(op));
 }
 
