@@ -15,7 +15,8 @@
 //
 // What a dispatch region may hold (anything else: kUnimplemented):
 //   ops: every elementwise op of ops.h, tensor.conv2d/matmul/reduce/pool2d/
-//        softmax/transpose/slice/concat/pad/gather/expand/conv_transpose/resize, plus
+//        softmax/transpose/slice/concat/pad/gather/expand/conv_transpose/resize/
+//        arg_reduce/cumsum/gather_elements/scatter_elements/scatter_nd/top_k, plus
 //        tensor.reshape and small tensor.constant (<= 4096 elements).
 //   dtypes: f32, i32, i64, i8, u8, i1 (conv2d/conv_transpose/pool2d/softmax and the
 //        transcendental ops: f32 only). No f16/f64/i16.
