@@ -19,7 +19,9 @@
 //   dispatches, barriers, submissions, host_waits, copies, transfers, fills,
 //   device_allocations, device_bytes_allocated, host_allocations
 //   (host_allocations = host_allocations_invoke, allocations made inside
-//   kiln_invoke; the steady state should be 0).
+//   kiln_invoke; the steady state should be 0), recordings and replays
+//   (command buffers recorded / recorded ones resubmitted; a function with
+//   static commands replays on every warm invoke: 1 replay, 0 recordings).
 //
 // --per-dispatch replaces the benchmarks with a GPU profile: every dispatch
 // is bracketed by timestamp queries (tools/dispatch_profile.h; the device
@@ -70,7 +72,8 @@ const kiln::tools::FlagTable kFlags = {
     },
     "--input forms as for kiln-run. Reports time per invocation and per-invocation counters:\n"
     "dispatches, barriers, submissions, copies, transfers, fills, device_allocations,\n"
-    "device_bytes_allocated, host_allocations. Flags --benchmark_* go to Google Benchmark\n"
+    "device_bytes_allocated, host_allocations, recordings, replays. Flags --benchmark_* go to\n"
+    "Google Benchmark "
     "(--benchmark_filter=..., --benchmark_repetitions=N, ...).\n",
     "--benchmark_"};
 
@@ -210,6 +213,8 @@ void Counters(benchmark::State& state, const kiln_device_stats_t& before,
   per_invoke("device_bytes_allocated", after.device_bytes_allocated,
              before.device_bytes_allocated);
   per_invoke("host_allocations", after.host_allocations_invoke, before.host_allocations_invoke);
+  per_invoke("recordings", after.command_buffer_recordings, before.command_buffer_recordings);
+  per_invoke("replays", after.command_buffer_replays, before.command_buffer_replays);
 }
 
 constexpr size_t kAsyncDepth = 4;
