@@ -131,6 +131,12 @@ kiln_device_t SharedDevice() {
   return device;
 }
 
+kiln_device_stats_t SharedDeviceStats() {
+  kiln_device_stats_t s = {};
+  kiln_status_free(kiln_device_stats(SharedDevice(), &s));
+  return s;
+}
+
 uint64_t ValidationMessages() { return hal::ValidationMessageCount(); }
 
 namespace {

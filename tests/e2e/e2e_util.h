@@ -51,6 +51,8 @@ bool ReadNpyTensor(const std::string& path, HostTensor* out, std::string* error)
 // One Vulkan device for the whole test binary (created on first use, with the
 // validation layer when KILN_VALIDATION=1).
 kiln_device_t SharedDevice();
+// SharedDevice()'s cumulative counters (kiln_device_stats); tests diff two.
+kiln_device_stats_t SharedDeviceStats();
 kiln_instance_t SharedInstance();
 
 // Compiles `onnx_path` (static shapes from `input_shapes`, "NAME=1x2x3"

@@ -13,23 +13,15 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/tools/compile_driver.h"
+#include "runtime/kiln_status_test_util.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace kiln::e2e {
 namespace {
 
-std::string Str(kiln_status_t s) {
-  if (!s) return "OK";
-  std::string r = std::string(kiln_status_code_name(kiln_status_code(s))) + ": " + kiln_status_message(s);
-  kiln_status_free(s);
-  return r;
-}
+using kiln_test::Str;
 
-kiln_device_stats_t Stats() {
-  kiln_device_stats_t s = {};
-  kiln_status_free(kiln_device_stats(SharedDevice(), &s));
-  return s;
-}
+kiln_device_stats_t Stats() { return SharedDeviceStats(); }
 
 struct Program {
   kiln_module_t module = nullptr;
