@@ -74,6 +74,8 @@
 namespace kiln::codegen {
 namespace detail {
 
+constexpr size_t kMaxRegionOps = 1024;
+
 StatusOr<CompiledDispatch> Generator::Run() {
   if (!dispatch_ || !dispatch_->is("flow.dispatch") || dispatch_->num_regions() != 1 ||
       dispatch_->region(0)->num_blocks() != 1)
@@ -97,6 +99,13 @@ StatusOr<CompiledDispatch> Generator::Run() {
       return InvalidArgumentError("codegen: result %u shape differs from flow.return operand", k);
   }
 
+  // Element evaluation recurses through the region's expression DAG
+  // (generator_eval.cc): bound its depth with a clear error. Fusion makes
+  // regions of at most 64 ops; a hand-written region may be larger.
+  if (block_->ops().size() > kMaxRegionOps)
+    return InvalidArgumentError("codegen: dispatch '%s' holds %zu ops, more than the %zu one region may hold",
+                                dispatch_->str_attr("name", "dispatch").c_str(), block_->ops().size(),
+                                kMaxRegionOps);
   CompiledDispatch out;
   out.debug_name = dispatch_->str_attr("name", "dispatch");
   const unsigned N = dispatch_->num_operands(), R = dispatch_->num_results();

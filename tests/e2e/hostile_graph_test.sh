@@ -49,6 +49,15 @@ expect_result "matmul M=0" "result[0]: tensor<0x3xf32> = []" --module="$work/mm0
 expect_result "chain of 4000 adds" "result[0]: tensor<4xf32> = [4001, 8002, 12003, 16004]" \
   --module="$work/chain.kiln" --input=4xf32=1,2,3,4
 
+# A hand-written dispatch region of 1,100 ops (fusion never makes one):
+# a clear error from codegen, not a deep recursion.
+{ echo '"func.func"() ({'; echo '^bb0(%x: tensor<4xf32>):'; echo '  %d = "flow.dispatch"(%x) ({'
+  echo '  ^bb0(%a: tensor<4xf32>):'; prev=a
+  for i in $(seq 1 1100); do echo "    %t$i = \"tensor.relu\"(%$prev) : (tensor<4xf32>) -> tensor<4xf32>"; prev=t$i; done
+  echo "    \"flow.return\"(%$prev) : (tensor<4xf32>) -> ()"; echo '  }) {name = "big"} : (tensor<4xf32>) -> tensor<4xf32>'
+  echo '  "func.return"(%d) : (tensor<4xf32>) -> ()'; echo '}) {sym_name = "main"} : () -> ()'; } >"$work/big.kir"
+expect_error "1,100-op region" "holds 1101 ops, more than the 1024" "$compile" "$work/big.kir" -o "$work/x.kiln"
+
 # Malformed ONNX: two nodes write one tensor (ONNX's checker); an opset no
 # release defines; a rank-9 input.
 { echo 'ir_version: 7 opset_import { domain: "" version: 13 } graph { name: "g"'
