@@ -72,6 +72,52 @@
 #include "compiler/codegen/spirv_edit.h"
 
 namespace kiln::codegen {
+namespace {
+
+// Identical kernels (many dispatches of one op on one shape, a block
+// repeated through a network) compile to SPIR-V once per process: the
+// final SPIR-V is cached by the GLSL text less its comments (which name the
+// dispatch and its ONNX nodes) and the SPIR-V options. Bounded: cleared
+// when it holds kMaxEntries.
+class SpirvCache {
+ public:
+  static std::string Key(const std::string& glsl, const CodegenOptions& options) {
+    std::string key(1, static_cast<char>('0' + (options.optimize_spirv ? 1 : 0) + (options.validate_spirv ? 2 : 0)));
+    key.reserve(glsl.size());
+    for (size_t i = 0; i < glsl.size();) {  // comments dropped (GLSL has no strings)
+      size_t eol = glsl.find('\n', i);
+      if (eol == std::string::npos) eol = glsl.size();
+      size_t comment = glsl.find("//", i);
+      key.append(glsl, i, (comment < eol ? comment : eol) - i);
+      key.push_back('\n');
+      i = eol + 1;
+    }
+    return key;
+  }
+  static bool Lookup(const std::string& key, std::vector<uint32_t>* spirv) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = map().find(key);
+    if (it == map().end()) return false;
+    *spirv = it->second;
+    return true;
+  }
+  static void Insert(const std::string& key, const std::vector<uint32_t>& spirv) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (map().size() >= kMaxEntries) map().clear();
+    map().emplace(key, spirv);
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  static std::map<std::string, std::vector<uint32_t>>& map() {
+    static auto* m = new std::map<std::string, std::vector<uint32_t>>();
+    return *m;
+  }
+  static inline std::mutex mutex_;
+};
+
+}  // namespace
+
 namespace detail {
 
 constexpr size_t kMaxRegionOps = 1024;
@@ -261,6 +307,8 @@ StatusOr<CompiledDispatch> Generator::Run() {
   g += "void main() {\n" + body_ + "}\n";
   out.glsl = std::move(g);
 
+  const std::string cache_key = SpirvCache::Key(out.glsl, options_);
+  if (SpirvCache::Lookup(cache_key, &out.spirv)) return out;
   KILN_ASSIGN_OR_RETURN(out.spirv, CompileGlslToSpirv(out.glsl, out.debug_name));
   // One copy of kiln_fma's body per module instead of one per term: the
   // driver inlines it once specialization constant 0 is known (spirv_edit.h).
@@ -291,6 +339,7 @@ StatusOr<CompiledDispatch> Generator::Run() {
     Status s = ValidateSpirv(out.spirv);
     if (!s.ok()) return s.Annotate("codegen: '" + out.debug_name + "'");
   }
+  SpirvCache::Insert(cache_key, out.spirv);
   return out;
 }
 
