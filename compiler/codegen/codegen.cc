@@ -114,84 +114,10 @@ StatusOr<CompiledDispatch> Generator::Run() {
   bool same = anchor != nullptr;
   for (Value* v : results_) same = same && ShapeOf(v) == ShapeOf(anchor->result());
   if (!same) anchor = nullptr;
-  const std::string kind = anchor ? anchor->name() : "";
 
   cache_.emplace_back();
   uint32_t wx = 1, wy = 1;
-  auto invocations = [&](uint64_t n) {
-    return Grid((n + kWorkgroupSize - 1) / kWorkgroupSize, &wx, &wy);
-  };
-  int reduce_lanes = 1;
-  if (kind == "tensor.reduce") {
-    int64_t count = 1;
-    for (int64_t ax : ReduceAxes(anchor)) count *= ShapeOf(anchor->operand(0))[ax];
-    reduce_lanes = ReduceLanes(count, NumElements(ShapeOf(anchor->result())));
-  }
-  if (kind == "tensor.reduce" && reduce_lanes > 1) {
-    uint64_t rows = static_cast<uint64_t>(NumElements(ShapeOf(anchor->result())));
-    uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / reduce_lanes);
-    KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));
-    schedule_comment_ = "reduce-group: " + std::to_string(reduce_lanes) + " lanes per output (" +
-                        std::to_string(rows) + " outputs, " + std::to_string(per_group) +
-                        " per workgroup)";
-    EmitReduceGroupMain(anchor, reduce_lanes, wx, wy);
-  } else if (kind == "tensor.softmax") {
-    Shape row_shape = ShapeOf(anchor->operand(0));
-    int64_t axis = anchor->int_attr("axis", static_cast<int64_t>(row_shape.size()) - 1);
-    if (axis < 0) axis += static_cast<int64_t>(row_shape.size());
-    const int64_t extent = row_shape[axis];
-    row_shape.erase(row_shape.begin() + axis);
-    uint64_t rows = static_cast<uint64_t>(NumElements(row_shape));
-    int lanes = ReduceLanes(extent, static_cast<int64_t>(rows));
-    if (lanes > 1) {
-      uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / lanes);
-      KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));
-    } else {
-      KILN_RETURN_IF_ERROR(invocations(rows));
-    }
-    schedule_comment_ = "softmax-rows: " +
-                        (lanes > 1 ? std::to_string(lanes) + " lanes" : std::string("one invocation")) +
-                        " per row (" + std::to_string(rows) + " rows)";
-    EmitSoftmaxRowsMain(anchor, lanes, wx, wy);
-  } else if (kind == "tensor.conv2d") {
-    const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
-    int64_t group = std::max<int64_t>(anchor->int_attr("group", 1), 1);
-    int64_t og = ws[0] / group;
-    int64_t to = og % 4 == 0 ? 4 : og % 2 == 0 ? 2 : 1;
-    int64_t tw = std::min<int64_t>(os[3], 4);
-    uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
-    KILN_RETURN_IF_ERROR(invocations(tiles));
-    schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" +
-                        std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
-                        " invocations)";
-    EmitConvTiledMain(anchor, to, tw, wx, wy);
-  } else if (kind == "tensor.matmul" && ShapeOf(anchor->operand(0)).size() >= 2 &&
-             ShapeOf(anchor->operand(1)).size() >= 2) {
-    const Shape& os = ShapeOf(anchor->result());
-    int64_t K = ShapeOf(anchor->operand(0)).back(), M = os[os.size() - 2], N = os.back();
-    uint64_t outputs = static_cast<uint64_t>(NumElements(os));
-    if (outputs <= kSplitKMaxOutputs && K >= kSplitKMinDepth) {
-      KILN_RETURN_IF_ERROR(Grid(outputs, &wx, &wy));
-      schedule_comment_ = "matmul-splitk: one workgroup per output element (" +
-                          std::to_string(outputs) + " workgroups)";
-      EmitMatmulSplitKMain(anchor, wx, wy);
-    } else {
-      int64_t tm = std::min<int64_t>(M, 4), tn = std::min<int64_t>(N, 4);
-      uint64_t tiles = outputs / static_cast<uint64_t>(M * N) *
-                       static_cast<uint64_t>(((M + tm - 1) / tm) * ((N + tn - 1) / tn));
-      KILN_RETURN_IF_ERROR(invocations(tiles));
-      schedule_comment_ = "matmul-tiled: one invocation per " + std::to_string(tm) + "x" +
-                          std::to_string(tn) + " tile (" + std::to_string(tiles) + " invocations)";
-      EmitMatmulTiledMain(anchor, tm, tn, wx, wy);
-    }
-  } else {
-    int64_t total = 0;
-    for (Value* v : results_) total = std::max(total, NumElements(ShapeOf(v)));
-    KILN_RETURN_IF_ERROR(invocations(static_cast<uint64_t>(total)));
-    schedule_comment_ = "pointwise: one invocation per output element (" +
-                        std::to_string(total) + " invocations)";
-    EmitPointwiseMain(wx, wy);
-  }
+  KILN_RETURN_IF_ERROR(EmitSchedule(anchor, &wx, &wy));
   if (!status_.ok()) return status_;
   out.workgroup_size[0] = kWorkgroupSize;
   out.workgroup_count[0] = wx;
