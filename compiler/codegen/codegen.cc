@@ -14,18 +14,35 @@
 // pass forms (anchor + same-shaped elementwise epilogue).
 //
 // Schedules (workgroup size is always 64 x 1 x 1; a grid wider than
-// CodegenOptions::max_workgroup_count folds into y and is guarded):
+// CodegenOptions::max_workgroup_count folds into y and is guarded). Which one
+// a dispatch gets is SelectSchedule (schedule_select.cc); every threshold and
+// block size is in schedule_table.h.
 //   pointwise: one invocation per element of the results (grouped by shape;
 //              results of a smaller shape are guarded). Used for elementwise
 //              chains, data-movement anchors, pool2d, small reductions, and
 //              as the fallback for every other anchor. tensor.conv_transpose
 //              runs here: a gather over its contributing taps per output
 //              element (conv_transpose_schedule.h).
-//   conv-tiled: tensor.conv2d: one invocation per 4 output channels x 4
-//              columns (fewer when the group's channel count or the width
-//              does not allow); one input row per (channel, kh) is loaded
-//              once and reused across kw and the 4 columns.
-//   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
+//   conv-gemm: tensor.conv2d 1x1, stride 1, no padding, group 1, as a tiled
+//              GEMM: one invocation per 8 output channels x 4 pixels; x read
+//              as vec4 over pixels and w as vec4 over input channels where
+//              aligned (schedule_conv_gemm.cc).
+//   conv-direct: every other tensor.conv2d with a window of <= 25 taps except
+//              single-channel ones: one invocation per 8 output channels
+//              (fewer when the group has fewer) x 4 columns; one input row
+//              per (channel, kh) feeds every (kw, column, channel)
+//              (schedule_conv_direct.cc).
+//   depthwise: tensor.conv2d with one input channel per group: one
+//              invocation per 2 rows x 8 columns of one channel; its input
+//              rows are loaded once for all taps (schedule_depthwise.cc).
+//   conv-tiled: the remaining tensor.conv2d (single input channel, or wide
+//              windows such as silero's 256-tap STFT): one invocation per 4
+//              output channels x 4 columns (fewer when the group's channel
+//              count or the width does not allow); one input row per
+//              (channel, kh) is loaded once and reused across kw and the 4
+//              columns.
+//   matmul-tiled: tensor.matmul: one invocation per 4x8 output tile; A read
+//              as vec4 along K and B as vec4 along N where aligned.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
 //   reduce-group: tensor.reduce: a segment of L lanes per output element
@@ -40,6 +57,10 @@
 //              ReduceLanes; max and sum through shared memory) or one
 //              invocation per row (L == 1); each row's outputs are written
 //              with the epilogue applied.
+// Every conv and matmul schedule keeps each output a sequential multiply-add
+// chain over the reduction in order (Generator::Mac), the bias added last.
+// KILN_CODEGEN_SCHEDULES=legacy (compile time) selects the schedules before
+// conv-gemm / conv-direct / depthwise / 4x8 vec4 matmul, for comparisons.
 // All but pointwise need exactly one anchor and every result to have the
 // anchor's shape (the epilogue then runs per anchor element); otherwise the
 // dispatch falls back to pointwise (always correct).
