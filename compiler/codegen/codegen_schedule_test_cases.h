@@ -65,21 +65,21 @@ inline void AddScheduleCases(const std::function<void(std::function<Case()>)>& a
     const char* schedule;
   };
   const std::vector<ConvSpec> specs = {
-      // conv-gemm: 1x1. 16 channels (w as vec4), 40 pixels (x as vec4), 12
-      // outputs (a partial 8-channel block).
-      {"sched_conv_gemm_vec4", {1, 16, 5, 8}, {12, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1,
-       true, "conv-gemm: one invocation per 8x4"},
+      // conv-gemm: 1x1. 16 channels (w as vec4), 40 pixels (x as vec4), 10
+      // outputs (a partial 4-channel block).
+      {"sched_conv_gemm_vec4", {1, 16, 5, 8}, {10, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1,
+       true, "conv-gemm: one invocation per 4x4"},
       // conv-gemm: 6 channels (scalar w), 15 pixels (scalar x, partial pixel
       // block), a batch of 2, 3 outputs (block of 3).
       {"sched_conv_gemm_scalar", {2, 6, 3, 5}, {3, 6, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1,
        false, "conv-gemm: one invocation per 3x4"},
       // conv-gemm: width 1 and a single pixel.
       {"sched_conv_gemm_one_pixel", {1, 8, 1, 1}, {20, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1},
-       1, true, "conv-gemm: one invocation per 8x1"},
+       1, true, "conv-gemm: one invocation per 4x1"},
       // conv-direct: 3x3, pad 1, 7 columns (a partial 4-column block), 16
-      // outputs, 8 input channels (two 4-channel steps).
+      // outputs, 8 input channels.
       {"sched_conv_direct_3x3", {1, 8, 6, 7}, {16, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1,
-       true, "conv-direct: one invocation per 8x4"},
+       true, "conv-direct: one invocation per 4x4"},
       // conv-direct: groups (2 x 4 channels, 3 outputs per group), stride 2,
       // dilation 2, asymmetric pads, a batch.
       {"sched_conv_direct_group_stride_dil", {2, 8, 9, 10}, {6, 4, 3, 2}, {2, 2},
@@ -89,17 +89,17 @@ inline void AddScheduleCases(const std::function<void(std::function<Case()>)>& a
        false, "conv-direct: one invocation per 4x1"},
       // conv-direct: 1x1 with stride 2 (not a GEMM), 12 channels.
       {"sched_conv_direct_1x1_stride2", {1, 12, 7, 9}, {8, 12, 1, 1}, {2, 2}, {0, 0, 0, 0},
-       {1, 1}, 1, true, "conv-direct: one invocation per 8x4"},
-      // depthwise: 3x3 pad 1, 11 columns and 5 rows (partial 8 x 2 blocks).
+       {1, 1}, 1, true, "conv-direct: one invocation per 4x4"},
+      // depthwise: 3x3 pad 1, 11 columns (a partial 8-column block), 5 rows.
       {"sched_depthwise_3x3", {1, 6, 5, 11}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6,
-       true, "depthwise: one invocation per 2x8"},
+       true, "depthwise: one invocation per 1x8"},
       // depthwise: channel multiplier 2, stride 2, dilation 2, asymmetric
       // pads, 5x3 kernel, a batch.
       {"sched_depthwise_mult_stride_dil", {2, 3, 12, 13}, {6, 1, 5, 3}, {2, 2}, {1, 0, 3, 2},
-       {2, 2}, 3, true, "depthwise: one invocation per 2x"},
+       {2, 2}, 3, true, "depthwise: one invocation per 1x"},
       // depthwise: width 1.
       {"sched_depthwise_width1", {1, 4, 6, 1}, {4, 1, 3, 1}, {1, 1}, {1, 0, 1, 0}, {1, 1}, 4,
-       false, "depthwise: one invocation per 2x1"},
+       false, "depthwise: one invocation per 1x1"},
       // conv-direct: 3 channels per group, 2 groups, 2 outputs per group.
       {"sched_conv_direct_cg3", {1, 6, 5, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2,
        true, "conv-direct: one invocation per 2x4"},

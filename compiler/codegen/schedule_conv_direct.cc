@@ -69,17 +69,17 @@ void Generator::EmitConvDirectMain(Operation* op, int64_t TO, int64_t TW, uint32
   int opened = 0;
   const std::string ic = OpenLoop(Cg, "ic", false, &opened);
   const std::string c = DeclI(AddE(cbase, ic), "c");
-  // kh is unrolled while the body stays small (each Mac may be the ~25-op
-  // exact-FMA emulation: code size, and llvmpipe's compile time, grow with it).
-  const bool unroll_kh = KH * KW * TO * TW <= kConvMaxUnrolledMacs;
-  std::string khv = "0";
-  if (KH > 1 && !unroll_kh) {
-    khv = Fresh("kh");
-    Open("for (int " + khv + " = 0; " + khv + " < " + std::to_string(KH) + "; ++" + khv + ")");
+  // kh is a loop that the driver may unroll (no [[unroll]]): the SPIR-V
+  // holds one kernel row's KW x TO x TW multiply-adds (each may be the
+  // exact-FMA emulation, so module size, compile and pipeline-creation time
+  // grow with the body).
+  std::string kh = "0";
+  if (KH > 1) {
+    kh = Fresh("kh");
+    Open("for (int " + kh + " = 0; " + kh + " < " + std::to_string(KH) + "; ++" + kh + ")");
     ++opened;
   }
-  for (int64_t khu = 0; khu < (unroll_kh ? KH : 1); ++khu) {
-    const std::string kh = unroll_kh ? I(khu) : khv;
+  {
     const std::string ih = DeclI(AddE(ih0, MulC(kh, dil[0])), "ih");
     std::string ihc = ih, ihok;
     if (check_h) {

@@ -63,7 +63,12 @@ void Generator::EmitConvGemmMain(Operation* op, int64_t TO, int64_t TP, uint32_t
       e = Fresh("acc");
       Line("float " + e + " = 0.0;");
     }
-  const int64_t CS = wv4.empty() ? 1 : 4;  // input channels per loop trip
+  // With w as vec4, the channel loop steps by 4 and an inner loop of 4 trips
+  // picks component cc of each weight vector. That inner loop is left to the
+  // driver to unroll (no [[unroll]]; GPU compilers unroll a 4-trip loop, and
+  // the SPIR-V keeps one copy of the TO x TP multiply-adds instead of four:
+  // module size, compile and pipeline-creation time).
+  const int64_t CS = wv4.empty() ? 1 : 4;  // input channels per outer trip
   int opened = 0;
   Open("");
   const std::string xrow = DeclI(MulC(n, C * P), "xb");
@@ -79,25 +84,29 @@ void Generator::EmitConvGemmMain(Operation* op, int64_t TO, int64_t TP, uint32_t
     wq[i] = Fresh("wq");
     Line("vec4 " + wq[i] + " = " + wv4 + "[" + DivC(AddE(MulC(oc[i], C), cvar), 4) + "];");
   }
-  static const char* kComp[4] = {".x", ".y", ".z", ".w"};
-  for (int64_t cc = 0; cc < CS; ++cc) {
-    const std::string c = DeclI(AddC(cvar, cc), "c");
-    std::vector<std::string> xv(TP);
-    if (!xv4.empty()) {
-      std::string q = Fresh("xq");
-      Line("vec4 " + q + " = " + xv4 + "[" +
-           DivC(AddE(AddE(xrow, MulC(c, P)), p0), 4) + "];");
-      for (int64_t j = 0; j < TP; ++j) xv[j] = q + kComp[j];
-    } else {
-      for (int64_t j = 0; j < TP; ++j) {
-        Idx xi{{n, c, oh[j], ow[j]}, AddE(AddE(xrow, MulC(c, P)), pc[j]), xs};
-        xv[j] = Eval(x, xi);
-      }
+  std::string c = cvar, cc;
+  if (CS > 1) {
+    cc = Fresh("cc");
+    Open("for (int " + cc + " = 0; " + cc + " < " + std::to_string(CS) + "; ++" + cc + ")");
+    ++opened;
+    c = DeclI(AddE(cvar, cc), "c");
+  }
+  std::vector<std::string> xv(TP);
+  if (!xv4.empty()) {
+    std::string q = Fresh("xq");
+    Line("vec4 " + q + " = " + xv4 + "[" + DivC(AddE(AddE(xrow, MulC(c, P)), p0), 4) + "];");
+    static const char* kComp[4] = {".x", ".y", ".z", ".w"};
+    for (int64_t j = 0; j < TP; ++j) xv[j] = q + kComp[j];
+  } else {
+    for (int64_t j = 0; j < TP; ++j) {
+      Idx xi{{n, c, oh[j], ow[j]}, AddE(AddE(xrow, MulC(c, P)), pc[j]), xs};
+      xv[j] = Eval(x, xi);
     }
-    for (int64_t i = 0; i < TO; ++i) {
-      std::string wvv = wv4.empty() ? Eval(w, Idx{{oc[i], c, "0", "0"}, "", {}}) : wq[i] + kComp[cc];
-      for (int64_t j = 0; j < TP; ++j) Mac(acc[i][j], xv[j], wvv, CT::kF32);
-    }
+  }
+  for (int64_t i = 0; i < TO; ++i) {
+    std::string wvv =
+        wv4.empty() ? Eval(w, Idx{{oc[i], c, "0", "0"}, "", {}}) : wq[i] + "[" + cc + "]";
+    for (int64_t j = 0; j < TP; ++j) Mac(acc[i][j], xv[j], wvv, CT::kF32);
   }
   CloseN(opened);
   Close();

@@ -2,14 +2,14 @@
 // channel multiplier O / group), see codegen.cc and schedule_table.h.
 //
 // Each invocation computes a TH x TW block (rows x columns) of one output
-// channel. Its KH * KW weights are loaded once, and the (TH - 1) * stride +
-// (KH - 1) * dilation + 1 input rows of (TW - 1) * stride + (KW - 1) *
-// dilation + 1 elements the block needs are loaded once each and reused by
-// every tap (a depthwise conv does only KH * KW multiply-adds per output, so
-// reuse of the loads is what bounds it). Taps in the padding read a clamped
-// address and contribute fma(0, w, acc) = acc. Each output is one sequential
-// multiply-add chain over (kh, kw) (Generator::Mac), then the bias, as in
-// EvalConv.
+// channel. Per kernel row kh it loads the KW weights of that row and, for
+// each of its TH output rows, one input row of (TW - 1) * stride + (KW - 1) *
+// dilation + 1 elements that every (kw, column) pair reuses. The kh loop is
+// left to the driver to unroll (no [[unroll]]): the SPIR-V holds KW x TH x TW
+// multiply-adds, not KH times as many (module size, compile and
+// pipeline-creation time). Taps in the padding read a clamped address and
+// contribute fma(0, w, acc) = acc. Each output is one sequential multiply-add
+// chain over (kh, kw) (Generator::Mac), then the bias, as in EvalConv.
 #include <algorithm>
 
 #include "compiler/codegen/generator.h"
@@ -43,13 +43,8 @@ void Generator::EmitDepthwiseMain(Operation* op, int64_t TW, int64_t TH, uint32_
   const std::string n = t[0], o = t[1];
   const std::string oh0 = DeclI(MulC(t[2], TH), "oh"), ow0 = DeclI(MulC(t[3], TW), "ow");
   const std::string c = Og == 1 ? o : DeclI(DivC(o, Og), "c");
-  std::vector<std::string> wv(KH * KW);
-  for (int64_t kh = 0; kh < KH; ++kh)
-    for (int64_t kw = 0; kw < KW; ++kw)
-      wv[kh * KW + kw] = Eval(w, Idx{{o, "0", I(kh), I(kw)}, "", {}});
   const std::string ih0 = DeclI(AddC(MulC(oh0, st[0]), -pads[0]), "ih");
   const std::string iw0 = DeclI(AddC(MulC(ow0, st[1]), -pads[1]), "iw");
-  const int64_t rows = (TH - 1) * st[0] + (KH - 1) * dil[0] + 1;
   const int64_t R = (TW - 1) * st[1] + (KW - 1) * dil[1] + 1;
   const bool check_h =
       pads[0] > 0 || (ts[2] * TH - 1) * st[0] - pads[0] + (KH - 1) * dil[0] >= H;
@@ -66,42 +61,45 @@ void Generator::EmitDepthwiseMain(Operation* op, int64_t TW, int64_t TH, uint32_
       iwc[r] = iw;
     }
   }
-  // Input rows that no output row of the block uses (stride > dilation) are
-  // not loaded.
-  std::vector<bool> used(rows, false);
-  for (int64_t th = 0; th < TH; ++th)
-    for (int64_t kh = 0; kh < KH; ++kh) used[th * st[0] + kh * dil[0]] = true;
-  std::vector<std::vector<std::string>> xr(rows, std::vector<std::string>(R));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!used[r]) continue;
-    const std::string ih = DeclI(AddC(ih0, r), "ih");
-    std::string ihc = ih, ihok;
-    if (check_h) {
-      ihc = DeclI("clamp(" + ih + ", 0, " + I(H - 1) + ")", "ihc");
-      ihok = Fresh("okh");
-      Line("bool " + ihok + " = " + InRange(ih, H) + ";");
-    }
-    for (int64_t q = 0; q < R; ++q) {
-      std::string v = Eval(x, Idx{{n, c, ihc, iwc[q]}, "", {}});
-      std::string ok = check_h && check_w ? "(" + ihok + " && " + iwok[q] + ")"
-                       : check_h          ? ihok
-                       : check_w          ? iwok[q]
-                                          : "";
-      xr[r][q] = ok.empty() ? v : Decl(CT::kF32, ok + " ? " + v + " : 0.0");
-    }
-  }
   std::vector<std::vector<std::string>> acc(TH, std::vector<std::string>(TW));
   for (auto& row : acc)
     for (auto& e : row) {
       e = Fresh("acc");
       Line("float " + e + " = 0.0;");
     }
-  for (int64_t kh = 0; kh < KH; ++kh)
+  // The kernel rows are a loop that the driver may unroll (no [[unroll]]):
+  // the SPIR-V holds one row's KW x TH x TW multiply-adds.
+  int opened = 0;
+  std::string kh = "0";
+  if (KH > 1) {
+    kh = Fresh("kh");
+    Open("for (int " + kh + " = 0; " + kh + " < " + std::to_string(KH) + "; ++" + kh + ")");
+    ++opened;
+  }
+  std::vector<std::string> wv(KW);
+  for (int64_t kw = 0; kw < KW; ++kw) wv[kw] = Eval(w, Idx{{o, "0", kh, I(kw)}, "", {}});
+  for (int64_t th = 0; th < TH; ++th) {
+    const std::string ih = DeclI(AddE(AddC(ih0, th * st[0]), MulC(kh, dil[0])), "ih");
+    std::string ihc = ih, ihok;
+    if (check_h) {
+      ihc = DeclI("clamp(" + ih + ", 0, " + I(H - 1) + ")", "ihc");
+      ihok = Fresh("okh");
+      Line("bool " + ihok + " = " + InRange(ih, H) + ";");
+    }
+    std::vector<std::string> xr(R);
+    for (int64_t q = 0; q < R; ++q) {
+      std::string v = Eval(x, Idx{{n, c, ihc, iwc[q]}, "", {}});
+      std::string ok = check_h && check_w ? "(" + ihok + " && " + iwok[q] + ")"
+                       : check_h          ? ihok
+                       : check_w          ? iwok[q]
+                                          : "";
+      xr[q] = ok.empty() ? v : Decl(CT::kF32, ok + " ? " + v + " : 0.0");
+    }
     for (int64_t kw = 0; kw < KW; ++kw)
-      for (int64_t th = 0; th < TH; ++th)
-        for (int64_t tw = 0; tw < TW; ++tw)
-          Mac(acc[th][tw], xr[th * st[0] + kh * dil[0]][tw * st[1] + kw * dil[1]],
-              wv[kh * KW + kw], CT::kF32);
+      for (int64_t tw = 0; tw < TW; ++tw)
+        Mac(acc[th][tw], xr[tw * st[1] + kw * dil[1]], wv[kw], CT::kF32);
+  }
+  CloseN(opened);
   const std::string bias = b ? Eval(b, Idx{{o}, "", {}}) : "";
   for (int64_t th = 0; th < TH; ++th)
     for (int64_t tw = 0; tw < TW; ++tw) {

@@ -46,6 +46,9 @@ void Generator::EmitMatmulTiledMain(Operation* op, int64_t TM, int64_t TN, uint3
   // last aligned one (its stores are guarded).
   const std::string av4 = ct == CT::kF32 && K % 4 == 0 ? Vec4View(a) : "";
   const std::string bv4 = ct == CT::kF32 && N % 4 == 0 && TN % 4 == 0 ? Vec4View(b) : "";
+  // With A as vec4 the K loop steps by 4 and an inner loop of 4 trips picks
+  // component kk of each A vector; that loop is left to the driver to unroll
+  // (no [[unroll]]): the SPIR-V keeps one copy of the TM x TN multiply-adds.
   const int64_t KS = av4.empty() ? 1 : 4;
   static const char* kComp[4] = {".x", ".y", ".z", ".w"};
   int opened = 0;
@@ -53,7 +56,7 @@ void Generator::EmitMatmulTiledMain(Operation* op, int64_t TM, int64_t TN, uint3
   std::string k = "0";
   if (K / KS > 1) {
     k = Fresh("k");
-    const bool unroll = K <= 8;
+    const bool unroll = KS == 1 && K <= 8;
     if (unroll) uses_ctrl_attr_ = true;
     Open(std::string(unroll ? "[[unroll]] " : "") + "for (int " + k + " = 0; " + k + " < " +
          std::to_string(K) + "; " + k + " = " + k + " + " + std::to_string(KS) + ")");
@@ -67,39 +70,43 @@ void Generator::EmitMatmulTiledMain(Operation* op, int64_t TM, int64_t TN, uint3
     aq[i] = Fresh("aq");
     Line("vec4 " + aq[i] + " = " + av4 + "[" + DivC(Offset(ai, as), 4) + "];");
   }
-  for (int64_t kk = 0; kk < KS; ++kk) {
-    const std::string kx = DeclI(AddC(k, kk), "k");
-    std::vector<std::string> av(TM), bv(TN);
-    for (int64_t i = 0; i < TM; ++i) {
-      if (!av4.empty()) {
-        av[i] = aq[i] + kComp[kk];
-        continue;
-      }
-      Idx ai{batch(as), "", {}};
-      ai.d.push_back(ms[i]);
-      ai.d.push_back(kx);
-      av[i] = Convert(Eval(a, ai), CTOf(a), ct);
-    }
-    for (int64_t j = 0; j < TN; ++j) {
-      if (!bv4.empty()) {
-        if (j % 4 == 0) {
-          Idx bi{batch(bs), "", {}};
-          bi.d.push_back(kx);
-          bi.d.push_back(N % TN ? "min(" + AddC(n0, j) + ", " + I(N - 4) + ")" : AddC(n0, j));
-          std::string q = Fresh("bq");
-          Line("vec4 " + q + " = " + bv4 + "[" + DivC(Offset(bi, bs), 4) + "];");
-          for (int64_t jj = 0; jj < 4; ++jj) bv[j + jj] = q + kComp[jj];
-        }
-        continue;
-      }
-      Idx bi{batch(bs), "", {}};
-      bi.d.push_back(kx);
-      bi.d.push_back(ns[j]);
-      bv[j] = Convert(Eval(b, bi), CTOf(b), ct);
-    }
-    for (int64_t i = 0; i < TM; ++i)
-      for (int64_t j = 0; j < TN; ++j) Mac(acc[i][j], av[i], bv[j], ct);
+  std::string kx = k, kk;
+  if (KS > 1) {
+    kk = Fresh("kk");
+    Open("for (int " + kk + " = 0; " + kk + " < " + std::to_string(KS) + "; ++" + kk + ")");
+    ++opened;
+    kx = DeclI(AddE(k, kk), "k");
   }
+  std::vector<std::string> av(TM), bv(TN);
+  for (int64_t i = 0; i < TM; ++i) {
+    if (!av4.empty()) {
+      av[i] = aq[i] + "[" + kk + "]";
+      continue;
+    }
+    Idx ai{batch(as), "", {}};
+    ai.d.push_back(ms[i]);
+    ai.d.push_back(kx);
+    av[i] = Convert(Eval(a, ai), CTOf(a), ct);
+  }
+  for (int64_t j = 0; j < TN; ++j) {
+    if (!bv4.empty()) {
+      if (j % 4 == 0) {
+        Idx bi{batch(bs), "", {}};
+        bi.d.push_back(kx);
+        bi.d.push_back(N % TN ? "min(" + AddC(n0, j) + ", " + I(N - 4) + ")" : AddC(n0, j));
+        std::string q = Fresh("bq");
+        Line("vec4 " + q + " = " + bv4 + "[" + DivC(Offset(bi, bs), 4) + "];");
+        for (int64_t jj = 0; jj < 4; ++jj) bv[j + jj] = q + kComp[jj];
+      }
+      continue;
+    }
+    Idx bi{batch(bs), "", {}};
+    bi.d.push_back(kx);
+    bi.d.push_back(ns[j]);
+    bv[j] = Convert(Eval(b, bi), CTOf(b), ct);
+  }
+  for (int64_t i = 0; i < TM; ++i)
+    for (int64_t j = 0; j < TN; ++j) Mac(acc[i][j], av[i], bv[j], ct);
   CloseN(opened);
   Close();
   for (int64_t i = 0; i < TM; ++i)

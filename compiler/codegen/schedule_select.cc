@@ -51,6 +51,8 @@ SchedulePlan Generator::SelectSchedule(Operation* anchor) {
     for (int64_t ax : ReduceAxes(anchor)) count *= ShapeOf(anchor->operand(0))[ax];
     const int lanes = ReduceLanes(count, NumElements(ShapeOf(anchor->result())));
     if (lanes > 1) plan = {ScheduleKind::kReduceGroup, lanes, 1};
+  } else if (kind == "tensor.softmax") {
+    plan.kind = ScheduleKind::kSoftmaxRows;
   } else if (kind == "tensor.conv2d" && ShapeOf(anchor->operand(0)).size() == 4 &&
              CTOf(anchor->result()) == CT::kF32) {
     const ConvShape c = GetConvShape(anchor);

@@ -26,29 +26,25 @@ namespace kiln::codegen::detail {
 // ---- thresholds and block sizes (the one table) ----
 // conv-gemm (1x1, stride 1, no padding, group 1): each invocation computes
 // kConvGemmChannels output channels x kConvGemmPixels consecutive pixels.
-constexpr int64_t kConvGemmChannels = 8;
+constexpr int64_t kConvGemmChannels = 4;
 constexpr int64_t kConvGemmPixels = 4;
 // conv-direct (every other conv but single-channel ones, which keep
 // conv-tiled):
 // kConvDirectChannels output channels x kConvDirectColumns columns of one
 // output row; the input row is loaded once per (channel, kh) and reused
 // across kw, the columns and the channels.
-constexpr int64_t kConvDirectChannels = 8;
+constexpr int64_t kConvDirectChannels = 4;
 constexpr int64_t kConvDirectColumns = 4;
-// conv-direct and depthwise unroll the window: at most this many taps
-// (KH * KW) and this many input columns per row; larger windows use
-// conv-tiled.
+// conv-direct and depthwise unroll the kernel row (kw) and loop over kh: at
+// most this many taps (KH * KW) and this many input columns per row; larger
+// windows use conv-tiled.
 constexpr int64_t kConvMaxUnrolledTaps = 25;
 constexpr int64_t kConvMaxRowElements = 32;
-// conv-direct unrolls kh only while a loop trip has at most this many
-// multiply-adds (each may be the exact-FMA emulation: code size and the
-// driver's compile time grow with the unrolled body).
-constexpr int64_t kConvMaxUnrolledMacs = 128;
 // depthwise (one input channel per group, Cg == 1): kDepthwiseColumns columns
-// x kDepthwiseRows rows of one channel; the KH + rows - 1 input rows are
-// loaded once and reused by every tap.
+// x kDepthwiseRows rows of one channel per invocation; per kernel row the
+// input row is loaded once and reused by every (kw, column) pair.
 constexpr int64_t kDepthwiseColumns = 8;
-constexpr int64_t kDepthwiseRows = 2;
+constexpr int64_t kDepthwiseRows = 1;
 // matmul-tiled: a kMatmulRows x kMatmulCols tile of outputs per invocation,
 // A read as vec4 along K and B as vec4 along N where aligned.
 constexpr int64_t kMatmulRows = 4;
