@@ -24,17 +24,18 @@
 //              runs here: a gather over its contributing taps per output
 //              element (conv_transpose_schedule.h).
 //   conv-gemm: tensor.conv2d 1x1, stride 1, no padding, group 1, as a tiled
-//              GEMM: one invocation per 8 output channels x 4 pixels; x read
+//              GEMM: one invocation per 4 output channels x 4 pixels; x read
 //              as vec4 over pixels and w as vec4 over input channels where
 //              aligned (schedule_conv_gemm.cc).
 //   conv-direct: every other tensor.conv2d with a window of <= 25 taps except
-//              single-channel ones: one invocation per 8 output channels
+//              single-channel ones: one invocation per 4 output channels
 //              (fewer when the group has fewer) x 4 columns; one input row
 //              per (channel, kh) feeds every (kw, column, channel)
 //              (schedule_conv_direct.cc).
 //   depthwise: tensor.conv2d with one input channel per group: one
-//              invocation per 2 rows x 8 columns of one channel; its input
-//              rows are loaded once for all taps (schedule_depthwise.cc).
+//              invocation per 8 columns of one output row and channel; one
+//              input row per kh feeds every (kw, column)
+//              (schedule_depthwise.cc).
 //   conv-tiled: the remaining tensor.conv2d (single input channel, or wide
 //              windows such as silero's 256-tap STFT): one invocation per 4
 //              output channels x 4 columns (fewer when the group's channel
@@ -59,6 +60,12 @@
 //              with the epilogue applied.
 // Every conv and matmul schedule keeps each output a sequential multiply-add
 // chain over the reduction in order (Generator::Mac), the bias added last.
+// conv-gemm, conv-direct, depthwise and matmul-tiled unroll only one block of
+// multiply-adds in the source: the kernel-row loop (kh) and the loop over the
+// 4 components of a vec4 operand carry no [[unroll]], so spirv-opt keeps them
+// and the driver unrolls them or not (module size, and the driver's compile
+// time on lavapipe, where each multiply-add may be the ~25-instruction
+// kiln_fma emulation).
 // KILN_CODEGEN_SCHEDULES=legacy (compile time) selects the schedules before
 // conv-gemm / conv-direct / depthwise / 4x8 vec4 matmul, for comparisons.
 // All but pointwise need exactly one anchor and every result to have the
