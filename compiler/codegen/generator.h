@@ -596,6 +596,16 @@ class Generator {
   // stores every result (all have the anchor's shape), under `guard`.
   void StoreAnchorElement(Operation* anchor, const Idx& idx, const std::string& value,
                           const std::string& guard);
+  // The same for a register block of anchor values acc[i][j] (rows x cols):
+  // one loop over the block, which the driver may unroll, so the source holds
+  // one copy of the epilogue instead of rows x cols. For block element (i, j)
+  // (GLSL int expressions), `index` gives its output index, `guard` the
+  // condition under which it is stored ("" for always) and `bias` (may be
+  // empty) a value added to it first, evaluated under the guard.
+  using BlockFn = std::function<std::string(const std::string& i, const std::string& j)>;
+  void StoreAnchorBlock(Operation* anchor, const std::vector<std::vector<std::string>>& acc,
+                        const std::function<Idx(const std::string& i, const std::string& j)>& index,
+                        const BlockFn& guard, const BlockFn& bias);
   std::string Key(Value* v, const Idx& idx) {
     return std::to_string(reinterpret_cast<uintptr_t>(v)) + "@" + idx.Key();
   }

@@ -105,16 +105,19 @@ void Generator::EmitConvDirectMain(Operation* op, int64_t TO, int64_t TW, uint32
   }
   CloseN(opened);
   Close();
-  for (int64_t to = 0; to < TO && b; ++to) {
-    std::string bias = Eval(b, Idx{{AddC(o0, to)}, "", {}});
-    for (int64_t tw = 0; tw < TW; ++tw) Line(acc[to][tw] + " += " + bias + ";");
-  }
-  for (int64_t to = 0; to < TO; ++to)
-    for (int64_t tw = 0; tw < TW; ++tw) {
-      std::string ow = AddC(ow0, tw);
-      std::string guard = OW % TW != 0 && tw > 0 ? ow + " < " + std::to_string(OW) : "";
-      StoreAnchorElement(op, Idx{{n, AddC(o0, to), oh, ow}, "", {}}, acc[to][tw], guard);
-    }
+  // The bias goes onto the finished sums (as in EvalConv), then the epilogue.
+  StoreAnchorBlock(
+      op, acc,
+      [&](const std::string& i, const std::string& j) {
+        return Idx{{n, AddE(o0, i), oh, AddE(ow0, j)}, "", {}};
+      },
+      [&](const std::string&, const std::string& j) {
+        return OW % TW ? AddE(ow0, j) + " < " + std::to_string(OW) : std::string();
+      },
+      b ? BlockFn([&](const std::string& i, const std::string&) {
+            return Eval(b, Idx{{AddE(o0, i)}, "", {}});
+          })
+        : BlockFn());
 }
 
 }  // namespace kiln::codegen::detail

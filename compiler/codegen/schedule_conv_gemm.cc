@@ -110,20 +110,25 @@ void Generator::EmitConvGemmMain(Operation* op, int64_t TO, int64_t TP, uint32_t
   }
   CloseN(opened);
   Close();
-  for (int64_t i = 0; i < TO && b; ++i) {
-    std::string bias = Eval(b, Idx{{oc[i]}, "", {}});
-    for (int64_t j = 0; j < TP; ++j) Line(acc[i][j] + " += " + bias + ";");
-  }
-  for (int64_t i = 0; i < TO; ++i)
-    for (int64_t j = 0; j < TP; ++j) {
-      std::string guard;
-      if (O % TO && i > 0) guard = AddC(o0, i) + " < " + std::to_string(O);
-      if (P % TP && j > 0)
-        guard += (guard.empty() ? "" : " && ") + AddC(p0, j) + " < " + std::to_string(P);
-      const std::string o = AddC(o0, i);
-      Idx idx{{n, o, oh[j], ow[j]}, AddE(MulC(AddE(MulC(n, O), o), P), pc[j]), os};
-      StoreAnchorElement(op, idx, acc[i][j], guard);
-    }
+  // The bias goes onto the finished sums (as in EvalConv), then the epilogue.
+  StoreAnchorBlock(
+      op, acc,
+      [&](const std::string& i, const std::string& j) {
+        const std::string o = AddE(o0, i), p = DeclI(AddE(p0, j), "p");
+        const std::string oh = DeclI(DivC(p, OW), "oh");
+        const std::string ow = OW == 1 ? "0" : DeclI("(" + p + " % " + I(OW) + ")", "ow");
+        return Idx{{n, o, oh, ow}, AddE(MulC(AddE(MulC(n, O), o), P), p), os};
+      },
+      [&](const std::string& i, const std::string& j) {
+        std::string guard;
+        if (O % TO) guard = AddE(o0, i) + " < " + std::to_string(O);
+        if (P % TP) guard += (guard.empty() ? "" : " && ") + AddE(p0, j) + " < " + std::to_string(P);
+        return guard;
+      },
+      b ? BlockFn([&](const std::string& i, const std::string&) {
+            return Eval(b, Idx{{AddE(o0, i)}, "", {}});
+          })
+        : BlockFn());
 }
 
 }  // namespace kiln::codegen::detail

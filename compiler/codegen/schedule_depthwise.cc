@@ -100,16 +100,20 @@ void Generator::EmitDepthwiseMain(Operation* op, int64_t TW, int64_t TH, uint32_
         Mac(acc[th][tw], xr[tw * st[1] + kw * dil[1]], wv[kw], CT::kF32);
   }
   CloseN(opened);
-  const std::string bias = b ? Eval(b, Idx{{o}, "", {}}) : "";
-  for (int64_t th = 0; th < TH; ++th)
-    for (int64_t tw = 0; tw < TW; ++tw) {
-      if (b) Line(acc[th][tw] + " += " + bias + ";");
-      const std::string oh = AddC(oh0, th), ow = AddC(ow0, tw);
-      std::string guard;
-      if (OH % TH && th > 0) guard = oh + " < " + std::to_string(OH);
-      if (OW % TW && tw > 0) guard += (guard.empty() ? "" : " && ") + ow + " < " + std::to_string(OW);
-      StoreAnchorElement(op, Idx{{n, o, oh, ow}, "", {}}, acc[th][tw], guard);
-    }
+  // The bias goes onto the finished sums (as in EvalConv), then the epilogue.
+  StoreAnchorBlock(
+      op, acc,
+      [&](const std::string& i, const std::string& j) {
+        return Idx{{n, o, AddE(oh0, i), AddE(ow0, j)}, "", {}};
+      },
+      [&](const std::string& i, const std::string& j) {
+        std::string guard;
+        if (OH % TH) guard = AddE(oh0, i) + " < " + std::to_string(OH);
+        if (OW % TW) guard += (guard.empty() ? "" : " && ") + AddE(ow0, j) + " < " + std::to_string(OW);
+        return guard;
+      },
+      b ? BlockFn([&](const std::string&, const std::string&) { return Eval(b, Idx{{o}, "", {}}); })
+        : BlockFn());
 }
 
 }  // namespace kiln::codegen::detail

@@ -109,17 +109,21 @@ void Generator::EmitMatmulTiledMain(Operation* op, int64_t TM, int64_t TN, uint3
     for (int64_t j = 0; j < TN; ++j) Mac(acc[i][j], av[i], bv[j], ct);
   CloseN(opened);
   Close();
-  for (int64_t i = 0; i < TM; ++i)
-    for (int64_t j = 0; j < TN; ++j) {
-      Idx idx{std::vector<std::string>(t.begin(), t.end() - 2), "", {}};
-      idx.d.push_back(AddC(m0, i));
-      idx.d.push_back(AddC(n0, j));
-      std::string guard;
-      if (M % TM && i > 0) guard = idx.d[r - 2] + " < " + std::to_string(M);
-      if (N % TN && j > 0)
-        guard += (guard.empty() ? "" : " && ") + idx.d[r - 1] + " < " + std::to_string(N);
-      StoreAnchorElement(op, idx, acc[i][j], guard);
-    }
+  StoreAnchorBlock(
+      op, acc,
+      [&](const std::string& i, const std::string& j) {
+        Idx idx{std::vector<std::string>(t.begin(), t.end() - 2), "", {}};
+        idx.d.push_back(AddE(m0, i));
+        idx.d.push_back(AddE(n0, j));
+        return idx;
+      },
+      [&](const std::string& i, const std::string& j) {
+        std::string guard;
+        if (M % TM) guard = AddE(m0, i) + " < " + std::to_string(M);
+        if (N % TN) guard += (guard.empty() ? "" : " && ") + AddE(n0, j) + " < " + std::to_string(N);
+        return guard;
+      },
+      BlockFn());
 }
 
 void Generator::EmitMatmulSplitKMain(Operation* op, uint32_t wx, uint32_t wy) {
