@@ -65,7 +65,8 @@
 // 4 components of a vec4 operand carry no [[unroll]], so spirv-opt keeps them
 // and the driver unrolls them or not (module size, and the driver's compile
 // time on lavapipe, where each multiply-add may be the ~25-instruction
-// kiln_fma emulation).
+// kiln_fma emulation); their bias and epilogue run in one loop over the block
+// (Generator::StoreAnchorBlock).
 // KILN_CODEGEN_SCHEDULES=legacy (compile time) selects the schedules before
 // conv-gemm / conv-direct / depthwise / 4x8 vec4 matmul, for comparisons.
 // All but pointwise need exactly one anchor and every result to have the
