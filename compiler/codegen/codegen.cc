@@ -14,36 +14,18 @@
 // pass forms (anchor + same-shaped elementwise epilogue).
 //
 // Schedules (workgroup size is always 64 x 1 x 1; a grid wider than
-// CodegenOptions::max_workgroup_count folds into y and is guarded). Which one
-// a dispatch gets is SelectSchedule (schedule_select.cc); every threshold and
-// block size is in schedule_table.h.
+// CodegenOptions::max_workgroup_count folds into y and is guarded):
 //   pointwise: one invocation per element of the results (grouped by shape;
 //              results of a smaller shape are guarded). Used for elementwise
 //              chains, data-movement anchors, pool2d, small reductions, and
 //              as the fallback for every other anchor. tensor.conv_transpose
 //              runs here: a gather over its contributing taps per output
 //              element (conv_transpose_schedule.h).
-//   conv-gemm: tensor.conv2d 1x1, stride 1, no padding, group 1, as a tiled
-//              GEMM: one invocation per 4 output channels x 4 pixels; x read
-//              as vec4 over pixels and w as vec4 over input channels where
-//              aligned (schedule_conv_gemm.cc).
-//   conv-direct: every other tensor.conv2d with a window of <= 25 taps except
-//              single-channel ones: one invocation per 4 output channels
-//              (fewer when the group has fewer) x 4 columns; one input row
-//              per (channel, kh) feeds every (kw, column, channel)
-//              (schedule_conv_direct.cc).
-//   depthwise: tensor.conv2d with one input channel per group: one
-//              invocation per 8 columns of one output row and channel; one
-//              input row per kh feeds every (kw, column)
-//              (schedule_depthwise.cc).
-//   conv-tiled: the remaining tensor.conv2d (single input channel, or wide
-//              windows such as silero's 256-tap STFT): one invocation per 4
-//              output channels x 4 columns (fewer when the group's channel
-//              count or the width does not allow); one input row per
-//              (channel, kh) is loaded once and reused across kw and the 4
-//              columns.
-//   matmul-tiled: tensor.matmul: one invocation per 4x8 output tile; A read
-//              as vec4 along K and B as vec4 along N where aligned.
+//   conv-tiled: tensor.conv2d: one invocation per 4 output channels x 4
+//              columns (fewer when the group's channel count or the width
+//              does not allow); one input row per (channel, kh) is loaded
+//              once and reused across kw and the 4 columns.
+//   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
 //   reduce-group: tensor.reduce: a segment of L lanes per output element
@@ -58,17 +40,6 @@
 //              ReduceLanes; max and sum through shared memory) or one
 //              invocation per row (L == 1); each row's outputs are written
 //              with the epilogue applied.
-// Every conv and matmul schedule keeps each output a sequential multiply-add
-// chain over the reduction in order (Generator::Mac), the bias added last.
-// conv-gemm, conv-direct, depthwise and matmul-tiled unroll only one block of
-// multiply-adds in the source: the kernel-row loop (kh) and the loop over the
-// 4 components of a vec4 operand carry no [[unroll]], so spirv-opt keeps them
-// and the driver unrolls them or not (module size, and the driver's compile
-// time on lavapipe, where each multiply-add may be the ~25-instruction
-// kiln_fma emulation); their bias and epilogue run in one loop over the block
-// (Generator::StoreAnchorBlock).
-// KILN_CODEGEN_SCHEDULES=legacy (compile time) selects the schedules before
-// conv-gemm / conv-direct / depthwise / 4x8 vec4 matmul, for comparisons.
 // All but pointwise need exactly one anchor and every result to have the
 // anchor's shape (the epilogue then runs per anchor element); otherwise the
 // dispatch falls back to pointwise (always correct).
@@ -198,10 +169,84 @@ StatusOr<CompiledDispatch> Generator::Run() {
   bool same = anchor != nullptr;
   for (Value* v : results_) same = same && ShapeOf(v) == ShapeOf(anchor->result());
   if (!same) anchor = nullptr;
+  const std::string kind = anchor ? anchor->name() : "";
 
   cache_.emplace_back();
   uint32_t wx = 1, wy = 1;
-  KILN_RETURN_IF_ERROR(EmitSchedule(anchor, &wx, &wy));
+  auto invocations = [&](uint64_t n) {
+    return Grid((n + kWorkgroupSize - 1) / kWorkgroupSize, &wx, &wy);
+  };
+  int reduce_lanes = 1;
+  if (kind == "tensor.reduce") {
+    int64_t count = 1;
+    for (int64_t ax : ReduceAxes(anchor)) count *= ShapeOf(anchor->operand(0))[ax];
+    reduce_lanes = ReduceLanes(count, NumElements(ShapeOf(anchor->result())));
+  }
+  if (kind == "tensor.reduce" && reduce_lanes > 1) {
+    uint64_t rows = static_cast<uint64_t>(NumElements(ShapeOf(anchor->result())));
+    uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / reduce_lanes);
+    KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));
+    schedule_comment_ = "reduce-group: " + std::to_string(reduce_lanes) + " lanes per output (" +
+                        std::to_string(rows) + " outputs, " + std::to_string(per_group) +
+                        " per workgroup)";
+    EmitReduceGroupMain(anchor, reduce_lanes, wx, wy);
+  } else if (kind == "tensor.softmax") {
+    Shape row_shape = ShapeOf(anchor->operand(0));
+    int64_t axis = anchor->int_attr("axis", static_cast<int64_t>(row_shape.size()) - 1);
+    if (axis < 0) axis += static_cast<int64_t>(row_shape.size());
+    const int64_t extent = row_shape[axis];
+    row_shape.erase(row_shape.begin() + axis);
+    uint64_t rows = static_cast<uint64_t>(NumElements(row_shape));
+    int lanes = ReduceLanes(extent, static_cast<int64_t>(rows));
+    if (lanes > 1) {
+      uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / lanes);
+      KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));
+    } else {
+      KILN_RETURN_IF_ERROR(invocations(rows));
+    }
+    schedule_comment_ = "softmax-rows: " +
+                        (lanes > 1 ? std::to_string(lanes) + " lanes" : std::string("one invocation")) +
+                        " per row (" + std::to_string(rows) + " rows)";
+    EmitSoftmaxRowsMain(anchor, lanes, wx, wy);
+  } else if (kind == "tensor.conv2d") {
+    const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
+    int64_t group = std::max<int64_t>(anchor->int_attr("group", 1), 1);
+    int64_t og = ws[0] / group;
+    int64_t to = og % 4 == 0 ? 4 : og % 2 == 0 ? 2 : 1;
+    int64_t tw = std::min<int64_t>(os[3], 4);
+    uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
+    KILN_RETURN_IF_ERROR(invocations(tiles));
+    schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" +
+                        std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
+                        " invocations)";
+    EmitConvTiledMain(anchor, to, tw, wx, wy);
+  } else if (kind == "tensor.matmul" && ShapeOf(anchor->operand(0)).size() >= 2 &&
+             ShapeOf(anchor->operand(1)).size() >= 2) {
+    const Shape& os = ShapeOf(anchor->result());
+    int64_t K = ShapeOf(anchor->operand(0)).back(), M = os[os.size() - 2], N = os.back();
+    uint64_t outputs = static_cast<uint64_t>(NumElements(os));
+    if (outputs <= kSplitKMaxOutputs && K >= kSplitKMinDepth) {
+      KILN_RETURN_IF_ERROR(Grid(outputs, &wx, &wy));
+      schedule_comment_ = "matmul-splitk: one workgroup per output element (" +
+                          std::to_string(outputs) + " workgroups)";
+      EmitMatmulSplitKMain(anchor, wx, wy);
+    } else {
+      int64_t tm = std::min<int64_t>(M, 4), tn = std::min<int64_t>(N, 4);
+      uint64_t tiles = outputs / static_cast<uint64_t>(M * N) *
+                       static_cast<uint64_t>(((M + tm - 1) / tm) * ((N + tn - 1) / tn));
+      KILN_RETURN_IF_ERROR(invocations(tiles));
+      schedule_comment_ = "matmul-tiled: one invocation per " + std::to_string(tm) + "x" +
+                          std::to_string(tn) + " tile (" + std::to_string(tiles) + " invocations)";
+      EmitMatmulTiledMain(anchor, tm, tn, wx, wy);
+    }
+  } else {
+    int64_t total = 0;
+    for (Value* v : results_) total = std::max(total, NumElements(ShapeOf(v)));
+    KILN_RETURN_IF_ERROR(invocations(static_cast<uint64_t>(total)));
+    schedule_comment_ = "pointwise: one invocation per output element (" +
+                        std::to_string(total) + " invocations)";
+    EmitPointwiseMain(wx, wy);
+  }
   if (!status_.ok()) return status_;
   out.workgroup_size[0] = kWorkgroupSize;
   out.workgroup_count[0] = wx;

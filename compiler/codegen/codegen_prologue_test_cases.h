@@ -1,10 +1,8 @@
 // Cases for elementwise prologues that the fusion pass merges in front of a
 // conv2d / matmul (fuse_dispatch_regions.cc): the squeeze-excite multiply by a
 // per-channel scale read by a 1x1 conv and by a padded 3x3 conv (padding must
-// stay zero, not scale * x at a clamped index), and prologues on a matmul's
-// operands; shapes whose block arguments the schedules would read as vec4
-// check that a prologue's value is still read through Eval. Checked against
-// codegen_test_util.h's references.
+// stay zero, not scale * x at a clamped index), and a prologue on a matmul's
+// second operand. Checked against codegen_test_util.h's references.
 // Included by codegen_test_cases.h (AllCases).
 #ifndef KILN_COMPILER_CODEGEN_CODEGEN_PROLOGUE_TEST_CASES_H_
 #define KILN_COMPILER_CODEGEN_CODEGEN_PROLOGUE_TEST_CASES_H_
@@ -17,7 +15,7 @@ namespace kiln::codegen::testing {
 
 template <typename Add>
 void AddPrologueCases(Add& add) {
-  auto se_conv = [&](std::string name, Shape xs, Shape ws, Shape pads, std::string schedule) {
+  auto se_conv = [&](std::string name, Shape xs, Shape ws, Shape pads) {
     add([=] {
       Case c(name);
       T x = Random(xs, 400), s = Random({1, xs[1], 1, 1}, 401, 0, 1), w = Random(ws, 402),
@@ -34,17 +32,13 @@ void AddPrologueCases(Add& add) {
                       {{"strides", Ints({1, 1})}, {"pads", Ints(pads)}, {"dilations", Ints({1, 1})},
                        {"group", int64_t{1}}});
       c.Return({b.Op("tensor.relu", {cv}, F32(r.shape))});
-      c.schedule = schedule;
+      c.schedule = "conv-tiled";
       c.atol = 1e-5;
       return c;
     });
   };
-  se_conv("prologue_se_mul_conv1x1", {1, 24, 3, 10}, {8, 24, 1, 1}, {0, 0, 0, 0}, "conv-gemm");
-  // 32 pixels and 24 channels: a block argument of this shape would be read
-  // as vec4; the prologue's value must be read through Eval instead.
-  se_conv("prologue_se_mul_conv1x1_vec4_shape", {1, 24, 4, 8}, {8, 24, 1, 1}, {0, 0, 0, 0},
-          "conv-gemm: one invocation per 4x4");
-  se_conv("prologue_se_mul_conv3x3_pad", {1, 6, 5, 7}, {4, 6, 3, 3}, {1, 1, 1, 1}, "conv-direct");
+  se_conv("prologue_se_mul_conv1x1", {1, 24, 3, 10}, {8, 24, 1, 1}, {0, 0, 0, 0});
+  se_conv("prologue_se_mul_conv3x3_pad", {1, 6, 5, 7}, {4, 6, 3, 3}, {1, 1, 1, 1});
   add([] {
     Case c("prologue_matmul_rhs_add_relu");
     T a = Random({5, 12}, 404), bm = Random({12, 7}, 405), sh = Random({7}, 406);
@@ -56,23 +50,6 @@ void AddPrologueCases(Add& add) {
     auto* rl = b.Op("tensor.relu", {ad}, F32({12, 7}));
     c.Return({b.Op("tensor.matmul", {b.arg(0), rl}, F32({5, 7}))});
     c.schedule = "matmul-tiled";
-    c.atol = 1e-5;
-    return c;
-  });
-  // Prologues on both operands of shapes that block arguments would read as
-  // vec4 (K and N multiples of 4).
-  add([] {
-    Case c("prologue_matmul_both_vec4_shapes");
-    T a = Random({6, 12}, 407), s = Random({12}, 408), bm = Random({12, 8}, 409);
-    for (T* t : {&a, &s, &bm}) c.In(*t);
-    T pa = Map2(a, s, [](double u, double v) { return u * v; });
-    T pb = Map1(bm, [](double u) { return u > 0 ? u : 0; });
-    c.Out(RefMatmul(pa, pb));
-    auto& b = c.Build();
-    auto* mu = b.Op("tensor.mul", {b.arg(0), b.arg(1)}, F32({6, 12}));
-    auto* rl = b.Op("tensor.relu", {b.arg(2)}, F32({12, 8}));
-    c.Return({b.Op("tensor.matmul", {mu, rl}, F32({6, 8}))});
-    c.schedule = "matmul-tiled: one invocation per 4x8";
     c.atol = 1e-5;
     return c;
   });

@@ -53,7 +53,6 @@ inline double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
 #include "compiler/codegen/codegen_prologue_test_cases.h"
 #include "compiler/codegen/codegen_reduce_test_cases.h"
-#include "compiler/codegen/codegen_schedule_test_cases.h"
 
 namespace kiln::codegen::testing {
 
@@ -156,7 +155,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     auto* ad = b.Op("tensor.add", {cv, b.arg(3)}, f);
     auto* lr = b.Op("tensor.leaky_relu", {ad}, f, {{"alpha", 0.2}});
     c.Return({b.Op("tensor.max", {lr, b.arg(4)}, f)});
-    c.schedule = "conv-direct: one invocation per 3x4";
+    c.schedule = "conv-tiled: one invocation per 1x4";
     return c;
   });
 
@@ -179,7 +178,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     auto* t3 = b.Op("tensor.add", {a2, b.arg(4)}, f);
     auto* cl = b.Op("tensor.clamp", {t3}, f, {{"min", 0.0}, {"max", 6.0}});
     c.Return({b.Op("tensor.mul", {a2, cl}, f)});
-    c.schedule = "conv-direct: one invocation per 4x4";
+    c.schedule = "conv-tiled: one invocation per 4x4";
     c.atol = 1e-5;
     return c;
   });
@@ -278,7 +277,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     auto& b = c.Build();
     c.Return({b.Op("tensor.conv2d", {b.arg(0), b.arg(1)}, F32(conv.shape),
                    {{"strides", Ints({1, 2})}, {"pads", Ints({0, 3, 0, 3})}})});
-    c.schedule = "conv-direct";
+    c.schedule = "conv-tiled";
     c.atol = 1e-5;
     return c;
   });
@@ -293,7 +292,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     c.Out(r);
     auto& b = c.Build();
     c.Return({b.Op("tensor.matmul", {b.arg(0), b.arg(1)}, F32(r.shape))});
-    c.schedule = "matmul-tiled: one invocation per 3x6";
+    c.schedule = "matmul-tiled: one invocation per 3x4";
     return c;
   });
 
@@ -323,7 +322,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     auto& b = c.Build();
     auto* mm = b.Op("tensor.matmul", {b.arg(0), b.arg(1)}, F32(r.shape));
     c.Return({b.Op("tensor.add", {mm, b.arg(2)}, F32(r.shape))});
-    c.schedule = "matmul-tiled: one invocation per 4x5";
+    c.schedule = "matmul-tiled: one invocation per 4x4";
     c.atol = 1e-5;
     return c;
   });
@@ -847,7 +846,6 @@ inline std::vector<std::function<Case()>> AllCases() {
 
   AddReduceCases(add);
   AddPrologueCases(add);
-  AddScheduleCases(add);
   return cases;
 }
 

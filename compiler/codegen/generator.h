@@ -6,14 +6,9 @@
 //   generator_eval.cc      Eval*: one element of a value at a multi-index
 //   schedule_pointwise.cc  op checks, result stores, the grid, pointwise main
 //   schedule_reduce.cc     reduce-group and softmax-rows (shared-memory sums)
-//   schedule_table.h       schedule thresholds and block sizes (one table)
-//   schedule_select.cc     SelectSchedule + EmitSchedule: which schedule, grid
 //   schedule_conv.cc       conv-tiled
-//   schedule_conv_gemm.cc  conv-gemm (1x1 convs as tiled GEMM)
-//   schedule_conv_direct.cc conv-direct (register-blocked direct conv)
-//   schedule_depthwise.cc  depthwise
 //   schedule_matmul.cc     matmul-tiled, matmul-splitk
-//   codegen.cc             shader assembly, GLSL -> SPIR-V
+//   codegen.cc             schedule selection, shader assembly, GLSL -> SPIR-V
 // The model and the schedules are described at the top of codegen.cc.
 #ifndef KILN_COMPILER_CODEGEN_GENERATOR_H_
 #define KILN_COMPILER_CODEGEN_GENERATOR_H_
@@ -31,7 +26,6 @@
 
 #include "base/status.h"
 #include "compiler/codegen/codegen.h"
-#include "compiler/codegen/schedule_table.h"
 #include "compiler/ir/ir.h"
 #include "compiler/ir/ops.h"
 
@@ -43,7 +37,10 @@ using ir::Value;
 using Shape = std::vector<int64_t>;
 
 constexpr int kWorkgroupSize = 64;
-// Schedule thresholds and block sizes: compiler/codegen/schedule_table.h.
+// tensor.matmul with at most this many outputs and a depth of at least
+// kSplitKMinDepth: one workgroup per output, lanes split K.
+constexpr uint64_t kSplitKMaxOutputs = 1024;
+constexpr int64_t kSplitKMinDepth = 256;
 // Largest tensor.constant (elements) inlined as a GLSL const array.
 constexpr int64_t kMaxInlineConstant = 4096;
 // Window loops with at most this many trips get [[unroll]].
@@ -576,17 +573,6 @@ class Generator {
   void EmitConvTiledMain(Operation* conv, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
   void EmitMatmulTiledMain(Operation* matmul, int64_t TM, int64_t TN, uint32_t wx, uint32_t wy);
   void EmitMatmulSplitKMain(Operation* matmul, uint32_t wx, uint32_t wy);
-  void EmitConvGemmMain(Operation* conv, int64_t TO, int64_t TP, uint32_t wx, uint32_t wy);
-  void EmitConvDirectMain(Operation* conv, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
-  void EmitDepthwiseMain(Operation* conv, int64_t TW, int64_t TH, uint32_t wx, uint32_t wy);
-  // The schedule for `anchor` (nullptr: pointwise) and its block sizes, from
-  // schedule_table.h.
-  SchedulePlan SelectSchedule(Operation* anchor);
-  // Emits main() for the selected schedule; sets the grid and schedule_comment_.
-  Status EmitSchedule(Operation* anchor, uint32_t* wx, uint32_t* wy);
-  // A `vec4` view (declared once in globals_) of block argument `v`'s
-  // binding, or "" when `v` is not an f32 block argument.
-  std::string Vec4View(Value* v);
   // Workgroup-wide combine of each lane's `acc` through `sh`; afterwards
   // every lane holds the result in `acc`.
   void EmitSharedReduce(const std::string& acc, char combine, bool reuse_after);
@@ -596,16 +582,6 @@ class Generator {
   // stores every result (all have the anchor's shape), under `guard`.
   void StoreAnchorElement(Operation* anchor, const Idx& idx, const std::string& value,
                           const std::string& guard);
-  // The same for a register block of anchor values acc[i][j] (rows x cols):
-  // one loop over the block, which the driver may unroll, so the source holds
-  // one copy of the epilogue instead of rows x cols. For block element (i, j)
-  // (GLSL int expressions), `index` gives its output index, `guard` the
-  // condition under which it is stored ("" for always) and `bias` (may be
-  // empty) a value added to it first, evaluated under the guard.
-  using BlockFn = std::function<std::string(const std::string& i, const std::string& j)>;
-  void StoreAnchorBlock(Operation* anchor, const std::vector<std::vector<std::string>>& acc,
-                        const std::function<Idx(const std::string& i, const std::string& j)>& index,
-                        const BlockFn& guard, const BlockFn& bias);
   std::string Key(Value* v, const Idx& idx) {
     return std::to_string(reinterpret_cast<uintptr_t>(v)) + "@" + idx.Key();
   }

@@ -131,30 +131,4 @@ void Generator::StoreAnchorElement(Operation* anchor, const Idx& idx, const std:
   Close();
 }
 
-void Generator::StoreAnchorBlock(
-    Operation* anchor, const std::vector<std::vector<std::string>>& acc,
-    const std::function<Idx(const std::string& i, const std::string& j)>& index,
-    const BlockFn& guard, const BlockFn& bias) {
-  const int64_t rows = static_cast<int64_t>(acc.size());
-  const int64_t cols = rows ? static_cast<int64_t>(acc[0].size()) : 0;
-  const std::string type = CTName(CTOf(anchor->result()));
-  std::string init;
-  for (const auto& row : acc)
-    for (const auto& e : row) init += (init.empty() ? "" : ", ") + e;
-  const std::string blk = Fresh("blk"), e = Fresh("e");
-  Line(type + " " + blk + "[" + std::to_string(rows * cols) + "] = " + type + "[](" + init + ");");
-  Open("for (int " + e + " = 0; " + e + " < " + std::to_string(rows * cols) + "; ++" + e + ")");
-  const std::string i = rows == 1 ? "0" : DeclI(DivC(e, cols), "bi");
-  const std::string j = cols == 1 ? "0" : DeclI("(" + e + " % " + std::to_string(cols) + ")", "bj");
-  const Idx idx = index(i, j);
-  const std::string g = guard(i, j);
-  Open(g.empty() ? "" : "if (" + g + ")");
-  std::string value = blk + "[" + e + "]";
-  if (bias) value = Decl(CTOf(anchor->result()), value + " + " + bias(i, j));
-  cache_.back()[Key(anchor->result(), idx)] = value;
-  StoreResults(idx, ShapeOf(anchor->result()));
-  Close();
-  Close();
-}
-
 }  // namespace kiln::codegen::detail
