@@ -170,7 +170,7 @@ bool ParseTensorType(std::string_view text, TensorType* out) {
   return out->dtype != DType::kInvalid && out->dims.size() <= 8;
 }
 
-Status ParseTypeList(std::string_view full, std::string_view list, std::vector<TensorType>* out) {
+Status ParseTypeList(std::string_view full, std::string_view list, HostVector<TensorType>* out) {
   if (list.empty()) return OkStatus();
   size_t start = 0;
   for (;;) {
@@ -257,7 +257,7 @@ StatusOr<ImportSignature> ImportSignature::Parse(std::string_view full) {
 }
 
 std::string ImportSignature::ToString() const {
-  std::string s = fixed_args;
+  std::string s(fixed_args);
   if (!repeated.empty()) s += "*" + repeated;
   s += "_" + results;
   if (typed) {

@@ -2355,7 +2355,8 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
       std::vector<std::string> import_names;
       for (const ImportDef& d : kHalImports) import_names.push_back(d.name);
       for (const ModuleImport& m : module_imports_) import_names.push_back(m.decl->str_attr("sym_name"));
-      Status check = vm::CheckStaticCommands(vm::ByteSpan(code.data(), code.size()), import_names);
+      std::vector<std::string_view> names(import_names.begin(), import_names.end());
+      Status check = vm::CheckStaticCommands(vm::ByteSpan(code.data(), code.size()), names.data(), names.size());
       if (!check.ok())
         return InternalError("emit: function @%s: analysed static but its bytecode is not: %s",
                              func->str_attr("sym_name").c_str(), check.message().c_str());
