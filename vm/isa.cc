@@ -495,7 +495,7 @@ Status VerifyBytecode(ByteSpan code, const FunctionLimits& limits) {
                          limits.i32_register_count, limits.ref_register_count, kMaxRegisters);
   }
   // Pass 1: decode everything, mark instruction starts, check operands.
-  std::vector<uint8_t> is_start(code.size, 0);
+  HostVector<uint8_t> is_start(code.size, 0);
   uint32_t offset = 0;
   DecodedInstruction inst;
   Opcode last = Opcode::NOP;

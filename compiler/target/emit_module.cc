@@ -238,8 +238,8 @@ std::string ModuleImportSignature(const ModuleEmitter::ModuleImport& m) {
   sig.fixed_args.assign(m.arg_types.size(), 'r');
   sig.results.assign(m.result_types.size(), 'r');
   sig.typed = true;
-  for (const ir::Type& t : m.arg_types) sig.arg_types.push_back(vm::TensorType{t.dtype, t.shape});
-  for (const ir::Type& t : m.result_types) sig.result_types.push_back(vm::TensorType{t.dtype, t.shape});
+  for (const ir::Type& t : m.arg_types) sig.arg_types.push_back(vm::TensorType{t.dtype, {t.shape.begin(), t.shape.end()}});
+  for (const ir::Type& t : m.result_types) sig.result_types.push_back(vm::TensorType{t.dtype, {t.shape.begin(), t.shape.end()}});
   return sig.ToString();
 }
 
