@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: expected one module path\nusage: kiln-dump MODEL.kiln\n");
     return 2;
   }
-  auto module = Module::LoadFromFile(args[0]);
+  auto module = Module::LoadFromFile(args[0].c_str());
   if (!module.ok()) {
     std::fprintf(stderr, "error: %s\n", module.status().ToString().c_str());
     return 1;

@@ -92,31 +92,31 @@ StatusOr<Ref<Module>> Module::LoadFromMemory(const void* data, size_t size) {
   return Load(std::move(module));
 }
 
-StatusOr<Ref<Module>> Module::LoadFromFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+StatusOr<Ref<Module>> Module::LoadFromFile(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return NotFoundError("cannot open module '%s': %s", path.c_str(), std::strerror(errno));
+    return NotFoundError("cannot open module '%s': %s", path, std::strerror(errno));
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
-    return NotFoundError("cannot stat module '%s': %s", path.c_str(), std::strerror(e));
+    return NotFoundError("cannot stat module '%s': %s", path, std::strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return InvalidArgumentError("module '%s' is not a regular file", path.c_str());
+    return InvalidArgumentError("module '%s' is not a regular file", path);
   }
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     close(fd);
-    return DataLossError("module '%s' is empty", path.c_str());
+    return DataLossError("module '%s' is empty", path);
   }
   void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd);
   if (base == MAP_FAILED) {
-    return ResourceExhaustedError("cannot mmap module '%s': %s", path.c_str(), std::strerror(e));
+    return ResourceExhaustedError("cannot mmap module '%s': %s", path, std::strerror(e));
   }
   Ref<Module> module = Ref<Module>::Adopt(new Module());
   if (!module) return ResourceExhaustedError("out of host memory for a module");

@@ -63,7 +63,7 @@ class Module : public RefObject {
   static StatusOr<Ref<Module>> LoadFromMemory(const void* data, size_t size);
   // mmaps `path` read-only; the mapping lives as long as the module.
   // Errors: kNotFound (cannot open), kDataLoss (bad contents).
-  static StatusOr<Ref<Module>> LoadFromFile(const std::string& path);
+  static StatusOr<Ref<Module>> LoadFromFile(const char* path);
 
   const format::Module* def() const { return def_; }
   // The whole buffer (size prefix included); offsets in kiln-dump are into it.

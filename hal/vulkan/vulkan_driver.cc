@@ -48,12 +48,12 @@ StatusOr<std::vector<std::string>> EnumerateDevices() {
   return names;
 }
 
-StatusOr<std::vector<DeviceDescription>> DescribeDevices() {
+StatusOr<HostVector<DeviceDescription>> DescribeDevices() {
   KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance,
                         VulkanInstance::Create(ValidationRequestedByEnvironment()));
   KILN_ASSIGN_OR_RETURN(HostVector<VkPhysicalDevice> devices,
                         instance->EnumeratePhysicalDevices());
-  std::vector<DeviceDescription> out;
+  HostVector<DeviceDescription> out;
   out.reserve(devices.size());
   for (VkPhysicalDevice device : devices) {
     VkPhysicalDeviceProperties p = {};

@@ -16,7 +16,8 @@
 // The runtime is built without unwind tables, so the walk stops at the first
 // libkiln.so frame, which is all the attribution needs.
 //
-// Watched: kiln_instance_create through the last release (load, context,
+// Watched: kiln_instance_create through the last release (device
+// enumeration, load from a file and from memory, context,
 // five invokes: kiln_invoke, kiln_invoke_ex, kiln_invoke_async with fences,
 // kiln_tensor_write). Checked: no runtime allocation outside the hook, the
 // hook saw allocations, and every block it handed out came back (count and
@@ -296,7 +297,14 @@ TEST(HostMemoryTest, RealModelAllocatesOnlyThroughTheHook) {
   kiln_function_t main_fn = nullptr;
   kiln_tensor_t x = nullptr;
   std::string s = Str(kiln_instance_create(&instance));
+  kiln_device_info_t infos[4];
+  size_t device_count = 0;
+  if (s == "OK") s = Str(kiln_enumerate_devices(instance, "Vulkan", infos, 4, &device_count));
   if (s == "OK") s = Str(kiln_device_create(instance, "vulkan", nullptr, -1, &device));
+  // From a file (mmap), then from memory: the second one runs.
+  kiln_module_t mapped = nullptr;
+  if (s == "OK") s = Str(kiln_module_load_from_file(instance, module_path.c_str(), &mapped));
+  kiln_module_release(mapped);
   if (s == "OK") s = Str(kiln_module_load_from_memory(instance, bytes.data(), bytes.size(), &module));
   if (s == "OK") s = Str(kiln_context_create(device, &module, 1, &context));
   if (s == "OK") s = Str(kiln_context_lookup_function(context, "main", &main_fn));
