@@ -35,18 +35,19 @@ Status::Rep* Status::NewRep(StatusCode code, std::string_view prefix, std::strin
   // Bounded, so the size fits the header (messages are far shorter).
   prefix = prefix.substr(0, 1u << 30);
   message = message.substr(0, 1u << 30);
-  size_t sep = prefix.empty() ? 0 : 2;
-  size_t size = prefix.size() + sep + message.size();
+  size_t size = prefix.size() + (prefix.empty() ? 0 : 2) + message.size();
   // Never null: a refused hook falls back to malloc and is counted
   // (host_alloc.h), so the C API reports RESOURCE_EXHAUSTED.
   auto* rep = static_cast<Rep*>(HostAllocateOrFallBack(offsetof(Rep, text) + size + 1, 16));
   rep->code = code;
   rep->size = static_cast<uint32_t>(size);
   char* p = rep->text;
-  std::memcpy(p, prefix.data(), prefix.size());
-  p += prefix.size();
-  if (sep) std::memcpy(p, ": ", 2), p += 2;
-  std::memcpy(p, message.data(), message.size());
+  if (!prefix.empty()) {  // (an empty view's data() may be null: no memcpy)
+    std::memcpy(p, prefix.data(), prefix.size());
+    std::memcpy(p + prefix.size(), ": ", 2);
+    p += prefix.size() + 2;
+  }
+  if (!message.empty()) std::memcpy(p, message.data(), message.size());
   p[message.size()] = '\0';
   return rep;
 }
