@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "runtime/kiln_internal.h"
+#include "vm/staged_copy.h"
 
 namespace kiln::capi {
 
@@ -23,27 +24,17 @@ using namespace kiln::capi;  // NOLINT: the entry points below use the helpers
 
 namespace {
 
-// Copies [offset, offset+length) of `buffer` to host memory through a
-// host-visible staging buffer (used when `buffer` is not host visible).
-Status StagedRead(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset, void* dst,
-                  uint64_t length) {
-  kiln::hal::Device* device = dev->device.get();
+// Copies between host memory and [offset, offset+length) of `buffer` through
+// a host-visible staging buffer (used when `buffer` is not host visible), on
+// the device's readback timeline. Blocks until the copy is done.
+Status Staged(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset, void* host, uint64_t length,
+              bool to_device) {
   if (!dev->readback_semaphore) {
-    KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, device->CreateSemaphore(0));
+    KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, dev->device->CreateSemaphore(0));
   }
-  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::Buffer> staging,
-                        device->AllocateBuffer(length, kiln::hal::MemoryKind::kHostVisible));
-  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::CommandBuffer> cb, device->CreateCommandBuffer());
-  KILN_RETURN_IF_ERROR(cb->CopyBuffer(buffer, offset, staging.get(), 0, length));
-  KILN_RETURN_IF_ERROR(cb->End());
-  kiln::hal::SemaphorePoint signal{dev->readback_semaphore.get(), ++dev->readback_value};
-  KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
-  KILN_RETURN_IF_ERROR(dev->readback_semaphore->Wait(signal.value, UINT64_MAX));
-  device->stats().transfers++;
-  return staging->Read(0, dst, length);
+  return kiln::vm::CopyStaged(dev->device.get(), buffer, offset, host, length, to_device,
+                              {dev->readback_semaphore.get(), ++dev->readback_value});
 }
-
-
 
 // Waits (at most `timeout_ns`) until device work submitted by an
 // asynchronous invocation that writes `tensor`'s storage has finished.
@@ -70,28 +61,6 @@ Status WaitPendingWrite(const char* api, kiln_tensor_s* tensor, uint64_t timeout
   if (root->pending_write_semaphore.get() == semaphore && root->pending_write_value == value) {
     root->pending_write_semaphore.reset();
   }
-  return kiln::OkStatus();
-}
-
-// Copies `length` bytes of `src` to [offset, offset+length) of `buffer`
-// through a host-visible staging buffer (used when `buffer` is not host
-// visible). Blocks until the copy is done.
-Status StagedWrite(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset,
-                   const void* src, uint64_t length) {
-  kiln::hal::Device* device = dev->device.get();
-  if (!dev->readback_semaphore) {
-    KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, device->CreateSemaphore(0));
-  }
-  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::Buffer> staging,
-                        device->AllocateBuffer(length, kiln::hal::MemoryKind::kHostVisible));
-  KILN_RETURN_IF_ERROR(staging->Write(0, src, length));
-  KILN_ASSIGN_OR_RETURN(Ref<kiln::hal::CommandBuffer> cb, device->CreateCommandBuffer());
-  KILN_RETURN_IF_ERROR(cb->CopyBuffer(staging.get(), 0, buffer, offset, length));
-  KILN_RETURN_IF_ERROR(cb->End());
-  kiln::hal::SemaphorePoint signal{dev->readback_semaphore.get(), ++dev->readback_value};
-  KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
-  KILN_RETURN_IF_ERROR(dev->readback_semaphore->Wait(signal.value, UINT64_MAX));
-  device->stats().transfers++;
   return kiln::OkStatus();
 }
 
@@ -181,7 +150,7 @@ kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes
   kiln::hal::Buffer* buffer = tensor->view->buffer();
   Status s = buffer->Read(tensor->view->byte_offset(), dst, bytes);
   if (s.code() == StatusCode::kFailedPrecondition) {
-    s = StagedRead(tensor->device.get(), buffer, tensor->view->byte_offset(), dst, bytes);
+    s = Staged(tensor->device.get(), buffer, tensor->view->byte_offset(), dst, bytes, /*to_device=*/false);
   }
   return Wrap(std::move(s));
 }
@@ -202,7 +171,7 @@ kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t sr
   kiln::hal::Buffer* buffer = tensor->view->buffer();
   Status s = buffer->Write(tensor->view->byte_offset(), src, bytes);
   if (s.code() == StatusCode::kFailedPrecondition) {
-    s = StagedWrite(tensor->device.get(), buffer, tensor->view->byte_offset(), src, bytes);
+    s = Staged(tensor->device.get(), buffer, tensor->view->byte_offset(), const_cast<void*>(src), bytes, /*to_device=*/true);
   }
   return Wrap(std::move(s));
 }

@@ -29,7 +29,12 @@ set -euo pipefail
 # vm/static_commands.cc), timestamp queries (hal/vulkan/vulkan_query_pool.cc,
 # reachable through the Device vtable) and shared-shader specialization
 # constants landed together: 155,540 B measured at that merge.
-budget="${KILN_SIZE_BUDGET:-156000}"
+# Raised 156000 -> 156300 for discrete GPUs: hal.buffer.load of device-local
+# memory the host cannot map goes through a staging copy (vm/staged_copy.cc,
+# shared with kiln_tensor_read/write), and KILN_VULKAN_UNMAPPED_DEVICE_LOCAL
+# lets CI test that path on lavapipe; without it silero and the wakeword
+# models failed on an NVIDIA H200. 156,278 B measured.
+budget="${KILN_SIZE_BUDGET:-156300}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"

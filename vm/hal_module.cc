@@ -4,6 +4,8 @@
 #include <cstring>
 #include <iterator>
 
+#include "vm/staged_copy.h"
+
 namespace kiln::vm {
 
 namespace {
@@ -549,7 +551,20 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       if (width != 1 && width != 2 && width != 4) return InvalidArgumentError("load width %d (want 1, 2 or 4)", width);
       KILN_RETURN_IF_ERROR(CheckRange(buf, offset, width, "load"));
       uint8_t bytes[4] = {0, 0, 0, 0};
-      KILN_RETURN_IF_ERROR(buf.buffer->Read(buf.base + static_cast<uint64_t>(offset), bytes, static_cast<uint64_t>(width)));
+      uint64_t at = buf.base + static_cast<uint64_t>(offset);
+      Status read = buf.buffer->Read(at, bytes, static_cast<uint64_t>(width));
+      if (read.code() == StatusCode::kFailedPrecondition) {
+        // Device-local memory the host cannot map (a discrete GPU): through
+        // this context's 4-byte readback buffer, on its timeline (the
+        // value's producer was already waited for). Counted as a transfer.
+        if (!readback_) {
+          KILN_ASSIGN_OR_RETURN(readback_, device_->AllocateBuffer(4, hal::MemoryKind::kHostVisible));
+        }
+        read = CopyStaged(device_.get(), buf.buffer, at, bytes, static_cast<uint64_t>(width), /*to_device=*/false,
+                          {timeline_.get(), ++timeline_value_}, readback_.get());
+        completed_value_ = timeline_value_;
+      }
+      KILN_RETURN_IF_ERROR(read);
       uint32_t v = static_cast<uint32_t>(bytes[0]) | (static_cast<uint32_t>(bytes[1]) << 8) |
                    (static_cast<uint32_t>(bytes[2]) << 16) | (static_cast<uint32_t>(bytes[3]) << 24);
       call.SetI32(0, static_cast<int32_t>(v));

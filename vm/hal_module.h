@@ -185,6 +185,7 @@ class HalModule {
   Ref<hal::Device> device_;
   HostVector<Ref<CommandBufferState>> cb_pool_;
   Ref<hal::Semaphore> timeline_;
+  Ref<hal::Buffer> readback_;  // host-visible, 4 bytes: hal.buffer.load of unmapped memory
   uint64_t timeline_value_ = 0;   // value of the last submission
   uint64_t completed_value_ = 0;  // largest value known reached
   struct InFlight {

@@ -123,7 +123,8 @@ StatusOr<Ref<VulkanBuffer>> VulkanBuffer::Allocate(VulkanDevice* device, uint64_
                           "vkBindBufferMemory");
 
   VkMemoryPropertyFlags flags = memory.memoryTypes[type].propertyFlags;
-  if (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
+  if ((flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+      !(kind == MemoryKind::kDeviceLocal && device->unmapped_device_local())) {
     void* mapped = nullptr;
     KILN_VK_RETURN_IF_ERROR(
         vk.vkMapMemory(device->handle(), self->memory_, 0, VK_WHOLE_SIZE, 0, &mapped),

@@ -227,7 +227,8 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
       if (!(flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) unified = false;
     }
   }
-  info_.unified_memory = any_device_local && unified;
+  unmapped_device_local_ = EnvFlag("KILN_VULKAN_UNMAPPED_DEVICE_LOCAL");
+  info_.unified_memory = any_device_local && unified && !unmapped_device_local_;
   info_.max_storage_buffer_range = limits_.maxStorageBufferRange;
   info_.min_storage_buffer_offset_alignment =
       static_cast<uint32_t>(limits_.minStorageBufferOffsetAlignment);

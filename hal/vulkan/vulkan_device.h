@@ -84,6 +84,12 @@ class VulkanDevice final : public Device {
   // fma() is one hardware instruction. KILN_EXACT_FMA=0/1 overrides.
   bool exact_fma() const { return exact_fma_; }
 
+  // True when KILN_VULKAN_UNMAPPED_DEVICE_LOCAL=1: device-local buffers are
+  // never mapped, as on a discrete GPU, and info().unified_memory is false.
+  // Lets a unified-memory device (lavapipe) test the staged paths of
+  // discrete GPUs (hal.buffer.load, kiln_tensor_read/write).
+  bool unmapped_device_local() const { return unmapped_device_local_; }
+
   // Internal timeline (every QueueExecute signals the next value): whether
   // submission `value` has retired, and a blocking wait for it (0: no-op;
   // kFailedPrecondition "timeout" when `timeout_ns` elapses first).
@@ -112,6 +118,7 @@ class VulkanDevice final : public Device {
   uint32_t max_push_descriptors_ = 0;
   uint64_t max_memory_allocation_size_ = 0;
   bool exact_fma_ = true;
+  bool unmapped_device_local_ = false;
 
   DeviceInfo info_;
   Stats stats_;

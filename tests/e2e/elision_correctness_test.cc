@@ -155,7 +155,14 @@ class ElisionCorrectnessTest : public ::testing::TestWithParam<bool> {};  // par
 TEST_P(ElisionCorrectnessTest, TransferSourceFilledWhileResultIsRead) {
   for (const char* program : {kFillBetweenUnified, kFillBetweenRoundTrip}) {
     Session s;
-    ASSERT_EQ(s.Load(program, GetParam()), "");
+    std::string loaded = s.Load(program, GetParam());
+    if (program == kFillBetweenUnified && loaded.find("has no host-visible device-local memory") != std::string::npos) {
+      // A discrete GPU: a module compiled for a unified topology is refused
+      // at load with this message (vm/topology_check.cc), never run wrong.
+      EXPECT_NE(loaded.find("recompile with --topology=discrete"), std::string::npos) << loaded;
+      continue;
+    }
+    ASSERT_EQ(loaded, "");
     std::vector<HostTensor> out;
     ASSERT_EQ(s.Invoke("main", {F32({4}, {10, 20, 30, 40})}, &out), "");
     ASSERT_EQ(out.size(), 1u);

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -29,6 +30,14 @@
 #include "vm/testing/ownership_modules.h"
 
 namespace {
+
+// The state halves every iteration and reaches subnormal floats. Vulkan
+// lets a shader flush subnormals to zero unless it declares DenormPreserve
+// (NVIDIA's drivers flush f32 by default; lavapipe keeps them), so a
+// subnormal expected value also matches a zero.
+bool SameOrFlushed(float got, float want) {
+  return got == want || (std::fpclassify(want) == FP_SUBNORMAL && got == 0.0f);
+}
 
 constexpr int kN = 64;
 constexpr size_t kPoolMax = 12;
@@ -140,11 +149,11 @@ TEST(MultiModuleStress, RandomReleaseOrdersEndWithNoLiveBuffers) {
         auto want = kiln::vm::testing::PipelineReference(xv[i], sv[i], i);
         ASSERT_EQ(h[i], want.h) << it << " " << i;
         ASSERT_EQ(e[i], want.e) << it << " " << i;
-        ASSERT_EQ(s2[i], want.s2) << it << " " << i;
+        ASSERT_TRUE(SameOrFlushed(s2[i], want.s2)) << it << " " << i << ": " << s2[i] << " vs " << want.s2;
       }
       if (shared_ref) {
         std::vector<float> old = Read(shared_ref);  // untouched by the callee
-        for (int i = 0; i < kN; ++i) ASSERT_EQ(old[i], sv[i]) << it;
+        for (int i = 0; i < kN; ++i) ASSERT_TRUE(SameOrFlushed(old[i], sv[i])) << it << ": " << old[i] << " vs " << sv[i];
       }
       ++checked;
     }
