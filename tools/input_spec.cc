@@ -163,6 +163,11 @@ bool ParseInput(const std::string& spec, NpyArray* out, std::string* error) {
     }
     count *= static_cast<size_t>(d);
   }
+  if (count * kiln_dtype_size(dtype) > kiln::tools::kMaxArrayBytes) {
+    *error = "type '" + spec.substr(0, eq) + "' is " + std::to_string(count * kiln_dtype_size(dtype)) +
+             " bytes, over the " + std::to_string(kiln::tools::kMaxArrayBytes >> 20) + " MiB limit of --input";
+    return false;
+  }
   std::string value = spec.substr(eq + 1);
   if (!value.empty() && value[0] == '@') {
     if (!kiln::tools::ReadNpy(value.substr(1), out, error)) return false;

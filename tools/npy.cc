@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/stat.h>
+
 namespace kiln::tools {
 
 namespace {
@@ -155,7 +157,20 @@ bool ParseNpy(const std::string& name, const std::vector<uint8_t>& bytes, NpyArr
 bool ReadNpy(const std::string& path, NpyArray* out, std::string* error) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return Fail(error, path + ": cannot open: " + std::strerror(errno));
+  // Only regular files of bounded size (/dev/zero or a FIFO would be read
+  // until memory runs out).
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(f);
+    return Fail(error, path + ": not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxArrayBytes + 65536) {
+    std::fclose(f);
+    return Fail(error, path + ": " + std::to_string(st.st_size) + " bytes, over the " +
+                           std::to_string(kMaxArrayBytes >> 20) + " MiB limit of .npy inputs");
+  }
   std::vector<uint8_t> bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size));
   uint8_t buf[65536];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.insert(bytes.end(), buf, buf + n);

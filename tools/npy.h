@@ -16,6 +16,11 @@
 
 namespace kiln::tools {
 
+// Largest array the tools read from a .npy file or build from an --input
+// literal: 2 GiB of element data (a larger request is an error, not an
+// attempt to allocate it).
+constexpr uint64_t kMaxArrayBytes = uint64_t{1} << 31;
+
 struct NpyArray {
   kiln_dtype_t dtype = KILN_DTYPE_INVALID;
   std::vector<int64_t> shape;

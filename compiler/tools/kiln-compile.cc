@@ -36,6 +36,7 @@
 //
 // Errors go to stderr as `error: ...` with exit code 1: unsupported ONNX ops
 // are named with their node, bad shapes name the input.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -43,6 +44,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "compiler/analysis/topology.h"
 #include "compiler/tools/compile_driver.h"
@@ -243,10 +246,25 @@ int main(int argc, char** argv) {
   kiln::target::EmitReport emit_report;
   auto bytes = kiln::target::EmitModule(*module, emit_options, &emit_report);
   if (!bytes.ok()) return Fail(bytes.status().message());
-  std::ofstream out(output, std::ios::binary);
-  if (!out) return Fail("cannot write '" + output + "'");
-  out.write(reinterpret_cast<const char*>(bytes.value().data()), static_cast<std::streamsize>(bytes.value().size()));
-  if (!out) return Fail("failed writing '" + output + "'");
+  // Atomically: a temporary file beside the output, then rename(2), so a
+  // runtime that has the old module mapped (kiln_module_load_file mmaps it)
+  // keeps its bytes, and a failed write leaves no truncated module.
+  const std::string temp = output + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(temp, std::ios::binary);
+    if (!out) return Fail("cannot write '" + temp + "'");
+    out.write(reinterpret_cast<const char*>(bytes.value().data()), static_cast<std::streamsize>(bytes.value().size()));
+    out.close();
+    if (!out) {
+      std::remove(temp.c_str());
+      return Fail("failed writing '" + temp + "'");
+    }
+  }
+  if (std::rename(temp.c_str(), output.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(temp.c_str());
+    return Fail("cannot rename '" + temp + "' to '" + output + "': " + why);
+  }
   if (report) {
     std::printf("module_bytes: %zu\ndispatches: %d\nexecutables: %d\nentry_points: %d\nconstant_bytes: %lld\n"
                 "transient_arena_bytes: %lld\ntransient_bytes_without_planning: %lld\n",

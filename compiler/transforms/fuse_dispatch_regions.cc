@@ -81,6 +81,11 @@ namespace {
 constexpr size_t kMaxBindings = 8;
 // Longest elementwise prologue merged in front of a conv2d / matmul.
 constexpr size_t kMaxPrologueOps = 2;
+// Most ops in one dispatch region. Real epilogues are short (hard-swish is
+// 4 ops); the cap keeps fusion linear in the graph (each join tries a group
+// of bounded size) and bounds the depth of codegen's expression evaluation
+// (a 4,000-op chain in one region overflowed its recursion).
+constexpr size_t kMaxGroupOps = 64;
 
 struct Group {
   std::vector<ir::Operation*> ops;  // in program order; back() is the output
@@ -334,6 +339,7 @@ class FuseDispatchRegionsPass : public ir::Pass {
         if (it == group_of.end()) continue;
         const Group& g = groups[it->second];
         if (g.ops.back() != producer) continue;          // not the group's output
+        if (g.ops.size() >= kMaxGroupOps) continue;
         if (op->result(0)->type().shape != v->type().shape) continue;  // grows the grid
         if (pass == 0 ? v->uses().size() != 1 : !UsersCanAllJoin(v)) continue;
         Group trial = g;

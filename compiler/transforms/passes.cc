@@ -6,6 +6,7 @@ void RegisterAllPasses() {
   static bool registered = false;
   if (registered) return;
   registered = true;
+  ir::RegisterPass("fold-empty-tensors", CreateFoldEmptyTensorsPass);
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
   ir::RegisterPass("materialize-copy-on-write", CreateMaterializeCopyOnWritePass);
   ir::RegisterPass("elide-async-copies", CreateElideAsyncCopiesPass);

@@ -11,6 +11,10 @@ namespace kiln::transforms {
 // Registers every pass below under its flag. Idempotent.
 void RegisterAllPasses();
 
+// --fold-empty-tensors: tensor ops with zero-element results become empty
+// constants (no dispatch).
+std::unique_ptr<ir::Pass> CreateFoldEmptyTensorsPass();
+
 // --fuse-dispatch-regions: groups tensor-level ops into flow.dispatch ops.
 std::unique_ptr<ir::Pass> CreateFuseDispatchRegionsPass();
 

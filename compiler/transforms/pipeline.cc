@@ -8,6 +8,8 @@ namespace kiln::transforms {
 
 const std::vector<std::string>& DefaultPipeline() {
   static const std::vector<std::string> kPipeline = {
+      // Zero-element results need no dispatch.
+      "fold-empty-tensors",
       "fuse-dispatch-regions",
       "convert-to-stream",
       // Transfers between devices that share memory become aliases of their

@@ -11,6 +11,8 @@
 #include "compiler/import/onnx/onnx_importer.h"
 
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 
 #include <algorithm>
 #include <cmath>
@@ -435,6 +437,9 @@ StatusOr<std::unique_ptr<ir::Module>> Importer::Import(const onnx::ModelProto& m
             name.c_str(), bad, bad_name.empty() ? "" : (" ('" + bad_name + "')").c_str(),
             name.c_str(), hint.c_str());
     }
+    if (shape.size() > kMaxInputRank)
+      return InvalidArgumentError("input '%s' has rank %zu; Kiln's runtime takes tensors of rank <= %zu",
+                                  name.c_str(), shape.size(), kMaxInputRank);
     int64_t count = SafeNumElements(shape);
     for (int64_t d : shape) if (d > kMaxDim) count = -1;
     if (count < 0 || count > (int64_t{1} << 40))
@@ -1698,6 +1703,66 @@ StatusOr<std::unique_ptr<ir::Module>> ImportOnnxBytes(const void* data, size_t s
     return DataLossError("failed to parse ONNX model");
   if (!model.has_graph())
     return DataLossError("failed to parse ONNX model: it has no graph");
+  // The default domain's opset must be a released one: opsets newer than
+  // the newest Kiln knows may change an op's meaning.
+  for (const auto& o : model.opset_import())
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && (o.version() < 1 || o.version() > detail::kMaxOpset))
+      return InvalidArgumentError("the model imports ONNX opset %lld; Kiln knows opsets 1 to %d",
+                                  static_cast<long long>(o.version()), detail::kMaxOpset);
+  // ONNX's own checker (libonnx's onnx::checker): node, attribute and type
+  // well-formedness. Its message names the node.
+  // One producer per tensor name in the main graph (SSA), whatever the
+  // opset: two nodes writing one tensor, or a node overwriting an input or
+  // initializer, would make the import depend on node order.
+  {
+    std::set<std::string> defined;
+    for (const auto& in : model.graph().input()) defined.insert(in.name());
+    for (const auto& t : model.graph().initializer()) defined.insert(t.name());
+    for (const auto& n : model.graph().node())
+      for (const auto& o : n.output())
+        if (!o.empty() && !defined.insert(o).second)
+          return InvalidArgumentError(
+              "node '%s' (%s) writes tensor '%s', which another node, an input or an initializer "
+              "already defines (ONNX graphs are in single static assignment form)",
+              n.name().c_str(), n.op_type().c_str(), o.c_str());
+  }
+  // ONNX's checker knows the opsets of this libonnx only: a newer opset's
+  // attributes (Resize's antialias at 18) would be "unrecognized", so it
+  // runs on models whose default opset it knows. Relaxed only where ONNX
+  // Runtime is: a graph output may omit its type or shape (the checker
+  // requires both), so a placeholder is put there for the check and taken
+  // away after it.
+  int model_opset = 1;
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") model_opset = static_cast<int>(o.version());
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto range = known.find("");
+  if (options.onnx_checker && range != known.end() && model_opset <= range->second.second) {
+    std::vector<std::pair<int, bool>> filled;  // output index, whole type (else shape only)
+    onnx::GraphProto* g = model.mutable_graph();
+    for (int i = 0; i < g->output_size(); ++i) {
+      onnx::TypeProto* t = g->mutable_output(i)->mutable_type();
+      if (t->value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+        t->mutable_tensor_type()->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+        t->mutable_tensor_type()->mutable_shape();
+        filled.push_back({i, true});
+      } else if (t->has_tensor_type() && !t->tensor_type().has_shape()) {
+        t->mutable_tensor_type()->mutable_shape();
+        filled.push_back({i, false});
+      }
+    }
+    std::string rejected;
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      rejected = e.what();
+    }
+    for (auto [i, whole] : filled) {
+      if (whole) g->mutable_output(i)->clear_type();
+      else g->mutable_output(i)->mutable_type()->mutable_tensor_type()->clear_shape();
+    }
+    if (!rejected.empty()) return InvalidArgumentError("ONNX's checker rejects the model: %s", rejected.c_str());
+  }
   detail::Importer importer(options);
   return importer.Import(model);
 }

@@ -148,6 +148,10 @@ struct ImportOptions {
     std::vector<std::vector<int64_t>> element_shapes;  // one per element
   };
   std::map<std::string, SequenceInput> sequence_inputs;
+  // Run ONNX's checker (onnx::checker::check_model) before importing, and
+  // reject what it rejects (kInvalidArgument with its message). Off only for
+  // hand-built test graphs that omit graph output types, which it requires.
+  bool onnx_checker = true;
 };
 
 // Reads and imports the .onnx file at `path`.

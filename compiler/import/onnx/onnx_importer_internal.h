@@ -34,6 +34,11 @@ constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
 constexpr int64_t kMaxCreatedElements = int64_t{1} << 28;
 // Dims are capped so that element counts cannot overflow int64.
 constexpr int64_t kMaxDim = int64_t{1} << 31;
+// Highest rank of a graph input: the runtime's KILN_MAX_RANK (include/kiln/kiln.h).
+constexpr size_t kMaxInputRank = 8;
+// Newest default-domain opset the importer accepts (ONNX 1.18's); each op's
+// handler follows the changes of its versions up to it.
+constexpr int kMaxOpset = 23;
 
 int64_t Product(const Shape& s, size_t begin = 0, size_t end = SIZE_MAX);
 // Element count, or -1 when a dim is negative or the count overflows.

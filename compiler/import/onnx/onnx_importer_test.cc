@@ -23,6 +23,15 @@
 namespace kiln::onnx_import {
 namespace {
 
+// Hand-built and mutated graphs omit graph output types (and put constant
+// inputs in initializers only), which ONNX's checker rejects: they are
+// imported with it off. The ONNX node tests keep it on (OnnxChecker covers
+// what it rejects).
+StatusOr<std::unique_ptr<ir::Module>> ImportUnchecked(const void* data, size_t size, ImportOptions o = {}) {
+  o.onnx_checker = false;
+  return ImportOnnxBytes(data, size, o);
+}
+
 using ir::Operation;
 using ir::Type;
 using ir::Value;
@@ -144,7 +153,10 @@ class ModelBuilder {
     AttrT(Node("Constant", {}, {out}), "value", Tensor("", elem, dims, vals));
   }
   std::string Bytes() const { return m_.SerializeAsString(); }
-  StatusOr<std::unique_ptr<ir::Module>> Import(const ImportOptions& o = {}) const {
+  // Hand-built graphs omit graph output types, which ONNX's checker
+  // requires: it is off here (CheckerTest covers it).
+  StatusOr<std::unique_ptr<ir::Module>> Import(ImportOptions o = {}) const {
+    o.onnx_checker = false;
     std::string b = Bytes();
     return ImportOnnxBytes(b.data(), b.size(), o);
   }
@@ -857,13 +869,13 @@ TEST(OnnxImporter, TruncatedOrGarbageBytesAreDataLoss) {
   b.Output("y");
   std::string bytes = b.Bytes();
   for (size_t cut : {bytes.size() - 1, bytes.size() / 2, size_t{3}}) {
-    auto r = ImportOnnxBytes(bytes.data(), cut, {});
+    auto r = ImportUnchecked(bytes.data(), cut, {});
     ASSERT_FALSE(r.ok()) << cut;
     EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << r.status().ToString();
     EXPECT_EQ(r.status().message().rfind("failed to parse ONNX model", 0), 0u) << r.status().message();
   }
   const char garbage[] = "\xff\xff\xff\xff garbage";
-  auto r = ImportOnnxBytes(garbage, sizeof(garbage), {});
+  auto r = ImportUnchecked(garbage, sizeof(garbage), {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(r.status().message(), "failed to parse ONNX model");
@@ -873,6 +885,60 @@ TEST(OnnxImporter, TruncatedOrGarbageBytesAreDataLoss) {
 
 // Random byte mutations of a model that uses many ops: the importer returns a
 // Status (any) and never crashes, hangs or allocates without bound.
+// ONNX's checker runs on every import (ImportOptions::onnx_checker): what
+// it rejects is an InvalidArgument with its message, never a module. Also
+// the importer's own bounds: the opset and the rank of a graph input.
+TEST(OnnxChecker, RejectsMalformedGraphs) {
+  auto typed_output = [](ModelBuilder& b, const std::string& name, const Shape& dims) {
+    b.Output(name);
+    auto* tt = b.model().mutable_graph()->mutable_output(b.model().graph().output_size() - 1)
+                   ->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(kF);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  {  // Two nodes write one tensor: not SSA.
+    ModelBuilder b(13);
+    b.Input("x", kF, {4});
+    b.Node("Relu", {"x"}, {"y"});
+    b.Node("Neg", {"x"}, {"y"});
+    typed_output(b, "y", {4});
+    std::string bytes = b.Bytes();
+    auto r = ImportOnnxBytes(bytes.data(), bytes.size(), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("single static assignment"), std::string::npos) << r.status().message();
+  }
+  {  // The same graph with one writer passes the checker and imports.
+    ModelBuilder b(13);
+    b.Input("x", kF, {4});
+    b.Node("Relu", {"x"}, {"y"});
+    typed_output(b, "y", {4});
+    std::string bytes = b.Bytes();
+    auto r = ImportOnnxBytes(bytes.data(), bytes.size(), {});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  }
+  {  // An opset no ONNX release defines.
+    ModelBuilder b(999);
+    b.Input("x", kF, {4});
+    b.Node("Relu", {"x"}, {"y"});
+    typed_output(b, "y", {4});
+    std::string bytes = b.Bytes();
+    auto r = ImportOnnxBytes(bytes.data(), bytes.size(), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("opset 999"), std::string::npos) << r.status().message();
+  }
+  {  // A rank-9 input: more than the runtime's KILN_MAX_RANK.
+    ModelBuilder b(13);
+    b.Input("x", kF, Shape(9, 1));
+    b.Node("Relu", {"x"}, {"y"});
+    typed_output(b, "y", Shape(9, 1));
+    std::string bytes = b.Bytes();
+    auto r = ImportOnnxBytes(bytes.data(), bytes.size(), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("input 'x' has rank 9"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(OnnxImporter, MutatedModelsNeverCrash) {
   ModelBuilder b(13);
   b.Input("x", kF, {1, 2, 4, 4});
@@ -896,7 +962,7 @@ TEST(OnnxImporter, MutatedModelsNeverCrash) {
   b.Output("mp");
   b.Output("shp");
   const std::string bytes = b.Bytes();
-  ASSERT_TRUE(ImportOnnxBytes(bytes.data(), bytes.size(), {}).ok());
+  ASSERT_TRUE(ImportUnchecked(bytes.data(), bytes.size(), {}).ok());
   uint32_t seed = 12345;
   auto rnd = [&seed]() { seed = seed * 1664525u + 1013904223u; return seed >> 8; };
   const int kIters = getenv("KILN_MUTATIONS") ? atoi(getenv("KILN_MUTATIONS")) : 3000;
@@ -905,7 +971,7 @@ TEST(OnnxImporter, MutatedModelsNeverCrash) {
     std::string m = bytes;
     int flips = 1 + rnd() % 4;
     for (int i = 0; i < flips; ++i) m[rnd() % m.size()] = static_cast<char>(rnd());
-    auto r = ImportOnnxBytes(m.data(), m.size(), {});
+    auto r = ImportUnchecked(m.data(), m.size(), {});
     ok += r.ok();
   }
   std::cout << "[ mutations ] " << ok << "/" << kIters << " still imported\n";
@@ -1001,7 +1067,7 @@ TEST(OnnxNodeTests, ImportAndFoldAgainstReference) {
     if (!have_inputs) continue;
     g->clear_input();
     std::string cbytes = cm.SerializeAsString();
-    auto c = ImportOnnxBytes(cbytes.data(), cbytes.size(), {});
+    auto c = ImportUnchecked(cbytes.data(), cbytes.size(), {});
     if (!c.ok()) { failures += "  " + name + " (constant inputs): " + c.status().ToString() + "\n"; continue; }
     ir::Module& m = *c.value();
     Operation* ret = Body(m)->terminator();
@@ -1190,7 +1256,7 @@ void CheckGoldenByFolding(const std::string& golden) {
   }
   g->clear_input();
   std::string bytes = model.SerializeAsString();
-  auto r = ImportOnnxBytes(bytes.data(), bytes.size(), {});
+  auto r = ImportUnchecked(bytes.data(), bytes.size(), {});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Value* res = Result(*r.value());
   ASSERT_TRUE(res->defining_op()->is("tensor.constant")) << golden << ": did not fold";
@@ -1222,7 +1288,7 @@ TEST(OnnxImporterModels, TruncatedRealModelIsDataLoss) {
   if (!FileExists(path)) GTEST_SKIP() << "model not present: " << path;
   std::ifstream f(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto r = ImportOnnxBytes(bytes.data(), bytes.size() / 2, {});
+  auto r = ImportUnchecked(bytes.data(), bytes.size() / 2, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(r.status().message(), "failed to parse ONNX model");
@@ -1596,7 +1662,7 @@ TEST(OnnxControlFlow, MutatedModelsNeverCrash) {
   b.Output("Y");
   b.Output("Yh");
   const std::string bytes = b.Bytes();
-  auto base = ImportOnnxBytes(bytes.data(), bytes.size(), {});
+  auto base = ImportUnchecked(bytes.data(), bytes.size(), {});
   ASSERT_TRUE(base.ok()) << base.status().ToString();
   ASSERT_TRUE(ir::Verify(*base.value()).ok()) << ir::Verify(*base.value()).ToString();
   EXPECT_EQ(CountDeep(*base.value(), "scf.if"), 1);
@@ -1609,7 +1675,7 @@ TEST(OnnxControlFlow, MutatedModelsNeverCrash) {
     std::string m = bytes;
     int flips = 1 + rnd() % 4;
     for (int i = 0; i < flips; ++i) m[rnd() % m.size()] = static_cast<char>(rnd());
-    auto r = ImportOnnxBytes(m.data(), m.size(), {});
+    auto r = ImportUnchecked(m.data(), m.size(), {});
     if (!r.ok()) continue;
     ++ok;
     Status v = ir::Verify(*r.value());
@@ -1671,7 +1737,7 @@ TEST(OnnxNodeTests, ControlFlowMatchesReference) {
     }
     g->clear_input();
     std::string cb = cm.SerializeAsString();
-    auto c = ImportOnnxBytes(cb.data(), cb.size(), {});
+    auto c = ImportUnchecked(cb.data(), cb.size(), {});
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     EXPECT_TRUE(ir::Verify(*c.value()).ok());
     std::vector<ir::DenseElements> folded;
@@ -1682,7 +1748,7 @@ TEST(OnnxNodeTests, ControlFlowMatchesReference) {
     compare(folded, "folded");
     // 2. Inputs as arguments, evaluated on the host.
     std::string bytes = model.SerializeAsString();
-    auto r = ImportOnnxBytes(bytes.data(), bytes.size(), {});
+    auto r = ImportUnchecked(bytes.data(), bytes.size(), {});
     if (!r.ok()) {
       EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().ToString();
       std::cout << "[ control flow ] " << name << " with argument inputs: " << r.status().ToString() << "\n";
@@ -2101,7 +2167,7 @@ TEST(OnnxSequence, MutatedModelsNeverCrash) {
   struct Case { std::string bytes; ImportOptions opts; };
   std::vector<Case> cases = {{SeqLoopModel().Bytes(), o}, {SeqIfModel(false).Bytes(), {}}};
   for (const Case& c : cases) {
-    auto base = ImportOnnxBytes(c.bytes.data(), c.bytes.size(), c.opts);
+    auto base = ImportUnchecked(c.bytes.data(), c.bytes.size(), c.opts);
     ASSERT_TRUE(base.ok()) << base.status().ToString();
     uint32_t seed = 4242;
     auto rnd = [&seed]() { seed = seed * 1664525u + 1013904223u; return seed >> 8; };
@@ -2111,7 +2177,7 @@ TEST(OnnxSequence, MutatedModelsNeverCrash) {
       std::string m = c.bytes;
       int flips = 1 + rnd() % 4;
       for (int i = 0; i < flips; ++i) m[rnd() % m.size()] = static_cast<char>(rnd());
-      auto r = ImportOnnxBytes(m.data(), m.size(), c.opts);
+      auto r = ImportUnchecked(m.data(), m.size(), c.opts);
       if (!r.ok()) continue;
       ++ok;
       Status v = ir::Verify(*r.value());

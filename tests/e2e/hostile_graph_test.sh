@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Odd graphs and hostile tool input (issue: hostile input): each case either
+# compiles and runs to the hand-derived result, or fails with `error:` and
+# the expected message; never a crash (exit >= 128), never a hang (ctest's
+# timeout).
+#   hostile_graph_test.sh KILN_COMPILE KILN_RUN WORK_DIR
+# Models are written as ONNX text and encoded with protoc (onnx/onnx.proto).
+set -u
+compile=$1 run=$2 work=$3
+mkdir -p "$work"
+fails=0
+fail() { echo "FAIL [$1] $2"; fails=$((fails + 1)); }
+encode() { protoc --encode=onnx.ModelProto -I/usr/include onnx/onnx.proto >"$1"; }
+tensor() { # NAME ELEM DIMS... : a value_info with a static tensor type
+  local name=$1 elem=$2 dims=""; shift 2
+  for d in "$@"; do dims="$dims dim { dim_value: $d }"; done
+  echo "{ name: \"$name\" type { tensor_type { elem_type: $elem shape {$dims } } } }"
+}
+expect_error() { # label, expected substring, command...
+  local label=$1 want=$2; shift 2
+  local out rc
+  out=$("$@" 2>&1 >/dev/null); rc=$?
+  { [ $rc -eq 1 ] && grep -q "^error:" <<<"$out" && grep -qF -- "$want" <<<"$out"; } ||
+    fail "$label" "rc=$rc (want 1, 'error:' and '$want'): $out"
+}
+expect_result() { # label, expected result line, run args...
+  local label=$1 want=$2; shift 2
+  local out rc
+  out=$("$run" "$@" 2>&1 | grep -v '^kiln: vulkan loader'); rc=${PIPESTATUS[0]}
+  { [ $rc -eq 0 ] && grep -qxF -- "$want" <<<"$out"; } || fail "$label" "rc=$rc, want '$want': $out"
+}
+
+# A MatMul with M = 0: an empty result, no dispatch (codegen divided by zero).
+{ echo 'ir_version: 7 opset_import { domain: "" version: 13 } graph { name: "g"'
+  echo 'node { op_type: "MatMul" input: "a" input: "b" output: "y" }'
+  echo "input $(tensor a 1 0 4) input $(tensor b 1 4 3) output $(tensor y 1 0 3) }"; } | encode "$work/mm0.onnx"
+"$compile" "$work/mm0.onnx" -o "$work/mm0.kiln" || fail "matmul M=0" "does not compile"
+expect_result "matmul M=0" "result[0]: tensor<0x3xf32> = []" --module="$work/mm0.kiln" --input=0x4xf32= \
+  --input=4x3xf32=1,2,3,4,5,6,7,8,9,10,11,12
+
+# 4,000 chained Adds (y_k = y_{k-1} + x) fuse into dispatch regions of bounded
+# size (the recursion of one 4,000-op region overflowed the stack):
+# y = 4001 x, exact in f32.
+{ echo 'ir_version: 7 opset_import { domain: "" version: 13 } graph { name: "g"'
+  prev=x
+  for i in $(seq 1 4000); do echo "node { op_type: \"Add\" input: \"$prev\" input: \"x\" output: \"t$i\" }"; prev=t$i; done
+  echo "input $(tensor x 1 4) output $(tensor t4000 1 4) }"; } | encode "$work/chain.onnx"
+"$compile" "$work/chain.onnx" -o "$work/chain.kiln" || fail "chain" "does not compile"
+expect_result "chain of 4000 adds" "result[0]: tensor<4xf32> = [4001, 8002, 12003, 16004]" \
+  --module="$work/chain.kiln" --input=4xf32=1,2,3,4
+
+# Malformed ONNX: two nodes write one tensor (ONNX's checker); an opset no
+# release defines; a rank-9 input.
+{ echo 'ir_version: 7 opset_import { domain: "" version: 13 } graph { name: "g"'
+  echo 'node { op_type: "Relu" input: "x" output: "y" } node { op_type: "Neg" input: "x" output: "y" }'
+  echo "input $(tensor x 1 4) output $(tensor y 1 4) }"; } | encode "$work/ssa.onnx"
+expect_error "two writers" "single static assignment" "$compile" "$work/ssa.onnx" -o "$work/x.kiln"
+{ echo 'ir_version: 7 opset_import { domain: "" version: 999 } graph { name: "g"'
+  echo 'node { op_type: "Relu" input: "x" output: "y" }'
+  echo "input $(tensor x 1 4) output $(tensor y 1 4) }"; } | encode "$work/opset.onnx"
+expect_error "opset 999" "opset 999" "$compile" "$work/opset.onnx" -o "$work/x.kiln"
+{ echo 'ir_version: 7 opset_import { domain: "" version: 13 } graph { name: "g"'
+  echo 'node { op_type: "Relu" input: "x" output: "y" }'
+  echo "input $(tensor x 1 1 1 1 1 1 1 1 1 1) output $(tensor y 1 1 1 1 1 1 1 1 1 1) }"; } | encode "$work/rank.onnx"
+expect_error "rank 9" "input 'x' has rank 9" "$compile" "$work/rank.onnx" -o "$work/x.kiln"
+
+# kiln-compile writes its output atomically (a new file renamed over the
+# old one: a runtime that maps the old module keeps its bytes).
+before=$(stat -c %i "$work/chain.kiln")
+"$compile" "$work/chain.onnx" -o "$work/chain.kiln" || fail "recompile" "does not compile"
+[ "$(stat -c %i "$work/chain.kiln")" != "$before" ] || fail "atomic output" "the module was rewritten in place"
+ls "$work"/chain.kiln.tmp.* >/dev/null 2>&1 && fail "atomic output" "a temporary file was left"
+
+# Tool input: no allocation of an absurd literal, no reading /dev/zero.
+expect_error "huge literal" "limit of --input" "$run" --module="$work/chain.kiln" --input=68719476736xf32=0
+expect_error "npy from /dev/zero" "not a regular file" "$run" --module="$work/chain.kiln" --input=@/dev/zero
+
+if [ $fails -ne 0 ]; then echo "$fails hostile-graph cases failed"; exit 1; fi
+echo "hostile graphs: all cases handled"
