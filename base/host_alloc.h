@@ -6,10 +6,13 @@
 // devices, buffers, command buffers, executables, semaphores; VM modules,
 // contexts, buffer views; C API handles), the block pools behind the
 // per-invoke objects, C API statuses and function records, and the
-// containers declared with HostStdAllocator. Not routed: base::Status's
-// message (shared with the compiler; errors only), std containers of the VM
-// and HAL that still use std::allocator, and the Vulkan loader's and
-// driver's own memory.
+// containers declared with HostStdAllocator (HostVector, HostString: the
+// VM's and HAL's tables and scratch), frames, module states, recordings and
+// base::Status messages. Not routed: std::string temporaries that format an
+// error message (error paths only), and the Vulkan loader's and driver's
+// own memory. tests/e2e/host_memory_test.cc checks, with malloc replaced
+// for the process, that a real model's load, invokes and release allocate
+// nothing outside the hooks.
 //
 // Failure: HostAllocate returns null (callers report kResourceExhausted).
 // A container (HostStdAllocator) cannot report a failure, so when the hook
@@ -24,6 +27,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -64,6 +69,14 @@ uint64_t HostAllocationsLive() noexcept;
   static void* operator new(size_t, void* where) noexcept { return where; }               \
   static void operator delete(void* p) noexcept { ::kiln::HostFree(p); }
 
+// Like KILN_HOST_NEW_DELETE, for objects whose creators cannot report a
+// failure (never null: HostAllocateOrFallBack, a refusal is counted).
+#define KILN_HOST_NEW_DELETE_NEVER_NULL                                        \
+  static void* operator new(size_t size) {                                     \
+    return ::kiln::HostAllocateOrFallBack(size, alignof(std::max_align_t));    \
+  }                                                                            \
+  static void operator delete(void* p) noexcept { ::kiln::HostFree(p); }
+
 // std allocator over HostAllocateOrFallBack: std::vector<T, HostStdAllocator<T>>.
 template <typename T>
 struct HostStdAllocator {
@@ -80,6 +93,11 @@ struct HostStdAllocator {
   template <typename U>
   bool operator!=(const HostStdAllocator<U>&) const noexcept { return false; }
 };
+
+// The runtime's containers: std::vector and std::string over the hooks.
+template <typename T>
+using HostVector = std::vector<T, HostStdAllocator<T>>;
+using HostString = std::basic_string<char, std::char_traits<char>, HostStdAllocator<char>>;
 
 }  // namespace kiln
 

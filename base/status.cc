@@ -1,6 +1,10 @@
 #include "base/status.h"
 
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
+
+#include "base/host_alloc.h"
 
 namespace kiln {
 
@@ -19,40 +23,83 @@ const char* StatusCodeName(StatusCode code) {
   return "UNKNOWN";
 }
 
-Status::Status(StatusCode code, std::string message) {
-  if (code != StatusCode::kOk) {
-    rep_.reset(new Rep{code, std::move(message)});
+std::string operator+(const std::string& a, StatusMessage b) {
+  std::string r = a;
+  return r.append(b.data(), b.size());
+}
+std::string operator+(StatusMessage a, const std::string& b) { return a.str() + b; }
+std::string operator+(const char* a, StatusMessage b) { return std::string(a) + b; }
+std::string operator+(StatusMessage a, const char* b) { return a.str() + b; }
+
+Status::Rep* Status::NewRep(StatusCode code, std::string_view prefix, std::string_view message) {
+  // Bounded, so the size fits the header (messages are far shorter).
+  prefix = prefix.substr(0, 1u << 30);
+  message = message.substr(0, 1u << 30);
+  size_t size = prefix.size() + (prefix.empty() ? 0 : 2) + message.size();
+  // Never null: a refused hook falls back to malloc and is counted
+  // (host_alloc.h), so the C API reports RESOURCE_EXHAUSTED.
+  auto* rep = static_cast<Rep*>(HostAllocateOrFallBack(offsetof(Rep, text) + size + 1, 16));
+  rep->code = code;
+  rep->size = static_cast<uint32_t>(size);
+  char* p = rep->text;
+  if (!prefix.empty()) {  // (an empty view's data() may be null: no memcpy)
+    std::memcpy(p, prefix.data(), prefix.size());
+    std::memcpy(p + prefix.size(), ": ", 2);
+    p += prefix.size() + 2;
   }
+  if (!message.empty()) std::memcpy(p, message.data(), message.size());
+  p[message.size()] = '\0';
+  return rep;
 }
 
-Status::Status(StatusCode code, const char* message) {
-  if (code != StatusCode::kOk) {
-    rep_.reset(new Rep{code, std::string(message ? message : "")});
-  }
+Status::Status(StatusCode code, std::string_view message) {
+  if (code != StatusCode::kOk) rep_ = NewRep(code, {}, message);
 }
+
+Status::Status(StatusCode code, const char* message)
+    : Status(code, std::string_view(message ? message : "")) {}
 
 Status::Status(const Status& other) {
-  if (other.rep_) rep_.reset(new Rep(*other.rep_));
+  if (other.rep_) rep_ = NewRep(other.rep_->code, {}, other.message());
 }
 
 Status& Status::operator=(const Status& other) {
-  if (this != &other) rep_.reset(other.rep_ ? new Rep(*other.rep_) : nullptr);
+  if (this != &other) {
+    Rep* copy = other.rep_ ? NewRep(other.rep_->code, {}, other.message()) : nullptr;
+    HostFree(rep_);
+    rep_ = copy;
+  }
   return *this;
 }
 
-const std::string& Status::message() const {
-  static const std::string kEmpty;
-  return rep_ ? rep_->message : kEmpty;
+Status::~Status() { HostFree(rep_); }
+
+StatusMessage Status::message() const {
+  return rep_ ? StatusMessage(rep_->text, rep_->size) : StatusMessage("", 0);
 }
 
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  return std::string(StatusCodeName(rep_->code)) + ": " + rep_->message;
+  return std::string(StatusCodeName(rep_->code)) + ": " + message();
 }
 
-Status& Status::Annotate(const std::string& context) {
-  if (rep_) rep_->message = context + ": " + rep_->message;
+Status& Status::Annotate(std::string_view context) {
+  if (rep_) {
+    Rep* annotated = NewRep(rep_->code, context, message());
+    HostFree(rep_);
+    rep_ = annotated;
+  }
   return *this;
+}
+
+Status& Status::Annotatef(const char* fmt, ...) {
+  if (!rep_) return *this;
+  char buffer[1024];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buffer, sizeof(buffer), fmt, args);
+  va_end(args);
+  return Annotate(buffer);
 }
 
 Status MakeStatus(StatusCode code, const char* fmt, ...) {

@@ -5,12 +5,16 @@
 // StatusOr<T>; nothing in the runtime throws or aborts on bad input.
 //
 // Ownership: a Status owns its message. Moving transfers it; copying duplicates.
+// The message lives in host memory of the runtime's allocator
+// (base/host_alloc.h: the kiln_set_allocator hook, else malloc).
 #ifndef KILN_BASE_STATUS_H_
 #define KILN_BASE_STATUS_H_
 
 #include <cstdarg>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace kiln {
@@ -29,31 +33,56 @@ enum class StatusCode : int {
 
 const char* StatusCodeName(StatusCode code);
 
+// A Status's message: a view of NUL-terminated text (c_str()) that converts
+// to std::string and concatenates with strings like one. Valid while the
+// Status lives and is not modified.
+class StatusMessage : public std::string_view {
+ public:
+  StatusMessage(const char* text, size_t size) : std::string_view(text, size) {}
+  StatusMessage(const char* text) : std::string_view(text) {}  // NOLINT: implicit
+  const char* c_str() const { return data(); }
+  operator std::string() const { return std::string(data(), size()); }  // NOLINT: implicit
+  std::string str() const { return std::string(data(), size()); }
+};
+std::string operator+(const std::string& a, StatusMessage b);
+std::string operator+(StatusMessage a, const std::string& b);
+std::string operator+(const char* a, StatusMessage b);
+std::string operator+(StatusMessage a, const char* b);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message);
+  Status(StatusCode code, std::string_view message);
   // Out of line, so a call site with a literal builds no std::string.
   Status(StatusCode code, const char* message);
   Status(const Status& other);
   Status& operator=(const Status& other);
-  Status(Status&&) noexcept = default;
-  Status& operator=(Status&&) noexcept = default;
+  Status(Status&& other) noexcept : rep_(other.rep_) { other.rep_ = nullptr; }
+  Status& operator=(Status&& other) noexcept {
+    std::swap(rep_, other.rep_);
+    return *this;
+  }
+  ~Status();
 
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
-  const std::string& message() const;
+  StatusMessage message() const;
   // "INVALID_ARGUMENT: message" or "OK".
   std::string ToString() const;
   // Prepends context: "context: message". No-op on OK.
-  Status& Annotate(const std::string& context);
+  Status& Annotate(std::string_view context);
+  // Annotate with a printf-style context (at most 1023 bytes of it).
+  Status& Annotatef(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
  private:
+  // One block: the code, the length and the text (NUL-terminated).
   struct Rep {
     StatusCode code;
-    std::string message;
+    uint32_t size;
+    char text[1];
   };
-  std::unique_ptr<Rep> rep_;
+  static Rep* NewRep(StatusCode code, std::string_view prefix, std::string_view message);
+  Rep* rep_ = nullptr;
 };
 
 inline Status OkStatus() { return Status(); }

@@ -102,13 +102,13 @@ class Buffer : public RefObject {
 // Compiled SPIR-V with its entry points, created once per module load (with a
 // pipeline cache on Vulkan).
 struct EntryPointInfo {
-  std::string name;             // SPIR-V entry point name
+  HostString name;             // SPIR-V entry point name
   uint32_t binding_count = 0;   // storage buffers at set 0, bindings 0..n-1
   uint32_t push_constant_bytes = 0;
   uint32_t workgroup_size[3] = {1, 1, 1};
   // Values of the specialization constants with constant_id 1..N, 32 bits
   // each (constant_id 0 is the driver's: kiln_exact_fma).
-  std::vector<uint32_t> specialization;
+  HostVector<uint32_t> specialization;
 };
 class Executable : public RefObject {
  public:
@@ -210,8 +210,8 @@ class CommandBuffer : public RefObject {
 };
 
 struct DeviceInfo {
-  std::string name;        // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string driver;      // "vulkan"
+  HostString name;        // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+  HostString driver;      // "vulkan"
   bool unified_memory = false;  // all device-local memory is host visible
   uint64_t max_storage_buffer_range = 0;
   uint32_t min_storage_buffer_offset_alignment = 16;
@@ -224,7 +224,7 @@ struct DeviceInfo {
   // Optional features the driver enabled, e.g. "shaderFloat16",
   // "storageBuffer16BitAccess", "synchronization2", "push_descriptor",
   // "validation".
-  std::vector<std::string> features;
+  HostVector<HostString> features;
   // Appended (profiling): GPU timestamps on the compute queue. 0 valid bits:
   // the device cannot time commands (Device::CreateTimestampQueryPool fails).
   uint32_t timestamp_valid_bits = 0;  // Vulkan: the queue family's timestampValidBits
@@ -242,7 +242,7 @@ class Device : public RefObject {
   // Creates compute pipelines for every entry point of `spirv` (words).
   virtual StatusOr<Ref<Executable>> CreateExecutable(
       const uint32_t* spirv, size_t word_count,
-      const std::vector<EntryPointInfo>& entry_points) = 0;
+      const HostVector<EntryPointInfo>& entry_points) = 0;
   virtual StatusOr<Ref<CommandBuffer>> CreateCommandBuffer() = 0;
   virtual StatusOr<Ref<Semaphore>> CreateSemaphore(uint64_t initial_value) = 0;
   // Submits `command_buffer` after all `waits` are reached; signals `signals`
@@ -269,7 +269,7 @@ struct DeviceOptions {
   // Select by index in enumeration order (-1: first) or by a case-insensitive
   // substring of the device name (empty: any). Name wins when both are set.
   int index = -1;
-  std::string name;
+  HostString name;
   // Enable VK_LAYER_KHRONOS_validation with synchronization validation (also
   // forced by env KILN_VALIDATION=1); every message is printed to stderr and
   // counted (hal/driver.h ValidationMessageCount()). kNotFound if the layer

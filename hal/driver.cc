@@ -7,7 +7,7 @@
 namespace kiln::hal {
 namespace {
 
-bool IsVulkan(const std::string& driver) {
+bool IsVulkan(std::string_view driver) {
   static const char kName[] = "vulkan";
   if (driver.size() != sizeof(kName) - 1) return false;
   for (size_t i = 0; i < driver.size(); ++i) {
@@ -16,31 +16,26 @@ bool IsVulkan(const std::string& driver) {
   return true;
 }
 
-Status UnknownDriver(const std::string& driver) {
-  std::string available;
-  for (const std::string& name : AvailableDrivers()) {
-    if (!available.empty()) available += ", ";
-    available += name;
-  }
-  return NotFoundError("unknown HAL driver '%s' (available: %s)", driver.c_str(),
-                       available.c_str());
+Status UnknownDriver(std::string_view driver) {
+  return NotFoundError("unknown HAL driver '%.*s' (available: vulkan)",
+                       static_cast<int>(driver.size()), driver.data());
 }
 
 }  // namespace
 
 std::vector<std::string> AvailableDrivers() { return {"vulkan"}; }
 
-StatusOr<std::vector<std::string>> EnumerateDevices(const std::string& driver) {
+StatusOr<std::vector<std::string>> EnumerateDevices(std::string_view driver) {
   if (IsVulkan(driver)) return vulkan::EnumerateDevices();
   return UnknownDriver(driver);
 }
 
-StatusOr<std::vector<DeviceDescription>> DescribeDevices(const std::string& driver) {
+StatusOr<HostVector<DeviceDescription>> DescribeDevices(std::string_view driver) {
   if (IsVulkan(driver)) return vulkan::DescribeDevices();
   return UnknownDriver(driver);
 }
 
-StatusOr<Ref<Device>> CreateDevice(const std::string& driver, const DeviceOptions& options) {
+StatusOr<Ref<Device>> CreateDevice(std::string_view driver, const DeviceOptions& options) {
   if (IsVulkan(driver)) return vulkan::CreateDevice(options);
   return UnknownDriver(driver);
 }

@@ -21,11 +21,11 @@ std::vector<std::string> AvailableDrivers();
 // Device names of `driver` in enumeration order (DeviceOptions::index indexes
 // this list). Errors: kNotFound for an unknown driver; driver errors (e.g. no
 // Vulkan loader: kUnimplemented). Cost: creates a temporary instance (ms).
-StatusOr<std::vector<std::string>> EnumerateDevices(const std::string& driver);
+StatusOr<std::vector<std::string>> EnumerateDevices(std::string_view driver);
 
 // What a driver reports about one device (kiln_enumerate_devices).
 struct DeviceDescription {
-  std::string name;             // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+  HostString name;              // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
   // 0 other, 1 integrated GPU, 2 discrete GPU, 3 virtual GPU, 4 CPU (the
   // numbering of VkPhysicalDeviceType and kiln_device_type_t).
   uint32_t type = 0;
@@ -37,7 +37,7 @@ struct DeviceDescription {
 
 // Descriptions of the devices of `driver`, in the order of EnumerateDevices.
 // Errors and cost: as EnumerateDevices.
-StatusOr<std::vector<DeviceDescription>> DescribeDevices(const std::string& driver);
+StatusOr<HostVector<DeviceDescription>> DescribeDevices(std::string_view driver);
 
 // Creates a device of `driver` ("vulkan") selected by `options` (see
 // DeviceOptions). Errors: kNotFound for an unknown driver or when no device
@@ -45,7 +45,7 @@ StatusOr<std::vector<DeviceDescription>> DescribeDevices(const std::string& driv
 // kNotFound when validation is requested but the layer is missing;
 // kUnimplemented when the device lacks required features.
 // Ownership: the caller owns the returned reference.
-StatusOr<Ref<Device>> CreateDevice(const std::string& driver, const DeviceOptions& options);
+StatusOr<Ref<Device>> CreateDevice(std::string_view driver, const DeviceOptions& options);
 
 // Validation-layer messages (warning or error severity) received so far by
 // all drivers in this process. Process-global (not per device), thread-safe;

@@ -356,7 +356,7 @@ void kiln_module_release(kiln_module_t module) {
   ReleaseHandle<HandleTag::kModule>(module, "kiln_module_release");
 }
 const char* kiln_module_name(kiln_module_t module) {
-  return module ? module->module->name().c_str() : "";
+  return module ? module->module->name().data() : "";
 }
 
 // --- context -----------------------------------------------------------------
@@ -423,7 +423,7 @@ kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* n
 }
 
 const char* kiln_function_name(kiln_function_t function) {
-  return function ? function->info->name.c_str() : "";
+  return function ? function->info->name.data() : "";
 }
 size_t kiln_function_arg_count(kiln_function_t function) {
   return function ? function->info->arg_count : 0;

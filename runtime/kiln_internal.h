@@ -33,8 +33,7 @@
 // --- handle types ------------------------------------------------------------
 
 // Containers of the C API's handles: host memory through the allocator hook.
-template <typename T>
-using HostVector = std::vector<T, kiln::HostStdAllocator<T>>;
+using kiln::HostVector;
 
 // Handle checks: every handle carries a tag naming its type while alive; the
 // destructor overwrites it, so a release of a dead handle is caught as long

@@ -92,7 +92,7 @@ kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
   if (function->context != context) {
     return Wrap(kiln::InvalidArgumentError(
         "kiln_invoke: function '%s' was looked up in a different context",
-        function->info->name.c_str()));
+        function->info->name.data()));
   }
   if (!args && arg_count) return NullArg("kiln_invoke", "args");
   if (!out_results && result_count) return NullArg("kiln_invoke", "out_results");
@@ -131,7 +131,7 @@ kiln_status_t InvokeExImpl(const char* api, kiln_context_t context, kiln_functio
   if (function->context != context) {
     return fail(kiln::InvalidArgumentError(
         "%s: function '%s' was looked up in a different context", api,
-        function->info->name.c_str()));
+        function->info->name.data()));
   }
   if (!args && arg_count) return NullArg(api, "args");
   if (!out_results && result_count) {
@@ -140,7 +140,7 @@ kiln_status_t InvokeExImpl(const char* api, kiln_context_t context, kiln_functio
   if (result_count != function->info->result_count) {
     return fail(kiln::InvalidArgumentError(
         "%s: function '%s' returns %u results, %zu result slots given", api,
-        function->info->name.c_str(), function->info->result_count, result_count));
+        function->info->name.data(), function->info->result_count, result_count));
   }
   uint64_t allocations_before = kiln::vm::HostAllocationCount();
   Grow(&context->invoke_args, arg_count);
@@ -178,7 +178,7 @@ kiln_status_t InvokeExImpl(const char* api, kiln_context_t context, kiln_functio
         return fail(kiln::InvalidArgumentError(
             "%s: args[%zu]: output storage for result %d, but function '%s' has %zu "
             "results",
-            api, i, a.result_index, function->info->name.c_str(), result_count));
+            api, i, a.result_index, function->info->name.data(), result_count));
       }
       size_t k = static_cast<size_t>(a.result_index);
       if (context->storage_tensors[k]) {
@@ -197,7 +197,7 @@ kiln_status_t InvokeExImpl(const char* api, kiln_context_t context, kiln_functio
     return fail(kiln::InvalidArgumentError(
         "%s: function '%s' expects %u arguments, got %zu (plus %zu output storage "
         "entries)", api,
-        function->info->name.c_str(), function->info->arg_count, n, arg_count - n));
+        function->info->name.data(), function->info->arg_count, n, arg_count - n));
   }
   // Pass 2: adopt consumed references. A handle nobody else holds gives up
   // its view (so the view's only holder becomes the call); otherwise the view

@@ -64,7 +64,7 @@ std::string FeatureText(uint32_t f) {
 void Dump(const Module& m) {
   const kiln::format::Module* def = m.def();
   const uint8_t* base = m.bytes().data;
-  std::printf("module: %s\n", m.name().c_str());
+  std::printf("module: %s\n", m.name().data());
   std::printf("version: %u\n", def->version());
   std::printf("features: 0x%x (%s)\n", static_cast<uint32_t>(def->features()),
               FeatureText(static_cast<uint32_t>(def->features())).c_str());
@@ -72,19 +72,20 @@ void Dump(const Module& m) {
 
   std::printf("\nimports (%u):\n", m.import_count());
   for (uint32_t i = 0; i < m.import_count(); ++i) {
-    const std::string& name = m.import_names()[i];
+    std::string_view name = m.import_names()[i];  // NUL-terminated (module bytes)
     const kiln::vm::HalImportInfo* info = kiln::vm::FindHalImport(name);
-    std::printf("  #%u %s \"%s\"%s%s\n", i, name.c_str(),
+    std::printf("  #%u %s \"%s\"%s%s\n", i, name.data(),
                 m.import_signatures()[i].ToString().c_str(), info ? "  -- " : "",
                 info ? kiln::vm::HalImportMeaning(info->id) : "");
   }
 
   std::vector<std::string> function_names = m.function_names();
+  std::vector<std::string> import_names(m.import_names().begin(), m.import_names().end());
   std::printf("\nfunctions (%u):\n", m.function_count());
   for (uint32_t f = 0; f < m.function_count(); ++f) {
     const kiln::vm::FunctionInfo& info = m.function(f);
     const kiln::format::Function* fd = info.def;
-    std::printf("  #%u %s%s%s\n", f, info.name.c_str(), info.exported ? " (exported)" : "",
+    std::printf("  #%u %s%s%s\n", f, info.name.data(), info.exported ? " (exported)" : "",
                 static_cast<int>(f) == m.initializer() ? " (initializer)" : "");
     std::printf("    args (%u):\n", info.arg_count);
     for (uint32_t a = 0; a < info.arg_count; ++a) {
@@ -113,7 +114,7 @@ void Dump(const Module& m) {
         break;
       }
       std::string text =
-          kiln::vm::DisassembleInstruction(inst, m.import_names(), function_names);
+          kiln::vm::DisassembleInstruction(inst, import_names, function_names);
       std::string_view loc = m.DebugLocation(f, offset);
       if (!loc.empty() && loc != last_loc) {
         text += "    // " + std::string(loc);
@@ -189,7 +190,7 @@ void Dump(const Module& m) {
   }
   int init = m.initializer();
   if (init >= 0) {
-    std::printf("\ninitializer: #%d %s\n", init, m.function(init).name.c_str());
+    std::printf("\ninitializer: #%d %s\n", init, m.function(init).name.data());
   } else {
     std::printf("\ninitializer: none\n");
   }
@@ -213,7 +214,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: expected one module path\nusage: kiln-dump MODEL.kiln\n");
     return 2;
   }
-  auto module = Module::LoadFromFile(args[0]);
+  auto module = Module::LoadFromFile(args[0].c_str());
   if (!module.ok()) {
     std::fprintf(stderr, "error: %s\n", module.status().ToString().c_str());
     return 1;

@@ -15,6 +15,17 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 G=$SRC/tests/golden/conv_transpose
 IN=(--input=@$G/input_0.npy --input=@$G/input_1.npy)
 
+# kiln-bench's flags as the other tools' (tools_test.sh): --version, every
+# --help flag line described, the nearest flag suggested.
+"$BENCH" --version | grep -qE '^kiln-bench [0-9]+\.[0-9]+\.[0-9]+ \(Kiln API [0-9]+\)$' ||
+  fail "kiln-bench --version: $("$BENCH" --version 2>&1)"
+"$BENCH" --help >help.txt 2>&1 || fail "kiln-bench --help: exit $?"
+n=$(grep -cE '^  -' help.txt); d=$(grep -cE '^  -[^ ]+ *( [A-Z][^ ]*)? {2,}[a-zA-Z(]' help.txt)
+{ [ "$n" -ge 5 ] && [ "$n" = "$d" ]; } || fail "kiln-bench --help: $d of $n flag lines described"
+out=$("$BENCH" --modul=m.kiln 2>&1); rc=$?
+{ [ $rc -eq 2 ] && grep -q "unknown flag '--modul' (did you mean --module?)" <<<"$out"; } ||
+  fail "kiln-bench near flag: rc=$rc: $out"
+
 "$COMPILE" "$G/model.onnx" -o m.kiln --input-shape=x=1x24x10x12 --input-shape=z=1x4x7 \
   2>err.txt || { echo "FAIL: kiln-compile: $(cat err.txt)"; exit 1; }
 

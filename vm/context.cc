@@ -1,5 +1,7 @@
 #include "vm/context.h"
 
+#include <cstdio>
+
 #include "vm/topology_check.h"
 
 #include <algorithm>
@@ -50,9 +52,21 @@ bool SigMatchesType(const format::TensorSig* sig, const TensorType& type) {
   return true;
 }
 
+// "module 'name'" for messages, built without a host allocation (a name
+// past 200 bytes is cut).
+struct ModuleContext {
+  char text[216];
+  explicit ModuleContext(std::string_view name) {
+    std::snprintf(text, sizeof(text), "module '%.*s'", static_cast<int>(name.size() > 200 ? 200 : name.size()),
+                  name.data());
+  }
+  const char* c_str() const { return text; }
+};
+
 // "main(x: tensor<4xf32>, s: tensor<4xf32>) -> (y: tensor<4xf32>)".
 std::string ExportString(const FunctionInfo& info) {
-  std::string s = info.name + "(";
+  std::string s(info.name);
+  s += "(";
   for (uint32_t i = 0; i < info.arg_count; ++i) {
     const format::TensorSig* sig = info.def->args()->Get(i);
     s += (i ? ", " : "") + SigName(sig) + ": " + SigTypeString(sig);
@@ -115,14 +129,14 @@ StatusOr<Ref<Context>> Context::Create(Ref<hal::Device> device) {
 }
 
 Status Context::ResolveImport(const Module& module, uint32_t i, ResolvedImport* out) const {
-  const std::string& name = module.import_names()[i];
+  std::string_view name = module.import_names()[i];  // NUL-terminated (module bytes)
   const ImportSignature& parsed = module.import_signatures()[i];
-  std::string sig = module.def()->imports()->Get(i)->signature()->str();
-  std::string ctx = "module '" + module.name() + "'";
+  std::string_view sig = module.def()->imports()->Get(i)->signature()->string_view();
+  ModuleContext ctx(module.name());
   if (const HalImportInfo* native = FindHalImport(name)) {
     if (sig != native->signature) {
       return InvalidArgumentError("%s: import %u '%s': signature '%s' does not match the native '%s'",
-                                  ctx.c_str(), i, name.c_str(), sig.c_str(), native->signature);
+                                  ctx.c_str(), i, name.data(), sig.data(), native->signature);
     }
     out->kind = IsContextImport(native->id) ? ResolvedImport::Kind::kContext
                                             : ResolvedImport::Kind::kNative;
@@ -141,11 +155,12 @@ Status Context::ResolveImport(const Module& module, uint32_t i, ResolvedImport* 
         std::string exports;
         for (uint32_t k = 0; k < other.function_count(); ++k) {
           if (!other.function(k).exported) continue;
-          exports += (exports.empty() ? "" : ", ") + other.function(k).name;
+          exports += exports.empty() ? "" : ", ";
+          exports += other.function(k).name;
         }
         return NotFoundError("%s: import %u '%s': module '%s' exports no function '%.*s' "
                              "(exports: %s)",
-                             ctx.c_str(), i, name.c_str(), other.name().c_str(),
+                             ctx.c_str(), i, name.data(), other.name().data(),
                              static_cast<int>(fn_name.size()), fn_name.data(),
                              exports.empty() ? "none" : exports.c_str());
       }
@@ -167,7 +182,7 @@ Status Context::ResolveImport(const Module& module, uint32_t i, ResolvedImport* 
       if (!refs_only || !counts || !types) {
         return FailedPreconditionError(
             "%s: import %u '%s' expects %s, module '%s' exports %s%s", ctx.c_str(), i,
-            name.c_str(), ImportString(parsed).c_str(), other.name().c_str(),
+            name.data(), ImportString(parsed).c_str(), other.name().data(),
             ExportString(info).c_str(),
             refs_only ? "" : " (imports of bytecode functions take and return only tensors: "
                              "ref registers, no repeated group)");
@@ -179,23 +194,25 @@ Status Context::ResolveImport(const Module& module, uint32_t i, ResolvedImport* 
   }
   if (name.rfind("hal.", 0) == 0 || name.find('.') == std::string::npos) {
     return NotFoundError("%s: unknown import %u '%s' (not a function of the native hal module)",
-                         ctx.c_str(), i, name.c_str());
+                         ctx.c_str(), i, name.data());
   }
   std::string registered;
   for (const auto& state : modules_) {
-    registered += (registered.empty() ? "'" : ", '") + state->module->name() + "'";
+    registered += registered.empty() ? "'" : ", '";
+    registered += state->module->name();
+    registered += "'";
   }
   return NotFoundError(
       "%s: unknown import %u '%s': neither a function of the native hal module nor an export "
       "of a module registered before it (registered: %s)",
-      ctx.c_str(), i, name.c_str(), registered.empty() ? "none" : registered.c_str());
+      ctx.c_str(), i, name.data(), registered.empty() ? "none" : registered.c_str());
 }
 
 Status Context::RegisterModule(Ref<Module> module) {
   if (!module) return InvalidArgumentError("null module");
   auto state = std::make_unique<ModuleState>();
   const format::Module* def = module->def();
-  std::string ctx = "module '" + module->name() + "'";
+  ModuleContext ctx(module->name());
   for (const auto& earlier : modules_) {
     if (earlier->module->name() == module->name()) {
       return InvalidArgumentError("%s: a module of that name is already registered",
@@ -221,11 +238,11 @@ Status Context::RegisterModule(Ref<Module> module) {
     }
     for (flatbuffers::uoffset_t i = 0; i < exes->size(); ++i) {
       const format::Executable* exe = exes->Get(i);
-      std::vector<hal::EntryPointInfo> entries;
+      HostVector<hal::EntryPointInfo> entries;
       for (flatbuffers::uoffset_t e = 0; e < exe->entry_points()->size(); ++e) {
         const format::EntryPoint* ep = exe->entry_points()->Get(e);
         hal::EntryPointInfo info;
-        info.name = ep->name()->str();
+        info.name.assign(ep->name()->c_str(), ep->name()->size());
         uint32_t nb = ep->bindings() ? ep->bindings()->size() : 0;
         for (uint32_t b = 0; b < nb; ++b) {
           const format::Binding* binding = ep->bindings()->Get(b);
@@ -233,7 +250,7 @@ Status Context::RegisterModule(Ref<Module> module) {
             return UnimplementedError(
                 "%s: executable %u entry point '%s': binding %u is (set %u, binding %u); only "
                 "set 0 with bindings 0..n-1 is supported",
-                ctx.c_str(), i, info.name.c_str(), b, binding->set(), binding->binding());
+                ctx.c_str(), i, info.name.data(), b, binding->set(), binding->binding());
           }
         }
         info.binding_count = nb;
@@ -251,7 +268,7 @@ Status Context::RegisterModule(Ref<Module> module) {
                                                      entries);
       if (!created.ok()) {
         Status s = created.take_status();
-        return s.Annotate(ctx + ": executable " + std::to_string(i));
+        return s.Annotatef("%s: executable %u", ctx.c_str(), i);
       }
       state->executables.push_back(std::move(created).value());
     }
@@ -278,7 +295,7 @@ Status Context::RegisterModule(Ref<Module> module) {
     ClearFrame(0);
     if (!s.ok()) {
       modules_.pop_back();
-      return s.Annotate(ctx + ": initializer");
+      return s.Annotatef("%s: initializer", ctx.c_str());
     }
   }
   return OkStatus();
@@ -304,7 +321,8 @@ StatusOr<FunctionRef> Context::LookupFunction(std::string_view name) const {
     for (uint32_t f = 0; f < mod.function_count(); ++f) {
       if (!mod.function(f).exported) continue;
       if (mod.function(f).name == name) return FunctionRef{m, f};
-      names += (names.empty() ? "" : ", ") + mod.function(f).name;
+      names += names.empty() ? "" : ", ";
+      names += mod.function(f).name;
     }
   }
   return NotFoundError("no exported function '%.*s' (exported: %s)", static_cast<int>(name.size()),
@@ -315,8 +333,8 @@ const FunctionInfo& Context::function_info(FunctionRef fn) const {
   return modules_[fn.module]->module->function(fn.ordinal);
 }
 
-const std::vector<int32_t>& Context::i32_registers_for_testing() const {
-  static const std::vector<int32_t> kEmpty;
+const HostVector<int32_t>& Context::i32_registers_for_testing() const {
+  static const HostVector<int32_t> kEmpty;
   return frames_.empty() ? kEmpty : frames_[0]->i32;
 }
 
@@ -531,7 +549,7 @@ Status Context::CallBytecodeImport(FunctionRef callee, const ImportCall& call, u
   }
   const FunctionInfo& info = function_info(callee);
   const format::Function* def = info.def;
-  const std::string& module_name = modules_[callee.module]->module->name();
+  std::string_view module_name = modules_[callee.module]->module->name();  // NUL-terminated
   Frame* frame = call.frame;
   Frame* callee_frame = AcquireFrame(depth + 1, info);
   // Borrowed arguments first, then moves, so a register passed both ways is
@@ -556,7 +574,7 @@ Status Context::CallBytecodeImport(FunctionRef callee, const ImportCall& call, u
     if (!ok) {
       Status s = InvalidArgumentError(
           "argument %zu '%s' of '%s.%s': expected %s, got %s", i, SigName(sig).c_str(),
-          module_name.c_str(), info.name.c_str(), SigTypeString(sig).c_str(),
+          module_name.data(), info.name.data(), SigTypeString(sig).c_str(),
           v.type() == RefType::kBufferView ? v.as<BufferView>()->TypeString().c_str()
                                            : RefTypeName(v.type()));
       ClearFrame(depth + 1);
@@ -573,8 +591,8 @@ Status Context::CallBytecodeImport(FunctionRef callee, const ImportCall& call, u
       const format::TensorSig* sig = def->results()->Get(static_cast<flatbuffers::uoffset_t>(i));
       const RefValue& v = callee_frame->R(ret[i].index);
       if (v.type() != RefType::kBufferView || !ViewMatches(v.as<BufferView>(), sig)) {
-        s = InternalError("'%s.%s' result %zu '%s': expected %s, got %s", module_name.c_str(),
-                          info.name.c_str(), i, SigName(sig).c_str(), SigTypeString(sig).c_str(),
+        s = InternalError("'%s.%s' result %zu '%s': expected %s, got %s", module_name.data(),
+                          info.name.data(), i, SigName(sig).c_str(), SigTypeString(sig).c_str(),
                           v.type() == RefType::kBufferView ? v.as<BufferView>()->TypeString().c_str()
                                                            : RefTypeName(v.type()));
         break;
@@ -630,7 +648,7 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
     }
   } guard{args, args ? arg_count : 0};
   struct StorageGuard {
-    std::vector<Ref<BufferView>>* storage;
+    HostVector<Ref<BufferView>>* storage;
     ~StorageGuard() {
       for (Ref<BufferView>& s : *storage) s.reset();
     }
@@ -644,12 +662,12 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
   const FunctionInfo& info = function_info(fn);
   const format::Function* def = info.def;
   if (arg_count != info.arg_count) {
-    return InvalidArgumentError("function '%s' expects %u arguments, got %zu", info.name.c_str(),
+    return InvalidArgumentError("function '%s' expects %u arguments, got %zu", info.name.data(),
                                 info.arg_count, arg_count);
   }
   if (result_count != info.result_count) {
     return InvalidArgumentError("function '%s' returns %u results, %zu result slots given",
-                                info.name.c_str(), info.result_count, result_count);
+                                info.name.data(), info.result_count, result_count);
   }
   for (size_t i = 0; i < result_count; ++i) results[i].reset();
   for (size_t i = 0; i < arg_count; ++i) {
@@ -803,13 +821,13 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
       const format::TensorSig* sig = def->results()->Get(static_cast<flatbuffers::uoffset_t>(i));
       if (v.type() != RefType::kBufferView) {
         status = InternalError("function '%s' result %zu '%s': expected %s, got %s",
-                               info.name.c_str(), i, SigName(sig).c_str(),
+                               info.name.data(), i, SigName(sig).c_str(),
                                SigTypeString(sig).c_str(), RefTypeName(v.type()));
         break;
       }
       if (!ViewMatches(v.as<BufferView>(), sig)) {
         status = InternalError("function '%s' result %zu '%s': expected %s, got %s",
-                               info.name.c_str(), i, SigName(sig).c_str(),
+                               info.name.data(), i, SigName(sig).c_str(),
                                SigTypeString(sig).c_str(),
                                v.as<BufferView>()->TypeString().c_str());
         break;

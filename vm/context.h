@@ -187,7 +187,7 @@ class Context : public RefObject {
   bool IsExclusive(const BufferView* view) const;
 
   // The i32 bank of the outermost frame after the last Invoke (tests).
-  const std::vector<int32_t>& i32_registers_for_testing() const;
+  const HostVector<int32_t>& i32_registers_for_testing() const;
   // Number of allocate_cached slots holding a buffer (tests).
   size_t cached_buffer_count() const { return cache_.size(); }
   size_t command_buffer_pool_size() const { return hal_.command_buffer_pool_size(); }
@@ -214,11 +214,12 @@ class Context : public RefObject {
     FunctionRef bytecode;                  // kBytecode
   };
   struct ModuleState {
+    KILN_HOST_NEW_DELETE_NEVER_NULL
     Ref<Module> module;
-    std::vector<ResolvedImport> imports;
-    std::vector<Ref<hal::Executable>> executables;
-    std::vector<RefValue> rodata;   // one RodataSpan per segment
-    std::vector<RefValue> globals;
+    HostVector<ResolvedImport> imports;
+    HostVector<Ref<hal::Executable>> executables;
+    HostVector<RefValue> rodata;   // one RodataSpan per segment
+    HostVector<RefValue> globals;
   };
   // One allocate_cached slot.
   struct CacheEntry {
@@ -288,23 +289,23 @@ class Context : public RefObject {
                        const RegList& ret, size_t result_count, bool copied);
 
   HalModule hal_;
-  std::vector<std::unique_ptr<Recording>> recordings_;
+  HostVector<std::unique_ptr<Recording>> recordings_;
   std::unique_ptr<Recording> recording_;  // the run being recorded, if any
   const InvokeArg* recording_args_ = nullptr;
   size_t recording_arg_count_ = 0;
   HalModule::Capture capture_;
   uint64_t replay_clock_ = 0;
-  std::vector<uint8_t> scratch_owned_;
-  std::vector<std::unique_ptr<ModuleState>> modules_;
-  std::vector<std::unique_ptr<Frame>> frames_;  // one per call depth, reused
+  HostVector<uint8_t> scratch_owned_;
+  HostVector<std::unique_ptr<ModuleState>> modules_;
+  HostVector<std::unique_ptr<Frame>> frames_;  // one per call depth, reused
   uint64_t next_serial_ = 1;
   // Output storage of the running top-level invocation, one per result
   // (typed as the result); empty outside Invoke.
-  std::vector<Ref<BufferView>> output_storage_;
-  std::vector<CacheEntry> cache_;
+  HostVector<Ref<BufferView>> output_storage_;
+  HostVector<CacheEntry> cache_;
   // Invoke scratch, grown on demand (counted) and reused.
-  std::vector<InvokeArg> scratch_args_;
-  std::vector<uint8_t> scratch_consumed_;
+  HostVector<InvokeArg> scratch_args_;
+  HostVector<uint8_t> scratch_consumed_;
 };
 
 }  // namespace kiln::vm

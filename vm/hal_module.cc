@@ -16,12 +16,6 @@ constexpr HalImportInfo kHalImports[] = {
 };
 }  // namespace
 
-const std::vector<HalImportInfo>& AllHalImports() {
-  static const std::vector<HalImportInfo>* all =
-      new std::vector<HalImportInfo>(std::begin(kHalImports), std::end(kHalImports));
-  return *all;
-}
-
 const HalImportInfo* FindHalImport(std::string_view name) {
   for (const HalImportInfo& info : kHalImports) {
     if (name == info.name) return &info;
@@ -318,7 +312,7 @@ Status HalModule::ExecuteAndWait(CommandBufferState* cb) {
 }
 
 Status HalModule::Call(HalImport id, const ImportCall& call,
-                       const std::vector<Ref<hal::Executable>>& executables) {
+                       const HostVector<Ref<hal::Executable>>& executables) {
   KILN_RETURN_IF_ERROR(RequireDevice());
   switch (id) {
     case HalImport::kBufferViewBuffer: {

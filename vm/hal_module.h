@@ -56,15 +56,15 @@ struct HalImportInfo {
 };
 // The import's meaning from hal_imports.def ("" for an unknown id).
 const char* HalImportMeaning(HalImport id);
-const std::vector<HalImportInfo>& AllHalImports();
 // nullptr when `name` is not a function of the native hal module.
 const HalImportInfo* FindHalImport(std::string_view name);
 
 // The register file of one frame. Banks are sized to a power of two and
 // every access is masked, so even a verifier bug cannot index out of bounds.
 struct Frame {
-  std::vector<int32_t> i32;
-  std::vector<RefValue> refs;
+  KILN_HOST_NEW_DELETE_NEVER_NULL
+  HostVector<int32_t> i32;
+  HostVector<RefValue> refs;
   uint32_t i32_mask = 0;
   uint32_t ref_mask = 0;
   // Unique per activation (never reused within a context): a BufferView
@@ -101,7 +101,7 @@ class HalModule {
   // (hal.executable.lookup). Errors carry no location; the interpreter adds
   // function name, offset and import name.
   Status Call(HalImport id, const ImportCall& call,
-              const std::vector<Ref<hal::Executable>>& executables);
+              const HostVector<Ref<hal::Executable>>& executables);
 
   // Uploads `size` bytes into a new device-local buffer (allocate_initialized).
   StatusOr<Ref<hal::Buffer>> AllocateInitialized(const uint8_t* data, size_t size);
@@ -183,7 +183,7 @@ class HalModule {
                 bool ended = false);
 
   Ref<hal::Device> device_;
-  std::vector<Ref<CommandBufferState>> cb_pool_;
+  HostVector<Ref<CommandBufferState>> cb_pool_;
   Ref<hal::Semaphore> timeline_;
   Ref<hal::Buffer> readback_;  // host-visible, 4 bytes: hal.buffer.load of unmapped memory
   uint64_t timeline_value_ = 0;   // value of the last submission
@@ -192,15 +192,15 @@ class HalModule {
     Ref<CommandBufferState> cb;
     uint64_t value = 0;  // its timepoint
   };
-  std::vector<InFlight> in_flight_;  // preallocated (kInFlightCapacity)
+  HostVector<InFlight> in_flight_;  // preallocated (kInFlightCapacity)
   static constexpr size_t kInFlightCapacity = 64;
   hal::SemaphorePoint invocation_wait_{};
   hal::SemaphorePoint invocation_signal_{};
   bool attach_signal_ = false;
   bool signal_attached_ = false;
   Capture* capture_ = nullptr;
-  std::vector<hal::BufferBinding> bindings_;  // scratch, reused across calls
-  std::vector<hal::BufferBarrier> barriers_;  // scratch, reused across calls
+  HostVector<hal::BufferBinding> bindings_;  // scratch, reused across calls
+  HostVector<hal::BufferBarrier> barriers_;  // scratch, reused across calls
 };
 
 }  // namespace kiln::vm

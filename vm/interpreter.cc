@@ -37,20 +37,23 @@ StatusCode FailCode(int32_t code) {
 
 Status Context::Annotate(Status status, uint32_t m, uint32_t function, uint32_t offset,
                          const DecodedInstruction* inst) const {
+  // "main@0x0012 CALL_IMPORT hal.command_buffer.dispatch [conv_3]", built
+  // without a host allocation.
   const Module& mod = *modules_[m]->module;
-  char where[64];
-  std::snprintf(where, sizeof(where), "@0x%04x", offset);
-  std::string ctx = mod.function(function).name + where;
-  if (inst) {
-    ctx += std::string(" ") + inst->info->name;
-    if (inst->opcode == Opcode::CALL_IMPORT) {
-      ctx += " " + mod.import_names()[inst->operands[0].value];
-    } else if (inst->opcode == Opcode::CALL) {
-      ctx += " " + mod.function(inst->operands[0].value).name;
-    }
+  std::string_view fn = mod.function(function).name;
+  std::string_view callee;
+  if (inst && inst->opcode == Opcode::CALL_IMPORT) {
+    callee = mod.import_names()[inst->operands[0].value];
+  } else if (inst && inst->opcode == Opcode::CALL) {
+    callee = mod.function(inst->operands[0].value).name;
   }
   std::string_view loc = mod.DebugLocation(function, offset);
-  if (!loc.empty()) ctx += " [" + std::string(loc) + "]";
+  char ctx[768];
+  std::snprintf(ctx, sizeof(ctx), "%.*s@0x%04x%s%s%s%.*s%s%.*s%s", static_cast<int>(fn.size()),
+                fn.data(), offset, inst ? " " : "", inst ? inst->info->name : "",
+                callee.empty() ? "" : " ", static_cast<int>(callee.size()), callee.data(),
+                loc.empty() ? "" : " [", static_cast<int>(loc.size()), loc.data(),
+                loc.empty() ? "" : "]");
   return status.Annotate(ctx);
 }
 

@@ -170,7 +170,7 @@ bool ParseTensorType(std::string_view text, TensorType* out) {
   return out->dtype != DType::kInvalid && out->dims.size() <= 8;
 }
 
-Status ParseTypeList(std::string_view full, std::string_view list, std::vector<TensorType>* out) {
+Status ParseTypeList(std::string_view full, std::string_view list, HostVector<TensorType>* out) {
   if (list.empty()) return OkStatus();
   size_t start = 0;
   for (;;) {
@@ -257,7 +257,7 @@ StatusOr<ImportSignature> ImportSignature::Parse(std::string_view full) {
 }
 
 std::string ImportSignature::ToString() const {
-  std::string s = fixed_args;
+  std::string s(fixed_args);
   if (!repeated.empty()) s += "*" + repeated;
   s += "_" + results;
   if (typed) {
@@ -495,7 +495,7 @@ Status VerifyBytecode(ByteSpan code, const FunctionLimits& limits) {
                          limits.i32_register_count, limits.ref_register_count, kMaxRegisters);
   }
   // Pass 1: decode everything, mark instruction starts, check operands.
-  std::vector<uint8_t> is_start(code.size, 0);
+  HostVector<uint8_t> is_start(code.size, 0);
   uint32_t offset = 0;
   DecodedInstruction inst;
   Opcode last = Opcode::NOP;

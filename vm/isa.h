@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/host_alloc.h"
 #include "base/status.h"
 
 namespace kiln::vm {
@@ -152,7 +153,7 @@ Status DecodeInstruction(ByteSpan code, uint32_t offset, DecodedInstruction* out
 // Static tensor type of a typed import signature: "1x16x96xf32", "f32".
 struct TensorType {
   DType dtype = DType::kInvalid;
-  std::vector<int64_t> dims;
+  HostVector<int64_t> dims;
   // "1x16x96xf32" (the signature spelling; rank 0 is just the dtype).
   std::string ToString() const;
   // "tensor<1x16x96xf32>" (the spelling of vm::TensorTypeString).
@@ -170,12 +171,12 @@ struct TensorType {
 // allowed on either side, e.g. "_r:->4xf32"). Untyped bytecode imports are
 // checked by count only.
 struct ImportSignature {
-  std::string fixed_args;  // "rriiii"
-  std::string repeated;    // "rii" ("" when the signature has no '*')
-  std::string results;     // ""
+  HostString fixed_args;  // "rriiii"
+  HostString repeated;    // "rii" ("" when the signature has no '*')
+  HostString results;     // ""
   bool typed = false;      // a ':' type section was present
-  std::vector<TensorType> arg_types;     // typed only: one per argument
-  std::vector<TensorType> result_types;  // typed only: one per result
+  HostVector<TensorType> arg_types;     // typed only: one per argument
+  HostVector<TensorType> result_types;  // typed only: one per result
 
   // Parses a signature string. Grammar:
   //   [ir]* ('*' [ir]+)? '_' [ir]* (':' TYPES? '->' TYPES?)?
@@ -282,10 +283,10 @@ struct FunctionLimits {
   uint32_t ref_register_count = 0;
   uint32_t result_count = 0;                     // RET must return this many refs
   uint32_t rodata_count = 0;
-  std::vector<uint8_t> global_is_ref;            // one per module global (0/1)
-  const std::vector<ImportSignature>* imports = nullptr;  // one per import
+  HostVector<uint8_t> global_is_ref;            // one per module global (0/1)
+  const HostVector<ImportSignature>* imports = nullptr;  // one per import
   // Per bytecode function of the module: (arg count, result count), for CALL.
-  std::vector<std::pair<uint32_t, uint32_t>> functions;
+  HostVector<std::pair<uint32_t, uint32_t>> functions;
 };
 
 // Checks that every instruction decodes within bounds, opcodes are known,

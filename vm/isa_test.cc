@@ -7,8 +7,8 @@
 namespace kiln::vm {
 namespace {
 
-std::vector<ImportSignature> HalSignatures(std::vector<std::string>* names) {
-  std::vector<ImportSignature> sigs;
+HostVector<ImportSignature> HalSignatures(std::vector<std::string>* names) {
+  HostVector<ImportSignature> sigs;
 #define KILN_HAL_IMPORT(sym, name, sig, meaning)              \
   names->push_back(name);                                     \
   sigs.push_back(ImportSignature::Parse(sig).value());
@@ -58,7 +58,7 @@ TEST(IsaTest, OpcodeTableIsConsistent) {
 
 TEST(IsaTest, EncodeDecodeDisassembleEveryOpcode) {
   std::vector<std::string> names;
-  std::vector<ImportSignature> sigs = HalSignatures(&names);
+  HostVector<ImportSignature> sigs = HalSignatures(&names);
   for (const OpcodeInfo& info : AllOpcodes()) {
     SCOPED_TRACE(info.name);
     BytecodeEncoder e;
@@ -144,7 +144,7 @@ TEST(IsaTest, TypedSignatures) {
   EXPECT_EQ(sig->results, "r");
   ASSERT_EQ(sig->arg_types.size(), 2u);
   EXPECT_EQ(sig->arg_types[0].dtype, DType::kF32);
-  EXPECT_EQ(sig->arg_types[0].dims, (std::vector<int64_t>{1, 16, 96}));
+  EXPECT_EQ(sig->arg_types[0].dims, (HostVector<int64_t>{1, 16, 96}));
   EXPECT_EQ(sig->arg_types[1].TensorString(), "tensor<4xi32>");
   EXPECT_EQ(sig->result_types[0].TensorString(), "tensor<f32>");
   EXPECT_EQ(sig->ToString(), "rr_r:1x16x96xf32,4xi32->f32");
@@ -221,7 +221,7 @@ class VerifierTest : public ::testing::Test {
     return s.ok() ? "OK" : s.ToString();
   }
   std::vector<std::string> names_;
-  std::vector<ImportSignature> sigs_;
+  HostVector<ImportSignature> sigs_;
   FunctionLimits limits_;
 };
 

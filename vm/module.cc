@@ -25,13 +25,16 @@ namespace {
 // shader, a few dozen at most.
 constexpr uint32_t kMaxSpecializationConstants = 4096;
 
-std::string Str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+// A FlatBuffers string as a view ("" when absent); NUL-terminated.
+std::string_view Str(const flatbuffers::String* s) {
+  return s ? std::string_view(s->c_str(), s->size()) : std::string_view("");
+}
 
 Status CheckTensorSig(const format::TensorSig* sig, const char* what, size_t i) {
   if (!sig) return DataLossError("%s %zu: missing", what, i);
   auto dtype = static_cast<DType>(sig->dtype());
   if (DTypeSize(dtype) == 0) {
-    return DataLossError("%s %zu '%s': invalid dtype %d", what, i, Str(sig->name()).c_str(),
+    return DataLossError("%s %zu '%s': invalid dtype %d", what, i, Str(sig->name()).data(),
                          static_cast<int>(sig->dtype()));
   }
   size_t rank = sig->shape() ? sig->shape()->size() : 0;
@@ -42,23 +45,23 @@ Status CheckTensorSig(const format::TensorSig* sig, const char* what, size_t i) 
   }
   if (rank > kMaxRank) {
     return DataLossError("%s %zu '%s': rank %zu exceeds the maximum %zu", what, i,
-                         Str(sig->name()).c_str(), rank, kMaxRank);
+                         Str(sig->name()).data(), rank, kMaxRank);
   }
   uint64_t count = 1;
   for (size_t d = 0; d < rank; ++d) {
     int64_t dim = sig->shape()->Get(static_cast<flatbuffers::uoffset_t>(d));
     if (dim < 0 || dim > (int64_t{1} << 40)) {
-      return DataLossError("%s %zu '%s': invalid dim %lld", what, i, Str(sig->name()).c_str(),
+      return DataLossError("%s %zu '%s': invalid dim %lld", what, i, Str(sig->name()).data(),
                            static_cast<long long>(dim));
     }
     if (dim != 0 && count > (uint64_t{1} << 48) / static_cast<uint64_t>(dim)) {
-      return DataLossError("%s %zu '%s': shape is too large", what, i, Str(sig->name()).c_str());
+      return DataLossError("%s %zu '%s': shape is too large", what, i, Str(sig->name()).data());
     }
     count *= static_cast<uint64_t>(dim);
   }
   uint8_t own = static_cast<uint8_t>(sig->ownership());
   if (own > static_cast<uint8_t>(format::Ownership::output_storage)) {
-    return DataLossError("%s %zu '%s': invalid ownership %u", what, i, Str(sig->name()).c_str(),
+    return DataLossError("%s %zu '%s': invalid ownership %u", what, i, Str(sig->name()).data(),
                          own);
   }
   return OkStatus();
@@ -89,31 +92,31 @@ StatusOr<Ref<Module>> Module::LoadFromMemory(const void* data, size_t size) {
   return Load(std::move(module));
 }
 
-StatusOr<Ref<Module>> Module::LoadFromFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+StatusOr<Ref<Module>> Module::LoadFromFile(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return NotFoundError("cannot open module '%s': %s", path.c_str(), std::strerror(errno));
+    return NotFoundError("cannot open module '%s': %s", path, std::strerror(errno));
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
-    return NotFoundError("cannot stat module '%s': %s", path.c_str(), std::strerror(e));
+    return NotFoundError("cannot stat module '%s': %s", path, std::strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return InvalidArgumentError("module '%s' is not a regular file", path.c_str());
+    return InvalidArgumentError("module '%s' is not a regular file", path);
   }
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     close(fd);
-    return DataLossError("module '%s' is empty", path.c_str());
+    return DataLossError("module '%s' is empty", path);
   }
   void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd);
   if (base == MAP_FAILED) {
-    return ResourceExhaustedError("cannot mmap module '%s': %s", path.c_str(), std::strerror(e));
+    return ResourceExhaustedError("cannot mmap module '%s': %s", path, std::strerror(e));
   }
   Ref<Module> module = Ref<Module>::Adopt(new Module());
   if (!module) return ResourceExhaustedError("out of host memory for a module");
@@ -180,8 +183,9 @@ Status Module::Verify() {
     }
   }
   name_ = Str(def_->name());
-  std::string ctx = "module '" + name_ + "'";
-  auto err = [&](Status st) { return st.Annotate(ctx); };
+  auto err = [&](Status st) {
+    return st.Annotatef("module '%.*s'", static_cast<int>(name_.size()), name_.data());
+  };
 
   // 3. Header.
   if (def_->version() != kModuleVersion) {
@@ -211,7 +215,7 @@ Status Module::Verify() {
         return err(DataLossError("import %u '%s': %s", i, imp->name()->c_str(),
                                  sig.status().message().c_str()));
       }
-      import_names_.push_back(imp->name()->str());
+      import_names_.push_back(Str(imp->name()));
       import_signatures_.push_back(std::move(sig).value());
     }
   }
@@ -220,7 +224,8 @@ Status Module::Verify() {
     const format::RodataSegment* seg = def_->rodata()->Get(i);
     if (!seg) return err(DataLossError("rodata segment %u: missing", i));
   }
-  std::vector<uint8_t> global_is_ref;
+  FunctionLimits limits;
+  HostVector<uint8_t>& global_is_ref = limits.global_is_ref;
   if (auto* globals = def_->globals()) {
     for (flatbuffers::uoffset_t i = 0; i < globals->size(); ++i) {
       if (!globals->Get(i)) return err(DataLossError("global %u: missing", i));
@@ -268,7 +273,7 @@ Status Module::Verify() {
       return err(DataLossError("function %u: missing name", i));
     }
     FunctionInfo info;
-    info.name = f->name()->str();
+    info.name = Str(f->name());
     info.def = f;
     info.exported = f->exported();
     info.i32_register_count = f->i32_register_count();
@@ -276,42 +281,41 @@ Status Module::Verify() {
     info.arg_count = f->args() ? f->args()->size() : 0;
     info.result_count = f->results() ? f->results()->size() : 0;
     if (f->bytecode()) info.code = ByteSpan(f->bytecode()->data(), f->bytecode()->size());
-    std::string fctx = "function '" + info.name + "'";
+    auto fctx = [&](Status st) {
+      return st.Annotatef("function '%.*s'", static_cast<int>(info.name.size()), info.name.data());
+    };
     for (uint32_t a = 0; a < info.arg_count; ++a) {
       Status st = CheckTensorSig(f->args()->Get(a), "argument", a);
-      if (!st.ok()) return err(st.Annotate(fctx));
+      if (!st.ok()) return err(fctx(std::move(st)));
       const format::TensorSig* sig = f->args()->Get(a);
       if (sig->ownership() == format::Ownership::output_storage &&
           (sig->tied_result() < 0 || static_cast<uint32_t>(sig->tied_result()) >=
                                          (f->results() ? f->results()->size() : 0))) {
-        return err(DataLossError("argument %u: output_storage tied_result %d out of range", a,
-                                 sig->tied_result())
-                       .Annotate(fctx));
+        return err(fctx(DataLossError("argument %u: output_storage tied_result %d out of range", a,
+                                 sig->tied_result())));
       }
     }
     for (uint32_t r = 0; r < info.result_count; ++r) {
       Status st = CheckTensorSig(f->results()->Get(r), "result", r);
-      if (!st.ok()) return err(st.Annotate(fctx));
+      if (!st.ok()) return err(fctx(std::move(st)));
     }
     if (info.arg_count > info.ref_register_count) {
-      return err(DataLossError("%u arguments but only %u ref registers", info.arg_count,
-                               info.ref_register_count)
-                     .Annotate(fctx));
+      return err(fctx(DataLossError("%u arguments but only %u ref registers", info.arg_count,
+                               info.ref_register_count)));
     }
     size_t dbg_off = f->debug_offsets() ? f->debug_offsets()->size() : 0;
     size_t dbg_loc = f->debug_locations() ? f->debug_locations()->size() : 0;
     if (dbg_off != dbg_loc) {
-      return err(DataLossError("%zu debug offsets but %zu debug locations", dbg_off, dbg_loc)
-                     .Annotate(fctx));
+      return err(fctx(DataLossError("%zu debug offsets but %zu debug locations", dbg_off, dbg_loc)));
     }
     for (size_t d = 0; d < dbg_loc; ++d) {
       if (!f->debug_locations()->Get(static_cast<flatbuffers::uoffset_t>(d))) {
-        return err(DataLossError("debug location %zu missing", d).Annotate(fctx));
+        return err(fctx(DataLossError("debug location %zu missing", d)));
       }
     }
     for (uint32_t j = 0; j < i; ++j) {
       if (functions_[j].name == info.name) {
-        return err(DataLossError("duplicate function name '%s'", info.name.c_str()));
+        return err(DataLossError("duplicate function name '%s'", info.name.data()));
       }
     }
     functions_.push_back(std::move(info));
@@ -323,13 +327,11 @@ Status Module::Verify() {
   }
   if (init >= 0 && (functions_[init].arg_count || functions_[init].result_count)) {
     return err(DataLossError("initializer '%s' must take no arguments and return nothing",
-                             functions_[init].name.c_str()));
+                             functions_[init].name.data()));
   }
 
   // 5. Bytecode.
-  FunctionLimits limits;
   limits.rodata_count = rodata_n;
-  limits.global_is_ref = global_is_ref;
   limits.imports = &import_signatures_;
   for (const FunctionInfo& f : functions_) limits.functions.push_back({f.arg_count, f.result_count});
   for (const FunctionInfo& f : functions_) {
@@ -337,7 +339,9 @@ Status Module::Verify() {
     limits.ref_register_count = f.ref_register_count;
     limits.result_count = f.result_count;
     Status st = VerifyBytecode(f.code, limits);
-    if (!st.ok()) return err(st.Annotate("function '" + f.name + "'"));
+    if (!st.ok()) {
+      return err(st.Annotatef("function '%.*s'", static_cast<int>(f.name.size()), f.name.data()));
+    }
   }
   // 6. Static command sequences (replay): the compiler's claim, checked.
   bool global_stores = false;
@@ -346,8 +350,10 @@ Status Module::Verify() {
   }
   for (FunctionInfo& f : functions_) {
     if (!f.def->static_commands()) continue;
-    Status st = CheckStaticCommands(f.code, import_names_);
-    if (!st.ok()) return err(st.Annotate("function '" + f.name + "'"));
+    Status st = CheckStaticCommands(f.code, import_names_.data(), import_names_.size());
+    if (!st.ok()) {
+      return err(st.Annotatef("function '%.*s'", static_cast<int>(f.name.size()), f.name.data()));
+    }
     f.replayable = !global_stores;
   }
   return OkStatus();
@@ -362,7 +368,7 @@ int Module::FindFunction(std::string_view name) const {
 
 std::vector<std::string> Module::function_names() const {
   std::vector<std::string> names;
-  for (const FunctionInfo& f : functions_) names.push_back(f.name);
+  for (const FunctionInfo& f : functions_) names.emplace_back(f.name);
   return names;
 }
 

@@ -39,7 +39,7 @@ constexpr uint32_t kSupportedFeatures = 0x2;
 
 // Per-function facts cached at load (pointers into the module bytes).
 struct FunctionInfo {
-  std::string name;
+  std::string_view name;  // into the module bytes (NUL-terminated there)
   const format::Function* def = nullptr;
   ByteSpan code;
   uint32_t i32_register_count = 0;
@@ -63,13 +63,15 @@ class Module : public RefObject {
   static StatusOr<Ref<Module>> LoadFromMemory(const void* data, size_t size);
   // mmaps `path` read-only; the mapping lives as long as the module.
   // Errors: kNotFound (cannot open), kDataLoss (bad contents).
-  static StatusOr<Ref<Module>> LoadFromFile(const std::string& path);
+  static StatusOr<Ref<Module>> LoadFromFile(const char* path);
 
   const format::Module* def() const { return def_; }
   // The whole buffer (size prefix included); offsets in kiln-dump are into it.
   ByteSpan bytes() const { return bytes_; }
   bool is_mapped() const { return map_base_ != nullptr; }
-  const std::string& name() const { return name_; }
+  // Names are views of the module bytes (FlatBuffers strings, so
+  // NUL-terminated: data() is a C string); they live as long as the module.
+  std::string_view name() const { return name_; }
 
   uint32_t function_count() const { return static_cast<uint32_t>(functions_.size()); }
   const FunctionInfo& function(uint32_t i) const { return functions_[i]; }
@@ -78,8 +80,8 @@ class Module : public RefObject {
   int initializer() const { return def_->initializer(); }
 
   uint32_t import_count() const { return static_cast<uint32_t>(import_signatures_.size()); }
-  const std::vector<ImportSignature>& import_signatures() const { return import_signatures_; }
-  const std::vector<std::string>& import_names() const { return import_names_; }
+  const HostVector<ImportSignature>& import_signatures() const { return import_signatures_; }
+  const HostVector<std::string_view>& import_names() const { return import_names_; }
   std::vector<std::string> function_names() const;
 
   uint32_t rodata_count() const;
@@ -105,10 +107,10 @@ class Module : public RefObject {
   void* map_base_ = nullptr;    // mmap base (munmap())
   size_t map_size_ = 0;
   const format::Module* def_ = nullptr;
-  std::string name_;
-  std::vector<FunctionInfo> functions_;
-  std::vector<ImportSignature> import_signatures_;
-  std::vector<std::string> import_names_;
+  std::string_view name_;
+  HostVector<FunctionInfo> functions_;
+  HostVector<ImportSignature> import_signatures_;
+  HostVector<std::string_view> import_names_;
 };
 
 }  // namespace kiln::vm

@@ -398,7 +398,8 @@ TEST(ModuleTest, RandomBytesAndMutationsNeverCrash) {
     auto ctx = Context::Create(nullptr).value();
     if (!ctx->RegisterModule(m.value()).ok()) continue;
     for (uint32_t f = 0; f < m.value()->function_count(); ++f) {
-      (void)Disassemble(m.value()->function(f).code, m.value()->import_names());
+      const auto& imports = m.value()->import_names();
+      (void)Disassemble(m.value()->function(f).code, std::vector<std::string>(imports.begin(), imports.end()));
     }
   }
 }

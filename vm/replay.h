@@ -56,6 +56,7 @@
 namespace kiln::vm {
 
 struct Recording {
+  KILN_HOST_NEW_DELETE_NEVER_NULL
   static constexpr size_t kMaxRecordingsPerFunction = 4;
 
   uint32_t module = 0;
@@ -66,8 +67,8 @@ struct Recording {
     uint64_t offset = 0;
     bool owned = false;  // a consumed argument owned by the call
   };
-  std::vector<Key> args;
-  std::vector<Key> storage;  // per result
+  HostVector<Key> args;
+  HostVector<Key> storage;  // per result
   // An ownership import of the recorded run, in call order.
   struct Guard {
     HalImport id = HalImport::kCount;
@@ -77,7 +78,7 @@ struct Recording {
     const hal::Buffer* buffer = nullptr;  // what it returned
     Ref<hal::Buffer> held;  // replay scratch: held like the register held it
   };
-  std::vector<Guard> guards;
+  HostVector<Guard> guards;
   // Each result: a view of a recorded buffer (retained by `cb`).
   struct Result {
     hal::Buffer* buffer = nullptr;
@@ -86,7 +87,7 @@ struct Recording {
     int64_t dims[kMaxRank] = {};
     size_t rank = 0;
   };
-  std::vector<Result> results;
+  HostVector<Result> results;
   Ref<CommandBufferState> cb;  // persistent (ended; resubmitted)
   uint64_t last_value = 0;     // timepoint of its last submission
   uint64_t last_used = 0;      // replacement order

@@ -6,7 +6,7 @@ namespace kiln::vm {
 
 namespace {
 
-bool AllowedImport(const std::string& name) {
+bool AllowedImport(std::string_view name) {
   static const char* const kAllowed[] = {
       "hal.buffer_view.buffer",        "hal.buffer_view.offset",
       "hal.buffer_view.create",        "hal.executable.lookup",
@@ -25,18 +25,18 @@ bool AllowedImport(const std::string& name) {
 
 }  // namespace
 
-Status CheckStaticCommands(ByteSpan code, const std::vector<std::string>& import_names) {
+Status CheckStaticCommands(ByteSpan code, const std::string_view* import_names, size_t import_count) {
   DecodedInstruction inst;
   for (uint32_t pc = 0; pc < code.size; pc += inst.length) {
     KILN_RETURN_IF_ERROR(DecodeInstruction(code, pc, &inst));
     switch (inst.opcode) {
       case Opcode::CALL_IMPORT: {
         uint32_t k = inst.operands[0].value;
-        const char* name = k < import_names.size() ? import_names[k].c_str() : "(out of range)";
-        if (k < import_names.size() && AllowedImport(import_names[k])) break;
+        std::string_view name = k < import_count ? import_names[k] : "(out of range)";
+        if (k < import_count && AllowedImport(name)) break;
         return DataLossError(
-            "offset 0x%04x: CALL_IMPORT %s is not allowed in a function marked static_commands",
-            pc, name);
+            "offset 0x%04x: CALL_IMPORT %.*s is not allowed in a function marked static_commands",
+            pc, static_cast<int>(name.size()), name.data());
       }
       case Opcode::CALL:
       case Opcode::GLOBAL_STORE_REF:

@@ -35,7 +35,7 @@ namespace kiln::vm {
 // kDataLoss "offset 0x0012: CALL_IMPORT hal.buffer.load is not allowed in a
 // function marked static_commands" otherwise. `import_names` are the
 // module's imports by index. Cost: one pass over the bytecode.
-Status CheckStaticCommands(ByteSpan code, const std::vector<std::string>& import_names);
+Status CheckStaticCommands(ByteSpan code, const std::string_view* import_names, size_t import_count);
 
 // Whether `code` stores a global ref (GLOBAL_STORE_REF).
 bool StoresGlobalRef(ByteSpan code);

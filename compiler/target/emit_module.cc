@@ -238,8 +238,8 @@ std::string ModuleImportSignature(const ModuleEmitter::ModuleImport& m) {
   sig.fixed_args.assign(m.arg_types.size(), 'r');
   sig.results.assign(m.result_types.size(), 'r');
   sig.typed = true;
-  for (const ir::Type& t : m.arg_types) sig.arg_types.push_back(vm::TensorType{t.dtype, t.shape});
-  for (const ir::Type& t : m.result_types) sig.result_types.push_back(vm::TensorType{t.dtype, t.shape});
+  for (const ir::Type& t : m.arg_types) sig.arg_types.push_back(vm::TensorType{t.dtype, {t.shape.begin(), t.shape.end()}});
+  for (const ir::Type& t : m.result_types) sig.result_types.push_back(vm::TensorType{t.dtype, {t.shape.begin(), t.shape.end()}});
   return sig.ToString();
 }
 
@@ -2355,7 +2355,8 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
       std::vector<std::string> import_names;
       for (const ImportDef& d : kHalImports) import_names.push_back(d.name);
       for (const ModuleImport& m : module_imports_) import_names.push_back(m.decl->str_attr("sym_name"));
-      Status check = vm::CheckStaticCommands(vm::ByteSpan(code.data(), code.size()), import_names);
+      std::vector<std::string_view> names(import_names.begin(), import_names.end());
+      Status check = vm::CheckStaticCommands(vm::ByteSpan(code.data(), code.size()), names.data(), names.size());
       if (!check.ok())
         return InternalError("emit: function @%s: analysed static but its bytecode is not: %s",
                              func->str_attr("sym_name").c_str(), check.message().c_str());

@@ -12,7 +12,7 @@ class DeviceTest : public CtsTest {};
 TEST_P(DeviceTest, InfoIsFilled) {
   const DeviceInfo& info = device()->info();
   EXPECT_FALSE(info.name.empty());
-  EXPECT_EQ(info.driver, GetParam());
+  EXPECT_EQ(std::string(info.driver), GetParam());
   EXPECT_GT(info.max_storage_buffer_range, 0u);
   const uint32_t alignment = info.min_storage_buffer_offset_alignment;
   EXPECT_GT(alignment, 0u);
@@ -36,12 +36,12 @@ TEST_P(DeviceTest, EnumerateAndSelectByIndexAndName) {
   KILN_ASSERT_OK_AND_ASSIGN(std::vector<std::string> names, EnumerateDevices(GetParam()));
   ASSERT_FALSE(names.empty());
   // The default device is the first one.
-  EXPECT_EQ(device()->info().name, names[0]);
+  EXPECT_EQ(std::string(device()->info().name), names[0]);
 
   DeviceOptions by_index;
   by_index.index = static_cast<int>(names.size()) - 1;
   KILN_ASSERT_OK_AND_ASSIGN(Ref<Device> last, CreateDevice(GetParam(), by_index));
-  EXPECT_EQ(last->info().name, names.back());
+  EXPECT_EQ(std::string(last->info().name), names.back());
 
   // A case-flipped substring of the name selects the device.
   std::string fragment = names[0].substr(0, std::min<size_t>(names[0].size(), 4));
@@ -53,7 +53,7 @@ TEST_P(DeviceTest, EnumerateAndSelectByIndexAndName) {
   by_name.name = fragment;
   by_name.index = 12345;  // name wins
   KILN_ASSERT_OK_AND_ASSIGN(Ref<Device> named, CreateDevice(GetParam(), by_name));
-  std::string lower_name = named->info().name, lower_fragment = fragment;
+  std::string lower_name(named->info().name), lower_fragment = fragment;
   for (char& c : lower_name) c = std::tolower(static_cast<unsigned char>(c));
   for (char& c : lower_fragment) c = std::tolower(static_cast<unsigned char>(c));
   EXPECT_NE(lower_name.find(lower_fragment), std::string::npos);

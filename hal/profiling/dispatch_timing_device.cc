@@ -138,7 +138,7 @@ StatusOr<Ref<DispatchTimingDevice>> DispatchTimingDevice::Create(Ref<Device> inn
 }
 
 StatusOr<Ref<Executable>> DispatchTimingDevice::CreateExecutable(
-    const uint32_t* spirv, size_t word_count, const std::vector<EntryPointInfo>& entry_points) {
+    const uint32_t* spirv, size_t word_count, const HostVector<EntryPointInfo>& entry_points) {
   KILN_ASSIGN_OR_RETURN(Ref<Executable> executable,
                         inner_->CreateExecutable(spirv, word_count, entry_points));
   created_.push_back(CreatedExecutable{spirv, word_count, executable.get()});

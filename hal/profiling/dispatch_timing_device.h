@@ -78,7 +78,7 @@ class DispatchTimingDevice final : public Device {
     return inner_->CreateSubspan(parent, offset, length);
   }
   StatusOr<Ref<Executable>> CreateExecutable(const uint32_t* spirv, size_t word_count,
-                                             const std::vector<EntryPointInfo>& entry_points) override;
+                                             const HostVector<EntryPointInfo>& entry_points) override;
   // A timing command buffer wrapping one of the inner device.
   StatusOr<Ref<CommandBuffer>> CreateCommandBuffer() override;
   StatusOr<Ref<Semaphore>> CreateSemaphore(uint64_t initial_value) override {

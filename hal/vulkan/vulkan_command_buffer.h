@@ -122,11 +122,11 @@ class VulkanCommandBuffer final : public CommandBuffer {
     Ref<Semaphore> semaphore;
     uint64_t value;
   };
-  std::vector<Signal> submission_signals_;  // of the last submission
+  HostVector<Signal> submission_signals_;  // of the last submission
 
-  std::vector<Ref<Buffer>> retained_buffers_;
-  std::vector<Ref<Executable>> retained_executables_;
-  std::vector<Ref<QueryPool>> retained_query_pools_;  // profiling only
+  HostVector<Ref<Buffer>> retained_buffers_;
+  HostVector<Ref<Executable>> retained_executables_;
+  HostVector<Ref<QueryPool>> retained_query_pools_;  // profiling only
 
   // Descriptor pools for entry points not using push descriptors.
   struct Pool {
@@ -136,12 +136,12 @@ class VulkanCommandBuffer final : public CommandBuffer {
     uint32_t sets = 0;
     uint32_t descriptors = 0;
   };
-  std::vector<Pool> pools_;
+  HostVector<Pool> pools_;
   size_t current_pool_ = 0;
 
-  std::vector<VkDescriptorBufferInfo> scratch_infos_;
-  std::vector<VkWriteDescriptorSet> scratch_writes_;
-  std::vector<VkBufferMemoryBarrier> scratch_barriers_;
+  HostVector<VkDescriptorBufferInfo> scratch_infos_;
+  HostVector<VkWriteDescriptorSet> scratch_writes_;
+  HostVector<VkBufferMemoryBarrier> scratch_barriers_;
 };
 
 }  // namespace kiln::hal::vulkan

@@ -20,7 +20,7 @@ bool EnvFlag(const char* name) {
   return value && value[0] != '\0' && std::strcmp(value, "0") != 0;
 }
 
-bool HasExtension(const std::vector<VkExtensionProperties>& extensions, const char* name) {
+bool HasExtension(const HostVector<VkExtensionProperties>& extensions, const char* name) {
   for (const auto& extension : extensions) {
     if (std::strcmp(extension.extensionName, name) == 0) return true;
   }
@@ -63,7 +63,7 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
   KILN_VK_RETURN_IF_ERROR(
       instance_->syms().vkEnumerateDeviceExtensionProperties(physical_device, nullptr, &extension_count, nullptr),
       "vkEnumerateDeviceExtensionProperties");
-  std::vector<VkExtensionProperties> extensions(extension_count);
+  HostVector<VkExtensionProperties> extensions(extension_count);
   VkResult result = instance_->syms().vkEnumerateDeviceExtensionProperties(physical_device, nullptr,
                                                          &extension_count, extensions.data());
   if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
@@ -105,7 +105,7 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
                               properties.deviceName);
   }
 
-  std::vector<std::string> features;
+  HostVector<HostString> features;
   VkPhysicalDeviceVulkan13Features enable13 = {};
   enable13.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES;
   VkPhysicalDeviceVulkan12Features enable12 = {};
@@ -136,7 +136,7 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
   }
 #undef KILN_ENABLE_IF
 
-  std::vector<const char*> enabled_extensions;
+  HostVector<const char*> enabled_extensions;
   if (has_push_descriptor) {
     enabled_extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     features.push_back("push_descriptor");
@@ -149,7 +149,7 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
   // --- queue -----------------------------------------------------------------
   uint32_t family_count = 0;
   instance_->syms().vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &family_count, nullptr);
-  std::vector<VkQueueFamilyProperties> families(family_count);
+  HostVector<VkQueueFamilyProperties> families(family_count);
   instance_->syms().vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &family_count, families.data());
   bool found_queue = false;
   for (uint32_t i = 0; i < family_count; ++i) {
@@ -285,7 +285,7 @@ StatusOr<Ref<Buffer>> VulkanDevice::CreateSubspan(Buffer* parent, uint64_t offse
 }
 
 StatusOr<Ref<Executable>> VulkanDevice::CreateExecutable(
-    const uint32_t* spirv, size_t word_count, const std::vector<EntryPointInfo>& entry_points) {
+    const uint32_t* spirv, size_t word_count, const HostVector<EntryPointInfo>& entry_points) {
   KILN_ASSIGN_OR_RETURN(Ref<VulkanExecutable> executable,
                         VulkanExecutable::Create(this, spirv, word_count, entry_points));
   return Ref<Executable>(std::move(executable));

@@ -51,7 +51,7 @@ class VulkanDevice final : public Device {
                                       uint64_t length) override;
   StatusOr<Ref<Executable>> CreateExecutable(
       const uint32_t* spirv, size_t word_count,
-      const std::vector<EntryPointInfo>& entry_points) override;
+      const HostVector<EntryPointInfo>& entry_points) override;
   StatusOr<Ref<CommandBuffer>> CreateCommandBuffer() override;
   StatusOr<Ref<Semaphore>> CreateSemaphore(uint64_t initial_value) override;
   Status QueueExecute(CommandBuffer* command_buffer, const SemaphorePoint* waits,
@@ -124,9 +124,9 @@ class VulkanDevice final : public Device {
   Stats stats_;
 
   // Scratch reused by QueueExecute (no steady-state host allocation).
-  std::vector<VkSemaphore> scratch_semaphores_;
-  std::vector<uint64_t> scratch_values_;
-  std::vector<VkPipelineStageFlags> scratch_stages_;
+  HostVector<VkSemaphore> scratch_semaphores_;
+  HostVector<uint64_t> scratch_values_;
+  HostVector<VkPipelineStageFlags> scratch_stages_;
 };
 
 }  // namespace kiln::hal::vulkan

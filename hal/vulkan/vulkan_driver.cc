@@ -8,9 +8,15 @@
 namespace kiln::hal::vulkan {
 namespace {
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+// Whether `text` contains `fragment`, ignoring ASCII case.
+bool ContainsNoCase(std::string_view text, std::string_view fragment) {
+  auto lower = [](char c) { return std::tolower(static_cast<unsigned char>(c)); };
+  for (size_t i = 0; i + fragment.size() <= text.size(); ++i) {
+    size_t k = 0;
+    while (k < fragment.size() && lower(text[i + k]) == lower(fragment[k])) ++k;
+    if (k == fragment.size()) return true;
+  }
+  return false;
 }
 
 std::string DeviceName(const VulkanInstance& instance, VkPhysicalDevice device) {
@@ -20,7 +26,7 @@ std::string DeviceName(const VulkanInstance& instance, VkPhysicalDevice device) 
 }
 
 std::string JoinNames(const VulkanInstance& instance,
-                      const std::vector<VkPhysicalDevice>& devices) {
+                      const HostVector<VkPhysicalDevice>& devices) {
   std::string names;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (i) names += ", ";
@@ -34,7 +40,7 @@ std::string JoinNames(const VulkanInstance& instance,
 StatusOr<std::vector<std::string>> EnumerateDevices() {
   KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance,
                         VulkanInstance::Create(ValidationRequestedByEnvironment()));
-  KILN_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices,
+  KILN_ASSIGN_OR_RETURN(HostVector<VkPhysicalDevice> devices,
                         instance->EnumeratePhysicalDevices());
   std::vector<std::string> names;
   names.reserve(devices.size());
@@ -42,12 +48,12 @@ StatusOr<std::vector<std::string>> EnumerateDevices() {
   return names;
 }
 
-StatusOr<std::vector<DeviceDescription>> DescribeDevices() {
+StatusOr<HostVector<DeviceDescription>> DescribeDevices() {
   KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance,
                         VulkanInstance::Create(ValidationRequestedByEnvironment()));
-  KILN_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices,
+  KILN_ASSIGN_OR_RETURN(HostVector<VkPhysicalDevice> devices,
                         instance->EnumeratePhysicalDevices());
-  std::vector<DeviceDescription> out;
+  HostVector<DeviceDescription> out;
   out.reserve(devices.size());
   for (VkPhysicalDevice device : devices) {
     VkPhysicalDeviceProperties p = {};
@@ -67,16 +73,17 @@ StatusOr<std::vector<DeviceDescription>> DescribeDevices() {
 StatusOr<Ref<Device>> CreateDevice(const DeviceOptions& options) {
   const bool validation = options.validation || ValidationRequestedByEnvironment();
   KILN_ASSIGN_OR_RETURN(Ref<VulkanInstance> instance, VulkanInstance::Create(validation));
-  KILN_ASSIGN_OR_RETURN(std::vector<VkPhysicalDevice> devices,
+  KILN_ASSIGN_OR_RETURN(HostVector<VkPhysicalDevice> devices,
                         instance->EnumeratePhysicalDevices());
   if (devices.empty()) {
     return NotFoundError("no Vulkan devices found (check the ICD: VK_DRIVER_FILES)");
   }
   VkPhysicalDevice selected = VK_NULL_HANDLE;
   if (!options.name.empty()) {
-    const std::string wanted = Lower(options.name);
     for (VkPhysicalDevice device : devices) {
-      if (Lower(DeviceName(*instance, device)).find(wanted) != std::string::npos) {
+      VkPhysicalDeviceProperties properties = {};
+      instance->syms().vkGetPhysicalDeviceProperties(device, &properties);
+      if (ContainsNoCase(properties.deviceName, options.name)) {
         selected = device;
         break;
       }

@@ -21,7 +21,7 @@ StatusOr<std::vector<std::string>> EnumerateDevices();
 
 // Name, type, vendor/device ids, driver and API versions of every physical
 // device, in EnumerateDevices order. Errors and cost: as EnumerateDevices.
-StatusOr<std::vector<DeviceDescription>> DescribeDevices();
+StatusOr<HostVector<DeviceDescription>> DescribeDevices();
 
 // Creates a device: by case-insensitive substring of the name when
 // options.name is non-empty, else by options.index when >= 0, else the first

@@ -18,7 +18,7 @@
 namespace kiln::hal::vulkan {
 namespace {
 
-bool HasFeature(const DeviceInfo& info, const std::string& feature) {
+bool HasFeature(const DeviceInfo& info, const char* feature) {
   return std::find(info.features.begin(), info.features.end(), feature) != info.features.end();
 }
 
@@ -59,7 +59,7 @@ TEST_F(VulkanDriverTest, ValidationIsOnWhenRequestedByEnvironment) {
   if (!ValidationRequestedByEnvironment()) GTEST_SKIP() << "KILN_VALIDATION is not set";
   EXPECT_TRUE(HasFeature(info, "validation"));
   std::string features;
-  for (const std::string& f : info.features) features += f + " ";
+  for (const auto& f : info.features) features.append(f.data(), f.size()) += " ";
   std::printf("device: %s; unified_memory=%d; features: %s\n", info.name.c_str(),
               info.unified_memory, features.c_str());
 }

@@ -16,7 +16,7 @@ constexpr uint32_t kExecutionModelGLCompute = 5;
 
 // Walks the instruction stream; collects the names of GLCompute entry points.
 Status ParseComputeEntryPoints(const uint32_t* words, size_t count,
-                               std::vector<std::string>* names) {
+                               HostVector<std::string_view>* names) {
   if (count < 5) {
     return InvalidArgumentError("SPIR-V module is %zu words; the header alone is 5", count);
   }
@@ -52,15 +52,15 @@ Status ParseComputeEntryPoints(const uint32_t* words, size_t count,
 
 StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     VulkanDevice* device, const uint32_t* spirv, size_t word_count,
-    const std::vector<EntryPointInfo>& entry_points) {
+    const HostVector<EntryPointInfo>& entry_points) {
   if (!spirv) return InvalidArgumentError("CreateExecutable: spirv is null");
   if (entry_points.empty()) return InvalidArgumentError("CreateExecutable: no entry points");
-  std::vector<std::string> module_entry_points;
+  HostVector<std::string_view> module_entry_points;
   KILN_RETURN_IF_ERROR(ParseComputeEntryPoints(spirv, word_count, &module_entry_points));
   const VkPhysicalDeviceLimits& limits = device->limits();
   for (const EntryPointInfo& entry : entry_points) {
     bool found = false;
-    for (const std::string& name : module_entry_points) found |= name == entry.name;
+    for (std::string_view name : module_entry_points) found |= name == entry.name;
     if (!found) {
       return InvalidArgumentError(
           "CreateExecutable: SPIR-V module has no GLCompute entry point '%s'",
@@ -97,7 +97,7 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
   KILN_VK_RETURN_IF_ERROR(vk.vkCreateShaderModule(handle, &module_info, nullptr, &self->module_),
                           "vkCreateShaderModule");
 
-  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  HostVector<VkDescriptorSetLayoutBinding> bindings;
   for (size_t e = 0; e < entry_points.size(); ++e) {
     const EntryPointInfo& entry = entry_points[e];
     Pipeline& pipeline = self->pipelines_[e];
@@ -148,8 +148,8 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     // point's own values (a shader shared by several dispatches,
     // compiler/target/shader_dedupe.h).
     const uint32_t spec_count = static_cast<uint32_t>(entry.specialization.size());
-    std::vector<uint32_t> spec_data(spec_count + 1);
-    std::vector<VkSpecializationMapEntry> spec_entries(spec_count + 1);
+    HostVector<uint32_t> spec_data(spec_count + 1);
+    HostVector<VkSpecializationMapEntry> spec_entries(spec_count + 1);
     spec_data[0] = device->exact_fma() ? VK_TRUE : VK_FALSE;
     spec_entries[0] = {0, 0, sizeof(VkBool32)};
     for (uint32_t k = 0; k < spec_count; ++k) {

@@ -43,7 +43,7 @@ class VulkanExecutable final : public Executable {
   // spirv-val); the validation layer reports invalid modules.
   static StatusOr<Ref<VulkanExecutable>> Create(VulkanDevice* device, const uint32_t* spirv,
                                                 size_t word_count,
-                                                const std::vector<EntryPointInfo>& entry_points);
+                                                const HostVector<EntryPointInfo>& entry_points);
 
   uint32_t entry_point_count() const override {
     return static_cast<uint32_t>(entry_points_.size());
@@ -60,8 +60,8 @@ class VulkanExecutable final : public Executable {
 
   VulkanDevice* device_ = nullptr;  // retained
   VkShaderModule module_ = VK_NULL_HANDLE;
-  std::vector<EntryPointInfo> entry_points_;
-  std::vector<Pipeline> pipelines_;
+  HostVector<EntryPointInfo> entry_points_;
+  HostVector<Pipeline> pipelines_;
 };
 
 }  // namespace kiln::hal::vulkan

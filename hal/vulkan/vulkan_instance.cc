@@ -78,7 +78,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL DebugCallback(
   return VK_FALSE;  // never abort the call
 }
 
-bool HasLayer(const std::vector<VkLayerProperties>& layers, const char* name) {
+bool HasLayer(const HostVector<VkLayerProperties>& layers, const char* name) {
   for (const auto& layer : layers) {
     if (std::strcmp(layer.layerName, name) == 0) return true;
   }
@@ -86,7 +86,7 @@ bool HasLayer(const std::vector<VkLayerProperties>& layers, const char* name) {
 }
 
 Status EnumerateExtensions(const VulkanLoaderSyms& vk, const char* layer,
-                           std::vector<VkExtensionProperties>* out) {
+                           HostVector<VkExtensionProperties>* out) {
   uint32_t count = 0;
   KILN_VK_RETURN_IF_ERROR(vk.vkEnumerateInstanceExtensionProperties(layer, &count, nullptr),
                           "vkEnumerateInstanceExtensionProperties");
@@ -99,7 +99,7 @@ Status EnumerateExtensions(const VulkanLoaderSyms& vk, const char* layer,
   return OkStatus();
 }
 
-bool HasExtension(const std::vector<VkExtensionProperties>& extensions, const char* name) {
+bool HasExtension(const HostVector<VkExtensionProperties>& extensions, const char* name) {
   for (const auto& extension : extensions) {
     if (std::strcmp(extension.extensionName, name) == 0) return true;
   }
@@ -134,10 +134,10 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
   uint32_t api_version =
       loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
 
-  std::vector<VkExtensionProperties> extensions;
+  HostVector<VkExtensionProperties> extensions;
   KILN_RETURN_IF_ERROR(EnumerateExtensions(vk, nullptr, &extensions));
-  std::vector<const char*> enabled_extensions;
-  std::vector<const char*> enabled_layers;
+  HostVector<const char*> enabled_extensions;
+  HostVector<const char*> enabled_layers;
   VkInstanceCreateFlags flags = 0;
   if (HasExtension(extensions, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
     // Lets portability implementations (MoltenVK) be enumerated.
@@ -174,7 +174,7 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
     uint32_t layer_count = 0;
     KILN_VK_RETURN_IF_ERROR(vk.vkEnumerateInstanceLayerProperties(&layer_count, nullptr),
                             "vkEnumerateInstanceLayerProperties");
-    std::vector<VkLayerProperties> layers(layer_count);
+    HostVector<VkLayerProperties> layers(layer_count);
     VkResult result = vk.vkEnumerateInstanceLayerProperties(&layer_count, layers.data());
     if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
       return VkResultToStatus(result, "vkEnumerateInstanceLayerProperties");
@@ -187,7 +187,7 @@ StatusOr<Ref<VulkanInstance>> VulkanInstance::Create(bool validation) {
           kValidationLayer);
     }
     enabled_layers.push_back(kValidationLayer);
-    std::vector<VkExtensionProperties> layer_extensions;
+    HostVector<VkExtensionProperties> layer_extensions;
     KILN_RETURN_IF_ERROR(EnumerateExtensions(vk, kValidationLayer, &layer_extensions));
     if (!HasExtension(extensions, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) &&
         !HasExtension(layer_extensions, VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) {
@@ -264,11 +264,11 @@ VulkanInstance::~VulkanInstance() {
   if (instance_ != VK_NULL_HANDLE) syms_.vkDestroyInstance(instance_, nullptr);
 }
 
-StatusOr<std::vector<VkPhysicalDevice>> VulkanInstance::EnumeratePhysicalDevices() const {
+StatusOr<HostVector<VkPhysicalDevice>> VulkanInstance::EnumeratePhysicalDevices() const {
   uint32_t count = 0;
   KILN_VK_RETURN_IF_ERROR(syms_.vkEnumeratePhysicalDevices(instance_, &count, nullptr),
                           "vkEnumeratePhysicalDevices");
-  std::vector<VkPhysicalDevice> devices(count);
+  HostVector<VkPhysicalDevice> devices(count);
   VkResult result = syms_.vkEnumeratePhysicalDevices(instance_, &count, devices.data());
   if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
     return VkResultToStatus(result, "vkEnumeratePhysicalDevices");

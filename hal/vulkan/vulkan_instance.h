@@ -59,7 +59,7 @@ class VulkanInstance : public RefObject {
   bool validation() const { return validation_; }
 
   // Physical devices in the loader's enumeration order.
-  StatusOr<std::vector<VkPhysicalDevice>> EnumeratePhysicalDevices() const;
+  StatusOr<HostVector<VkPhysicalDevice>> EnumeratePhysicalDevices() const;
 
  private:
   VulkanInstance() = default;

@@ -41,7 +41,7 @@ class VulkanQueryPool final : public QueryPool {
   VulkanDevice* device_ = nullptr;  // retained
   VkQueryPool pool_ = VK_NULL_HANDLE;
   uint32_t count_ = 0;
-  std::vector<uint64_t> scratch_;  // (value, availability) pairs
+  HostVector<uint64_t> scratch_;  // (value, availability) pairs
 };
 
 }  // namespace kiln::hal::vulkan

@@ -190,11 +190,12 @@ typedef struct kiln_allocator_t {
  * contexts, functions, tensors, fences, statuses), the HAL's objects (Vulkan
  * devices, buffers, command buffers, pipelines, semaphores), the VM's
  * (modules, contexts, buffer views, command-buffer states), the pools of
- * per-invoke objects, the copy of a misaligned module, and the C API's
- * invoke scratch. Not covered (yet): the standard containers inside the VM
- * and the HAL (tables built at module load and context creation, error
- * messages), and the Vulkan loader's and driver's own memory (they
- * allocate through the system's malloc).
+ * per-invoke objects, the copy of a misaligned module, the C API's invoke
+ * scratch, the VM's and the HAL's tables (built at module load and context
+ * creation) and status messages: on the success path every host allocation
+ * of the runtime. Not covered: temporary strings that format an error
+ * message, and the Vulkan loader's and driver's own memory (they allocate
+ * through the system's malloc).
  *
  * Steady state: once warm, kiln_invoke/kiln_invoke_ex/kiln_invoke_async
  * with results released make no call to `allocate`. When the last instance
