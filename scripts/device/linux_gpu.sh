@@ -52,7 +52,7 @@ if [ "$mode" = stage ]; then
            compiler/tools/kiln-compile "${gtests[@]}"; do
     strip -o "$s/bin/$(basename "$b")" "$build/$b" || exit 1
   done
-  for l in libbenchmark.so.1debian libprotobuf.so.32 libonnx_proto.so.1 libVkLayer_khronos_validation.so; do
+  for l in libbenchmark.so.1debian libprotobuf.so.32 libonnx_proto.so.1 libonnx.so.1 libVkLayer_khronos_validation.so; do
     cp -L "/usr/lib/x86_64-linux-gnu/$l" "$s/lib/" || exit 1
   done
   [ -n "$extra" ] && { strip -o "$s/bin/kiln-compile-candidate" "$extra" || exit 1; }
@@ -109,6 +109,8 @@ step() {  # step NAME TIMEOUT CMD...: runs CMD with validation, logs its tail an
   { grep -E '^\[  (PASSED|FAILED) |^\[  FAILED|passed, .* failed|^FAIL |^FAILED|tests? ran|error' "$k/step.log" | tail -25
     echo "== $name: exit $rc, $(( $(date +%s) - t0 )) s, validation messages: $msgs"; } | tee -a "$log"
   [ "$msgs" != 0 ] && grep -m5 'kiln: vulkan validation' "$k/step.log" | tee -a "$log"
+  [ "$rc" != 0 ] && grep -v 'vulkan loader' "$k/step.log" | grep -B2 -A8 'Failure' | head -40 >> "$log"
+  return 0
 }
 
 if [ "$tests" = 1 ]; then
