@@ -34,7 +34,10 @@ set -euo pipefail
 # shared with kiln_tensor_read/write), and KILN_VULKAN_UNMAPPED_DEVICE_LOCAL
 # lets CI test that path on lavapipe; without it silero and the wakeword
 # models failed on an NVIDIA H200. 156,278 B measured.
-budget="${KILN_SIZE_BUDGET:-156300}"
+# Lowered 156300 -> 153500 when the runtime's host allocations moved behind
+# kiln_set_allocator's hook (names as views of the module bytes, error
+# context built only on error): 153,447 B measured.
+budget="${KILN_SIZE_BUDGET:-153500}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
