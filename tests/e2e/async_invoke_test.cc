@@ -33,26 +33,6 @@ HostTensor Read(kiln_tensor_t t) {
   return h;
 }
 
-// A loaded module, its context and main.
-struct Program {
-  kiln_module_t module = nullptr;
-  kiln_context_t context = nullptr;
-  kiln_function_t main = nullptr;
-  std::vector<uint8_t> bytes;
-  ~Program() {
-    kiln_context_release(context);
-    kiln_module_release(module);
-  }
-  std::string Load(StatusOr<std::vector<uint8_t>> compiled) {
-    if (!compiled.ok()) return "compile: " + compiled.status().message();
-    bytes = std::move(compiled).value();
-    std::string s = Str(kiln_module_load_from_memory(SharedInstance(), bytes.data(), bytes.size(), &module));
-    if (s != "OK") return s;
-    s = Str(kiln_context_create(SharedDevice(), &module, 1, &context));
-    if (s != "OK") return s;
-    return Str(kiln_context_lookup_function(context, "main", &main));
-  }
-};
 
 // r = (x + c) + (x + 2), c = [1, 2, 3, 4], in two execution regions joined
 // by one await (tests/e2e/stream_emission_test.cc has the same program run

@@ -11,6 +11,7 @@
 #include "compiler/tools/compile_driver.h"
 #include "hal/driver.h"
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+#include "runtime/kiln_status_test_util.h"
 #include "tools/npy.h"
 
 namespace kiln::e2e {
@@ -172,6 +173,28 @@ std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::s
   auto bytes = driver::CompileOnnxFile(onnx_path, options);
   if (!bytes.ok()) return "compile: " + bytes.status().message();
   return RunModuleBytes(bytes.value(), inputs, outputs);
+}
+
+Program::~Program() {
+  kiln_context_release(context);
+  kiln_module_release(module);
+}
+
+std::string Program::Load(StatusOr<std::vector<uint8_t>> compiled) {
+  if (!compiled.ok()) return "compile: " + compiled.status().message();
+  bytes = std::move(compiled).value();
+  using kiln_test::Str;
+  std::string s = Str(kiln_module_load_from_memory(SharedInstance(), bytes.data(), bytes.size(), &module));
+  if (s != "OK") return s;
+  s = Str(kiln_context_create(SharedDevice(), &module, 1, &context));
+  if (s != "OK") return s;
+  return Str(kiln_context_lookup_function(context, "main", &main));
+}
+
+std::string Program::Load(const char* kir) {
+  auto parsed = ir::ParseModule(kir, "<test>");
+  if (!parsed.ok()) return "parse: " + parsed.status().message();
+  return Load(driver::CompileModule(*parsed.value(), driver::CompileOptions()));
 }
 
 std::string CompileTextAndRun(const std::string& kir, const std::vector<HostTensor>& inputs,

@@ -93,6 +93,23 @@ std::vector<float> ReadF32(kiln_tensor_t t);
 // Number of validation-layer messages seen so far in this process.
 uint64_t ValidationMessages();
 
+// A compiled module loaded into its own context on SharedDevice(), with its
+// "main" looked up; the context and module are released on destruction.
+// Load() takes the compiler's result, or .kir text compiled by the default
+// pipeline; it returns "OK", or the first error as text.
+struct Program {
+  kiln_module_t module = nullptr;
+  kiln_context_t context = nullptr;
+  kiln_function_t main = nullptr;
+  std::vector<uint8_t> bytes;  // the module bytes (load_from_memory borrows them)
+  Program() = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  ~Program();
+  std::string Load(StatusOr<std::vector<uint8_t>> compiled);
+  std::string Load(const char* kir);
+};
+
 // One program (.kir text at any level) compiled in-process by the default
 // pipeline and loaded into one context on SharedDevice(): invoke functions
 // several times (module globals persist between the calls), counting the

@@ -23,29 +23,6 @@ using kiln_test::Str;
 
 kiln_device_stats_t Stats() { return SharedDeviceStats(); }
 
-struct Program {
-  kiln_module_t module = nullptr;
-  kiln_context_t context = nullptr;
-  kiln_function_t main = nullptr;
-  std::vector<uint8_t> bytes;
-  ~Program() {
-    kiln_context_release(context);
-    kiln_module_release(module);
-  }
-  std::string Load(const char* kir) {
-    auto parsed = ir::ParseModule(kir, "<test>");
-    if (!parsed.ok()) return "parse: " + parsed.status().message();
-    auto compiled = driver::CompileModule(*parsed.value(), driver::CompileOptions());
-    if (!compiled.ok()) return "compile: " + compiled.status().message();
-    bytes = std::move(compiled).value();
-    std::string s = Str(kiln_module_load_from_memory(SharedInstance(), bytes.data(), bytes.size(), &module));
-    if (s != "OK") return s;
-    s = Str(kiln_context_create(SharedDevice(), &module, 1, &context));
-    if (s != "OK") return s;
-    return Str(kiln_context_lookup_function(context, "main", &main));
-  }
-};
-
 // r = x * y - x (two dispatches after fusion or one; either way a static
 // command sequence): hand-derived below.
 const char* kStatic = R"(
