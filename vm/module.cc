@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -313,12 +314,18 @@ Status Module::Verify() {
         return err(fctx(DataLossError("debug location %zu missing", d)));
       }
     }
-    for (uint32_t j = 0; j < i; ++j) {
-      if (functions_[j].name == info.name) {
-        return err(DataLossError("duplicate function name '%s'", info.name.data()));
-      }
-    }
     functions_.push_back(std::move(info));
+  }
+  // Names sorted once: the duplicate check and FindFunction are O(n log n) and
+  // O(log n), so a module with 100,000 functions loads in linear-ish time.
+  by_name_.resize(functions_.size());
+  for (uint32_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
+  std::sort(by_name_.begin(), by_name_.end(),
+            [&](uint32_t a, uint32_t b) { return functions_[a].name < functions_[b].name; });
+  for (size_t k = 1; k < by_name_.size(); ++k) {
+    if (functions_[by_name_[k - 1]].name == functions_[by_name_[k]].name) {
+      return err(DataLossError("duplicate function name '%s'", functions_[by_name_[k]].name.data()));
+    }
   }
   int init = def_->initializer();
   if (init < -1 || init >= static_cast<int>(fn_count)) {
@@ -360,10 +367,10 @@ Status Module::Verify() {
 }
 
 int Module::FindFunction(std::string_view name) const {
-  for (size_t i = 0; i < functions_.size(); ++i) {
-    if (functions_[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
+  auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                             [&](uint32_t f, std::string_view n) { return functions_[f].name < n; });
+  if (it == by_name_.end() || functions_[*it].name != name) return -1;
+  return static_cast<int>(*it);
 }
 
 std::vector<std::string> Module::function_names() const {

@@ -109,6 +109,7 @@ class Module : public RefObject {
   const format::Module* def_ = nullptr;
   std::string_view name_;
   HostVector<FunctionInfo> functions_;
+  HostVector<uint32_t> by_name_;  // function indices sorted by name
   HostVector<ImportSignature> import_signatures_;
   HostVector<std::string_view> import_names_;
 };

@@ -485,6 +485,17 @@ Operation* Block::Append(std::unique_ptr<Operation> op) {
   return raw;
 }
 
+Operation* Operation::next_op() const {
+  if (!block_) return nullptr;
+  auto it = std::next(self_);
+  return it == block_->ops_.end() ? nullptr : it->get();
+}
+
+Operation* Operation::prev_op() const {
+  if (!block_ || self_ == block_->ops_.begin()) return nullptr;
+  return std::prev(self_)->get();
+}
+
 Operation* Block::InsertBefore(Operation* before, std::unique_ptr<Operation> op) {
   if (!before) return Append(std::move(op));
   assert(before->block_ == this);

@@ -239,6 +239,10 @@ class Operation {
   Block* parent_block() const { return block_; }
   // The op owning the region that contains this op (nullptr at top level).
   Operation* parent_op() const;
+  // The ops just after / before this one in its block (nullptr at either end
+  // or when detached). O(1).
+  Operation* next_op() const;
+  Operation* prev_op() const;
   // Removes this op from its block and destroys it. Results must be unused.
   void Erase();
   // Moves this op to just before `other` (in any block).
@@ -288,6 +292,7 @@ class Block {
 
  private:
   friend class Region;
+  friend class Operation;
   Region* parent_;
   std::vector<std::unique_ptr<Value>> args_;
   std::list<std::unique_ptr<Operation>> ops_;

@@ -7,6 +7,7 @@
 #include <map>
 #include <climits>
 #include <set>
+#include <unordered_map>
 
 #include "base/dtype.h"
 #include "compiler/analysis/command_sequence.h"
@@ -318,7 +319,10 @@ class FunctionEmitter {
   Status Emit();
 
   vm::BytecodeEncoder enc;
-  uint16_t i32_count = 0, ref_count = 0;
+  // Registers used per bank. Counted wide so an over-long function is an
+  // error (Emit checks vm::kMaxRegisters) and never wraps; indices handed
+  // out past the limit are never encoded into a module.
+  uint32_t i32_count = 0, ref_count = 0;
   // A result is returned through a buffer allocated per invoke (a copy of a
   // borrowed argument, a constant or a global): the command sequence binds a
   // fresh buffer every time, so it cannot be replayed (static_commands).
@@ -327,8 +331,8 @@ class FunctionEmitter {
   std::vector<std::string> debug_locations;
 
  private:
-  uint16_t NewRef() { return ref_count++; }
-  uint16_t NewI32() { return i32_count++; }
+  uint16_t NewRef() { return static_cast<uint16_t>(ref_count++); }
+  uint16_t NewI32() { return static_cast<uint16_t>(i32_count++); }
   uint16_t ConstReg(int64_t v) {
     auto it = consts_.find(v);
     if (it != consts_.end()) return it->second;
@@ -366,6 +370,7 @@ class FunctionEmitter {
 
   ModuleEmitter& m_;
   ir::Module& module_;
+  std::unordered_map<std::string, ir::Operation*> executables_;  // flow.executable by sym_name
   ir::Operation* func_;
   std::map<int64_t, uint16_t> consts_;
   std::map<ir::Value*, Storage> storage_;
@@ -1188,17 +1193,19 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
         if (exp->is("stream.tensor.export") && exp->operand(0) == RootOf(exp->operand(0)))
           result_of[exp->operand(0)].push_back(static_cast<int>(k));
   int slot = 1;
+  // The consumed imports, in body order, collected once (a function with N
+  // results and M ops would otherwise cost O(N * M) string compares).
+  std::vector<ir::Operation*> consume_imports;
+  if (!multi_block_)  // step order is not execution order
+    for (auto& owned : body->ops())
+      if (owned->is("stream.tensor.import") && owned->bool_attr("consume"))
+        consume_imports.push_back(owned.get());
   for (ir::Value* r : externals) {
-    ir::Operation* op = r->defining_op();
     Storage s;
     s.kind = Storage::kExternal;
     s.length = SizeOf(r);
-    (void)op;
     ir::Operation* donor = nullptr;
-    for (auto& owned : body->ops()) {
-      if (multi_block_) break;  // step order is not execution order
-      ir::Operation* imp = owned.get();
-      if (!imp->is("stream.tensor.import") || !imp->bool_attr("consume")) continue;
+    for (ir::Operation* imp : consume_imports) {
       ir::Value* iv = imp->result(0);
       if (donors_used.count(iv) || written.count(iv) || escaping.count(iv)) continue;
       if (imp->int_attr("size") < s.length) continue;
@@ -1507,9 +1514,12 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   const ir::Attribute* entry_attr = op->attr("entry");
   const ir::SymbolRef* entry = entry_attr ? std::get_if<ir::SymbolRef>(&entry_attr->value) : nullptr;
   ir::Operation* body = nullptr;
-  for (auto& top : module_.body()->ops())
-    if (entry && top->is("flow.executable") && top->str_attr("sym_name") == entry->name)
-      body = top->region(0)->block(0)->empty() ? nullptr : top->region(0)->block(0)->ops().front().get();
+  if (executables_.empty())  // indexed once: a lookup per dispatch, not a module walk
+    for (auto& top : module_.body()->ops())
+      if (top->is("flow.executable")) executables_.emplace(top->str_attr("sym_name"), top.get());
+  auto found = entry ? executables_.find(entry->name) : executables_.end();
+  if (found != executables_.end() && !found->second->region(0)->block(0)->empty())
+    body = found->second->region(0)->block(0)->ops().front().get();
   if (!body) return InvalidArgumentError("emit: dispatch %s names no flow.executable", op->loc().c_str());
 
   codegen::CompiledDispatch compiled;
@@ -2234,7 +2244,7 @@ Status FunctionEmitter::Emit() {
       return InvalidArgumentError("emit: a block of the function does not end in func.return, cf.br or cf.cond_br");
   }
   // Arguments occupy ref registers 0..N-1; the command buffer comes next.
-  ref_count = static_cast<uint16_t>(body->num_arguments());
+  ref_count = body->num_arguments();
   uint16_t cmd = NewRef();
   enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
   KILN_RETURN_IF_ERROR(AssignStorage(body, cmd));
@@ -2347,6 +2357,11 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     KILN_RETURN_IF_ERROR(LowerTimeline(func).Annotate("function @" + func->str_attr("sym_name")));
     FunctionEmitter fe(*this, module, func);
     KILN_RETURN_IF_ERROR(fe.Emit().Annotate("function @" + func->str_attr("sym_name")));
+    if (fe.i32_count > vm::kMaxRegisters || fe.ref_count > vm::kMaxRegisters)
+      return ResourceExhaustedError(
+          "function @%s needs %u i32 and %u ref registers; the VM allows %u per bank (split the "
+          "graph: e.g. fewer results per function)",
+          func->str_attr("sym_name").c_str(), fe.i32_count, fe.ref_count, vm::kMaxRegisters);
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> code, fe.enc.Finish());
     bool static_commands = commands.is_static && !fe.per_invoke_allocation;
     if (static_commands) {
@@ -2392,8 +2407,8 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     b.add_exported(true);
     b.add_args(args_v);
     b.add_results(results_v);
-    b.add_i32_register_count(std::max<uint16_t>(fe.i32_count, 1));
-    b.add_ref_register_count(std::max<uint16_t>(fe.ref_count, 1));
+    b.add_i32_register_count(static_cast<uint16_t>(std::max<uint32_t>(fe.i32_count, 1)));
+    b.add_ref_register_count(static_cast<uint16_t>(std::max<uint32_t>(fe.ref_count, 1)));
     b.add_bytecode(code_v);
     b.add_debug_offsets(dbg_off);
     b.add_debug_locations(dbg_loc);

@@ -211,6 +211,11 @@ struct Placement {
   Value* timepoint = nullptr;  // nullptr: a new stream.timepoint.immediate
 };
 
+// Pre-order position of every op of a function before any lifetime op is
+// inserted; within one block it is the block order. Inserted ops have none
+// (they touch no other root).
+using OpOrder = std::unordered_map<const Operation*, int64_t>;
+
 struct PlanResult {
   bool ok = false;
   Operation* handover = nullptr;  // the yield the root leaves its region through
@@ -219,16 +224,19 @@ struct PlanResult {
 
 // Rules 1-5 of the header for block `b`; `def` is the root's defining op when
 // it lives in `b` (only ops after it are looked at).
-PlanResult Plan(Block* b, Operation* def, const Lifetime& lt, std::vector<Placement>* out) {
+PlanResult Plan(Block* b, Operation* def, const Lifetime& lt, const OpOrder& order,
+                std::vector<Placement>* out) {
   PlanResult r;
+  // The last touching op of `b` after `def`: a maximum over the touching set,
+  // not a walk of the block (a block with N roots would cost O(N^2)).
   Operation* last = nullptr;
-  bool after = def == nullptr;
-  for (auto& op : b->ops()) {
-    if (!after) {
-      after = op.get() == def;
-      continue;
-    }
-    if (lt.touching.count(op.get())) last = op.get();
+  int64_t after = def ? order.at(def) : -1, last_pos = -1;
+  for (const Operation* t : lt.touching) {
+    if (t->parent_block() != b) continue;
+    auto it = order.find(t);
+    if (it == order.end() || it->second <= after || it->second <= last_pos) continue;
+    last_pos = it->second;
+    last = const_cast<Operation*>(t);
   }
   if (!last) {
     out->push_back(Placement{b, def, nullptr, nullptr});
@@ -236,10 +244,7 @@ PlanResult Plan(Block* b, Operation* def, const Lifetime& lt, std::vector<Placem
     return r;
   }
   if (last->is("func.return")) {  // an escape: end local ownership before it
-    auto it = std::find_if(b->ops().begin(), b->ops().end(),
-                           [&](const std::unique_ptr<Operation>& o) { return o.get() == last; });
-    Operation* prev = it == b->ops().begin() ? nullptr : std::prev(it)->get();
-    out->push_back(Placement{b, prev, nullptr, nullptr});
+    out->push_back(Placement{b, last->prev_op(), nullptr, nullptr});
     r.ok = true;
     return r;
   }
@@ -274,7 +279,7 @@ PlanResult Plan(Block* b, Operation* def, const Lifetime& lt, std::vector<Placem
           r.why = "a multi-block region of " + analysis::DescribeOp(last);
           return r;
         }
-        PlanResult sub = Plan(region->block(0), nullptr, lt, out);
+        PlanResult sub = Plan(region->block(0), nullptr, lt, order, out);
         if (!sub.ok) return sub;
       }
       r.ok = true;
@@ -304,10 +309,7 @@ void Apply(const Placement& p, Value* root, bool release) {
   } else if (!p.after) {
     before = blk->ops().empty() ? nullptr : blk->ops().front().get();
   } else {
-    auto it = std::find_if(blk->ops().begin(), blk->ops().end(),
-                           [&](const std::unique_ptr<Operation>& o) { return o.get() == p.after; });
-    if (it != blk->ops().end()) ++it;
-    before = it == blk->ops().end() ? nullptr : it->get();
+    before = p.after->next_op();
   }
   ir::Builder b = before ? ir::Builder::Before(before) : ir::Builder::AtEnd(blk);
   if (release) {
@@ -368,6 +370,8 @@ class ResourceLifetimePass : public ir::Pass {
       handed_.clear();
       std::vector<Value*> roots;
       std::vector<Operation*> merge_ops;
+      order_.clear();
+      func->Walk([&](Operation* op) { order_.emplace(op, static_cast<int64_t>(order_.size())); });
       for (Value* a : func->region(0)->block(0)->arguments())
         if (IsFreshRoot(a)) roots.push_back(a);
       func->Walk([&](Operation* op) {
@@ -443,7 +447,7 @@ class ResourceLifetimePass : public ir::Pass {
         return;
       }
     std::vector<Placement> placements;
-    PlanResult r = Plan(lt.block, lt.def, lt, &placements);
+    PlanResult r = Plan(lt.block, lt.def, lt, order_, &placements);
     for (const Escape& e : escapes)
       if (retained_.insert({e.op, e.operand}).second)
         ir::Builder::Before(e.op).Create("stream.resource.retain", {root}, {});
@@ -460,6 +464,7 @@ class ResourceLifetimePass : public ir::Pass {
     for (const Placement& p : placements) Apply(p, root, /*release=*/!escapes.empty());
   }
 
+  OpOrder order_;
   std::set<std::pair<const Operation*, unsigned>> retained_;  // (escape op, operand)
   std::set<std::pair<const Operation*, unsigned>> handed_;    // (yield, operand)
 };

@@ -58,6 +58,34 @@ expect_result "chain of 4000 adds" "result[0]: tensor<4xf32> = [4001, 8002, 1200
   echo '  "func.return"(%d) : (tensor<4xf32>) -> ()'; echo '}) {sym_name = "main"} : () -> ()'; } >"$work/big.kir"
 expect_error "1,100-op region" "holds 1101 ops, more than the 1024" "$compile" "$work/big.kir" -o "$work/x.kiln"
 
+# Many graph outputs: 8,000 results compile and run (resource-lifetime and
+# the emitter once scanned the whole function per result: 55 s for 8,000,
+# 8.5 min for 20,000); 20,000 need more VM registers than a function has,
+# a clear error instead of a module the loader refuses.
+outputs_model() { # N FILE: y_k = x + x for k = 1..N, every y_k a graph output
+  { echo 'ir_version: 7 opset_import { domain: "" version: 13 } graph { name: "g"'
+    for i in $(seq 1 "$1"); do echo "node { op_type: \"Add\" input: \"x\" input: \"x\" output: \"y$i\" }"; done
+    echo "input $(tensor x 1 4)"
+    for i in $(seq 1 "$1"); do echo "output $(tensor y$i 1 4)"; done; echo '}'; } | encode "$2"
+}
+outputs_model 8000 "$work/out8000.onnx"
+"$compile" "$work/out8000.onnx" -o "$work/out8000.kiln" || fail "8000 outputs" "does not compile"
+expect_result "8000 outputs" "result[7999]: tensor<4xf32> = [2, 4, 6, 8]" --module="$work/out8000.kiln" \
+  --input=4xf32=1,2,3,4
+outputs_model 20000 "$work/out20000.onnx"
+expect_error "20000 outputs" "the VM allows 32768 per bank" "$compile" "$work/out20000.onnx" -o "$work/x.kiln"
+
+# A module of 100,001 functions loads (the loader's duplicate-name check was
+# quadratic: 12 s) and its main runs.
+{ for i in $(seq 0 99999); do
+    printf '"func.func"() ({\n^bb0(%%x: tensor<4xf32>):\n  "func.return"(%%x) : (tensor<4xf32>) -> ()\n}) {sym_name = "f%d"} : () -> ()\n' "$i"
+  done
+  printf '"func.func"() ({\n^bb0(%%x: tensor<4xf32>):\n  %%0 = "tensor.neg"(%%x) : (tensor<4xf32>) -> tensor<4xf32>\n'
+  printf '  "func.return"(%%0) : (tensor<4xf32>) -> ()\n}) {sym_name = "main"} : () -> ()\n'; } >"$work/funcs.kir"
+"$compile" "$work/funcs.kir" -o "$work/funcs.kiln" || fail "100,001 functions" "does not compile"
+expect_result "100,001 functions" "result[0]: tensor<4xf32> = [-1, -2, -3, -4]" --module="$work/funcs.kiln" \
+  --input=4xf32=1,2,3,4
+
 # Malformed ONNX: two nodes write one tensor (ONNX's checker); an opset no
 # release defines; a rank-9 input.
 { echo 'ir_version: 7 opset_import { domain: "" version: 13 } graph { name: "g"'
