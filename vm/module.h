@@ -109,7 +109,12 @@ class Module : public RefObject {
   const format::Module* def_ = nullptr;
   std::string_view name_;
   HostVector<FunctionInfo> functions_;
-  HostVector<uint32_t> by_name_;  // function indices sorted by name
+  struct NamedFunction {
+    std::string_view name;
+    uint32_t index;
+    static int Compare(const void* a, const void* b);  // by name, for qsort
+  };
+  HostVector<NamedFunction> by_name_;  // every function, sorted by name
   HostVector<ImportSignature> import_signatures_;
   HostVector<std::string_view> import_names_;
 };
