@@ -109,6 +109,10 @@ struct EntryPointInfo {
   // Values of the specialization constants with constant_id 1..N, 32 bits
   // each (constant_id 0 is the driver's: kiln_exact_fma).
   HostVector<uint32_t> specialization;
+  // binding_readonly[b] != 0: the module declares binding b read-only (the
+  // SPIR-V must not write it; a borrowed argument may be bound there). Empty
+  // or shorter than binding_count: the rest are writable.
+  HostVector<uint8_t> binding_readonly;
 };
 class Executable : public RefObject {
  public:

@@ -254,6 +254,8 @@ Status Context::RegisterModule(Ref<Module> module) {
           }
         }
         info.binding_count = nb;
+        info.binding_readonly.resize(nb);
+        for (uint32_t b = 0; b < nb; ++b) info.binding_readonly[b] = ep->bindings()->Get(b)->readonly();
         info.push_constant_bytes = ep->push_constant_bytes();
         if (ep->workgroup_size()) {
           for (flatbuffers::uoffset_t d = 0; d < ep->workgroup_size()->size() && d < 3; ++d) {

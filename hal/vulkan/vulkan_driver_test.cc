@@ -139,6 +139,36 @@ TEST_F(VulkanDriverTest, DescriptorPoolFallbackAcrossManyDispatches) {
   EXPECT_EQ(device->stats().barriers, 200u);
 }
 
+// SPIR-V that spirv-val accepts but that names a binding or descriptor set
+// the declared layout lacks crashed lavapipe in vkCreateComputePipelines; the
+// load-time layout check (spirv_layout_check.h) refuses it before any driver
+// call, and the device stays usable.
+TEST_F(VulkanDriverTest, CraftedSpirvIsRefusedBeforeTheDriverSeesIt) {
+  auto device_or = CreateDevice(DeviceOptions{});
+  ASSERT_TRUE(device_or.ok()) << device_or.status().ToString();
+  Ref<Device> device = std::move(device_or).value();
+  EntryPointInfo entry;
+  entry.name = "main";
+  entry.binding_count = 3;
+  entry.push_constant_bytes = 4;
+  for (uint32_t decoration : {33u /*Binding*/, 34u /*DescriptorSet*/}) {
+    std::vector<uint32_t> w(std::begin(kVaddSpirv), std::end(kVaddSpirv));
+    for (size_t at = 5; at < w.size(); at += w[at] >> 16)
+      if ((w[at] & 0xffff) == 71 /*OpDecorate*/ && w[at + 2] == decoration) {
+        w[at + 3] = decoration == 33u ? 131072u : 1u;
+        break;
+      }
+    auto exe = device->CreateExecutable(w.data(), w.size(), {entry});
+    ASSERT_FALSE(exe.ok());
+    EXPECT_EQ(exe.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(exe.status().ToString().find(decoration == 33u ? "has binding 131072" : "descriptor set 1"),
+              std::string::npos)
+        << exe.status().ToString();
+  }
+  auto ok = device->CreateExecutable(kVaddSpirv, kVaddSpirvWordCount, {entry});
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
 TEST_F(VulkanDriverTest, MissingValidationLayerIsNotFound) {
   const char* old = std::getenv("VK_LAYER_PATH");
   std::string saved = old ? old : "";

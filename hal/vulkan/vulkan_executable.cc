@@ -4,68 +4,22 @@
 #include <new>
 #include <string>
 
+#include "hal/vulkan/spirv_layout_check.h"
 #include "hal/vulkan/vulkan_device.h"
 #include "hal/vulkan/vulkan_status.h"
 
 namespace kiln::hal::vulkan {
-namespace {
-
-constexpr uint32_t kSpirvMagic = 0x07230203u;
-constexpr uint32_t kOpEntryPoint = 15;
-constexpr uint32_t kExecutionModelGLCompute = 5;
-
-// Walks the instruction stream; collects the names of GLCompute entry points.
-Status ParseComputeEntryPoints(const uint32_t* words, size_t count,
-                               HostVector<std::string_view>* names) {
-  if (count < 5) {
-    return InvalidArgumentError("SPIR-V module is %zu words; the header alone is 5", count);
-  }
-  if (words[0] != kSpirvMagic) {
-    return InvalidArgumentError("not a SPIR-V module (magic 0x%08x, expected 0x%08x)", words[0],
-                                kSpirvMagic);
-  }
-  size_t i = 5;
-  while (i < count) {
-    uint32_t word_count = words[i] >> 16;
-    uint32_t opcode = words[i] & 0xffffu;
-    if (word_count == 0 || word_count > count - i) {
-      return InvalidArgumentError("malformed SPIR-V: instruction at word %zu has length %u", i,
-                                  word_count);
-    }
-    if (opcode == kOpEntryPoint && word_count >= 4 && words[i + 1] == kExecutionModelGLCompute) {
-      // Literal string: bytes packed little-endian, NUL-terminated, within the
-      // instruction.
-      const char* bytes = reinterpret_cast<const char*>(&words[i + 3]);
-      size_t max_bytes = static_cast<size_t>(word_count - 3) * 4;
-      size_t length = strnlen(bytes, max_bytes);
-      if (length == max_bytes) {
-        return InvalidArgumentError("malformed SPIR-V: unterminated OpEntryPoint name");
-      }
-      names->emplace_back(bytes, length);
-    }
-    i += word_count;
-  }
-  return OkStatus();
-}
-
-}  // namespace
-
 StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     VulkanDevice* device, const uint32_t* spirv, size_t word_count,
     const HostVector<EntryPointInfo>& entry_points) {
   if (!spirv) return InvalidArgumentError("CreateExecutable: spirv is null");
   if (entry_points.empty()) return InvalidArgumentError("CreateExecutable: no entry points");
-  HostVector<std::string_view> module_entry_points;
-  KILN_RETURN_IF_ERROR(ParseComputeEntryPoints(spirv, word_count, &module_entry_points));
   const VkPhysicalDeviceLimits& limits = device->limits();
+  SpirvLimits spirv_limits;
+  for (int d = 0; d < 3; ++d) spirv_limits.max_workgroup_size[d] = limits.maxComputeWorkGroupSize[d];
+  spirv_limits.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+  KILN_RETURN_IF_ERROR(CheckSpirvLayout(spirv, word_count, entry_points, spirv_limits));
   for (const EntryPointInfo& entry : entry_points) {
-    bool found = false;
-    for (std::string_view name : module_entry_points) found |= name == entry.name;
-    if (!found) {
-      return InvalidArgumentError(
-          "CreateExecutable: SPIR-V module has no GLCompute entry point '%s'",
-          entry.name.c_str());
-    }
     if (entry.binding_count > limits.maxPerStageDescriptorStorageBuffers) {
       return InvalidArgumentError(
           "CreateExecutable: entry point '%s' uses %u storage buffers; device limit is %u",

@@ -34,13 +34,11 @@ class VulkanExecutable final : public Executable {
   };
 
   // `spirv` is `word_count` 32-bit words (copied; the caller keeps its
-  // memory). Checks before touching Vulkan: the SPIR-V header (magic, at least
-  // 5 words), instruction lengths, and that every entry point names a
-  // GLCompute OpEntryPoint in the module (kInvalidArgument otherwise);
-  // binding_count <= maxPerStageDescriptorStorageBuffers and
-  // push_constant_bytes (multiple of 4) <= maxPushConstantsSize
-  // (kInvalidArgument). The SPIR-V must otherwise be valid (the compiler runs
-  // spirv-val); the validation layer reports invalid modules.
+  // memory). Checks before touching Vulkan: the SPIR-V against the declared
+  // layout and the device's workgroup limits (CheckSpirvLayout,
+  // spirv_layout_check.h); binding_count <= maxPerStageDescriptorStorageBuffers
+  // and push_constant_bytes (multiple of 4) <= maxPushConstantsSize. Each
+  // failure is kInvalidArgument and no driver call is made.
   static StatusOr<Ref<VulkanExecutable>> Create(VulkanDevice* device, const uint32_t* spirv,
                                                 size_t word_count,
                                                 const HostVector<EntryPointInfo>& entry_points);
