@@ -56,7 +56,7 @@ class Checker {
           const SpirvLimits& limits)
       : w_(w), n_(n), entries_(entries), limits_(limits) {}
 
-  Status Run() {
+  Status Run(HostVector<uint32_t>* invocations) {
     if (!w_ || n_ < 5) return Bad(0, "the module is %zu words; the header alone is 5", n_);
     if (w_[0] != 0x07230203u) return Bad(0, "magic 0x%08x is not SPIR-V's", w_[0]);
     if (w_[3] == 0 || w_[3] > kMaxSpirvIdBound)
@@ -71,7 +71,11 @@ class Checker {
     KILN_RETURN_IF_ERROR(Walk());
     KILN_RETURN_IF_ERROR(CheckVariables());
     KILN_RETURN_IF_ERROR(CheckWrites());
-    for (const EntryPointInfo& e : entries_) KILN_RETURN_IF_ERROR(CheckEntryPoint(e));
+    for (const EntryPointInfo& e : entries_) {
+      uint32_t n = 0;
+      KILN_RETURN_IF_ERROR(CheckEntryPoint(e, &n));
+      if (invocations) invocations->push_back(n);
+    }
     return OkStatus();
   }
 
@@ -343,7 +347,7 @@ class Checker {
     return OkStatus();
   }
 
-  Status CheckEntryPoint(const EntryPointInfo& e) {
+  Status CheckEntryPoint(const EntryPointInfo& e, uint32_t* invocations) {
     size_t ep = 0;
     for (uint32_t at : entry_points_) {
       const char* name = reinterpret_cast<const char*>(&w_[at + 3]);
@@ -389,6 +393,7 @@ class Checker {
     if (total > limits_.max_workgroup_invocations)
       return Bad(ep, "workgroup of %llu invocations in '%s'; the device allows %u",
                  static_cast<unsigned long long>(total), e.name.c_str(), limits_.max_workgroup_invocations);
+    *invocations = static_cast<uint32_t>(total);
     return OkStatus();
   }
 
@@ -405,9 +410,10 @@ class Checker {
 }  // namespace
 
 Status CheckSpirvLayout(const uint32_t* words, size_t count,
-                        const HostVector<EntryPointInfo>& entries, const SpirvLimits& limits) {
+                        const HostVector<EntryPointInfo>& entries, const SpirvLimits& limits,
+                        HostVector<uint32_t>* invocations) {
   if (entries.empty()) return InvalidArgumentError("SPIR-V layout check: no entry points declared");
-  return Checker(words, count, entries, limits).Run();
+  return Checker(words, count, entries, limits).Run(invocations);
 }
 
 }  // namespace kiln::hal::vulkan

@@ -52,9 +52,13 @@ struct SpirvLimits {
 };
 
 // Checks `count` words of SPIR-V against `entries` (the module's declared
-// layout) and `limits`. OK or kInvalidArgument with the reason.
+// layout) and `limits`. OK or kInvalidArgument with the reason. On OK and
+// when non-null, `invocations` gets one entry per entry point: the
+// invocations in one workgroup as the SPIR-V declares it (the dispatch-size
+// check bounds workgroup counts with it).
 Status CheckSpirvLayout(const uint32_t* words, size_t count,
-                        const HostVector<EntryPointInfo>& entries, const SpirvLimits& limits);
+                        const HostVector<EntryPointInfo>& entries, const SpirvLimits& limits,
+                        HostVector<uint32_t>* invocations = nullptr);
 
 }  // namespace kiln::hal::vulkan
 

@@ -179,12 +179,23 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
   const VulkanExecutable::Pipeline& pipeline = vk_executable->pipeline(entry_point);
   if (!workgroup_count) return InvalidArgumentError("Dispatch: workgroup_count is null");
   const VkPhysicalDeviceLimits& limits = device_->limits();
+  uint64_t invocations = pipeline.workgroup_invocations;
   for (int i = 0; i < 3; ++i) {
     if (workgroup_count[i] > limits.maxComputeWorkGroupCount[i]) {
       return InvalidArgumentError("Dispatch '%s': workgroup_count[%d] = %u exceeds the limit %u",
                                   info.name.c_str(), i, workgroup_count[i],
                                   limits.maxComputeWorkGroupCount[i]);
     }
+    invocations *= workgroup_count[i];  // <= (2^32 - 1)^2 before the break: no overflow
+    if (invocations > UINT32_MAX) break;
+  }
+  // A global invocation index is 32 bits wide: beyond 2^32 invocations
+  // lavapipe silently miscounts, and a 65535^3 grid would run for hours.
+  if (invocations > UINT32_MAX) {
+    return InvalidArgumentError(
+        "Dispatch '%s': %ux%ux%u workgroups of %u invocations exceed 2^32 invocations",
+        info.name.c_str(), workgroup_count[0], workgroup_count[1], workgroup_count[2],
+        pipeline.workgroup_invocations);
   }
   if (push_constant_bytes != info.push_constant_bytes) {
     return InvalidArgumentError("Dispatch '%s': %u push-constant bytes given, entry point takes %u",

@@ -125,6 +125,13 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
     dst.field = VK_TRUE;                \
     features.push_back(#field);         \
   }
+  // Out-of-bounds buffer accesses stay inside the bound range (docs/security.md):
+  // on wherever the device has it, so a module's shader cannot reach memory
+  // outside its bindings. KILN_VULKAN_NO_ROBUST_ACCESS=1 turns it off (for
+  // measuring its cost only).
+  if (!EnvFlag("KILN_VULKAN_NO_ROBUST_ACCESS")) {
+    KILN_ENABLE_IF(enable.features, supported.features, robustBufferAccess)
+  }
   KILN_ENABLE_IF(enable.features, supported.features, shaderInt64)
   KILN_ENABLE_IF(enable.features, supported.features, shaderInt16)
   KILN_ENABLE_IF(enable11, supported11, storageBuffer16BitAccess)

@@ -169,6 +169,33 @@ TEST_F(VulkanDriverTest, CraftedSpirvIsRefusedBeforeTheDriverSeesIt) {
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
+// 65535^3 workgroups passed the per-dimension limit and lavapipe silently
+// miscounted; a grid beyond 2^32 invocations (64 per workgroup here) is
+// refused when recorded, and the command buffer stays usable.
+TEST_F(VulkanDriverTest, DispatchBeyondTwoToTheThirtyTwoInvocationsIsRefused) {
+  auto device_or = CreateDevice(DeviceOptions{});
+  ASSERT_TRUE(device_or.ok()) << device_or.status().ToString();
+  Ref<Device> device = std::move(device_or).value();
+  Ref<Executable> scale = MakeScale(device.get());
+  ASSERT_TRUE(scale);
+  auto x = device->AllocateBuffer(256, MemoryKind::kHostVisible);
+  ASSERT_TRUE(x.ok());
+  auto cb_or = device->CreateCommandBuffer();
+  ASSERT_TRUE(cb_or.ok());
+  CommandBuffer* cb = cb_or.value().get();
+  ScalePush push = {2.0f, 0};
+  BufferBinding bindings[2] = {{x->get(), 0, 0}, {x->get(), 0, 0}};
+  const uint32_t huge[3] = {65535, 65535, 65535};
+  Status s = cb->Dispatch(scale.get(), 0, huge, &push, 8, bindings, 2);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.ToString().find("65535x65535x65535 workgroups of 64 invocations exceed 2^32"), std::string::npos)
+      << s.ToString();
+  const uint32_t fine[3] = {65535, 1, 1};
+  EXPECT_TRUE(cb->Dispatch(scale.get(), 0, fine, &push, 8, bindings, 2).ok());
+  ASSERT_TRUE(cb->End().ok());
+  ASSERT_TRUE(SubmitAndWait(device.get(), cb).ok());  // count 0: every invocation returns at once
+}
+
 TEST_F(VulkanDriverTest, MissingValidationLayerIsNotFound) {
   const char* old = std::getenv("VK_LAYER_PATH");
   std::string saved = old ? old : "";

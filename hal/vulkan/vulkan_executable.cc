@@ -18,7 +18,8 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
   SpirvLimits spirv_limits;
   for (int d = 0; d < 3; ++d) spirv_limits.max_workgroup_size[d] = limits.maxComputeWorkGroupSize[d];
   spirv_limits.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
-  KILN_RETURN_IF_ERROR(CheckSpirvLayout(spirv, word_count, entry_points, spirv_limits));
+  HostVector<uint32_t> invocations;
+  KILN_RETURN_IF_ERROR(CheckSpirvLayout(spirv, word_count, entry_points, spirv_limits, &invocations));
   for (const EntryPointInfo& entry : entry_points) {
     if (entry.binding_count > limits.maxPerStageDescriptorStorageBuffers) {
       return InvalidArgumentError(
@@ -55,6 +56,7 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
   for (size_t e = 0; e < entry_points.size(); ++e) {
     const EntryPointInfo& entry = entry_points[e];
     Pipeline& pipeline = self->pipelines_[e];
+    pipeline.workgroup_invocations = invocations[e];
     pipeline.push_descriptor = device->push_descriptors() && entry.binding_count > 0 &&
                                entry.binding_count <= device->max_push_descriptors();
 

@@ -31,6 +31,7 @@ class VulkanExecutable final : public Executable {
     VkPipelineLayout layout = VK_NULL_HANDLE;
     VkPipeline pipeline = VK_NULL_HANDLE;
     bool push_descriptor = false;
+    uint32_t workgroup_invocations = 1;  // as the SPIR-V declares it (spirv_layout_check.h)
   };
 
   // `spirv` is `word_count` 32-bit words (copied; the caller keeps its
