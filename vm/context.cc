@@ -776,6 +776,24 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
   if (fences && !fences->signal.semaphore) {
     return InvalidArgumentError("asynchronous invocation without a signal fence");
   }
+  // The caller's borrowed arguments: no dispatch may bind them writable
+  // (HalModule::borrowed). Cleared on every return path.
+  struct BorrowedGuard {
+    HostVector<hal::BufferBinding>* ranges;
+    ~BorrowedGuard() { ranges->clear(); }
+  } borrowed_guard{&hal_.borrowed()};
+  if (hal_.borrowed().capacity() < arg_count) {
+    CountHostAllocation();
+    hal_.borrowed().reserve(arg_count);
+  }
+  for (size_t i = 0; i < arg_count; ++i) {
+    const format::TensorSig* sig = def->args()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (args[i].consume || sig->ownership() != format::Ownership::borrow || !args[i].view->buffer())
+      continue;
+    hal_.borrowed().push_back(hal::BufferBinding{args[i].view->buffer()->allocation(),
+                                                 args[i].view->root_offset(),
+                                                 args[i].view->byte_length()});
+  }
   // Free what finished since the last call (never blocks).
   PruneRecordings();
   KILN_RETURN_IF_ERROR(hal_.Retire());

@@ -460,6 +460,16 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
         KILN_RETURN_IF_ERROR(CheckRange(buf, offset, length, "binding"));
         uint64_t len = length ? static_cast<uint64_t>(length) : buf.size - offset;
         bindings_[b] = hal::BufferBinding{buf.buffer, buf.base + offset, len};
+        if (b < info.binding_readonly.size() && info.binding_readonly[b]) continue;
+        hal::Buffer* root = buf.buffer->allocation();
+        uint64_t begin = buf.buffer->allocation_offset() + buf.base + offset;
+        for (const hal::BufferBinding& lent : borrowed_) {
+          if (lent.buffer == root && begin < lent.offset + lent.length && lent.offset < begin + len) {
+            return InvalidArgumentError(
+                "entry point '%s' binding %zu is writable but holds a borrowed argument (a module "
+                "may not write what the caller lends it)", info.name.c_str(), b);
+          }
+        }
       }
       KILN_RETURN_IF_ERROR(cb->command_buffer->Dispatch(
           exe, static_cast<uint32_t>(entry), groups, cb->push_constants,

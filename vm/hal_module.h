@@ -138,6 +138,13 @@ class HalModule {
   // retires them (context release).
   Status WaitIdle();
   size_t in_flight_count() const { return in_flight_.size(); }
+
+  // The byte ranges of the caller's borrowed arguments for the invocation
+  // in progress (set by Context::InvokeEx, cleared when it returns). A
+  // dispatch that binds any of them at a binding its entry point does not
+  // declare read-only is refused (kInvalidArgument): a module may read what
+  // the caller lends it, never write it (docs/security.md).
+  HostVector<hal::BufferBinding>& borrowed() { return borrowed_; }
   // References to `buffer` held by in-flight command buffers (one per
   // command buffer whose commands use it): holders that are queue-ordered
   // before any later submission of this context.
@@ -200,6 +207,7 @@ class HalModule {
   bool signal_attached_ = false;
   Capture* capture_ = nullptr;
   HostVector<hal::BufferBinding> bindings_;  // scratch, reused across calls
+  HostVector<hal::BufferBinding> borrowed_;  // (root allocation, absolute offset, length)
   HostVector<hal::BufferBarrier> barriers_;  // scratch, reused across calls
 };
 

@@ -172,5 +172,69 @@ TEST_F(HalModuleVulkanTest, NativeErrorsAreAnnotated) {
             "expected a buffer or buffer view, got command_buffer");
 }
 
+// A module may read what the caller lends it, never write it: a dispatch
+// that binds a borrowed argument at a binding its entry point does not
+// declare read-only is refused at bind time (the bytecode cannot be trusted
+// to say so), the argument keeps its bytes, and the context stays usable.
+TEST_F(HalModuleVulkanTest, BorrowedArgumentBoundWritableIsRefused) {
+  for (bool write_borrowed : {true, false}) {
+    testing::ModuleBuilder b("borrow_test");
+    auto imp = [&](const char* name) { return static_cast<uint16_t>(b.AddHalImport(name)); };
+    const uint16_t kAlloc = imp("hal.allocator.allocate");
+    const uint16_t kCbCreate = imp("hal.command_buffer.create");
+    const uint16_t kExeLookup = imp("hal.executable.lookup");
+    const uint16_t kPush = imp("hal.command_buffer.push_constants");
+    const uint16_t kDispatch = imp("hal.command_buffer.dispatch");
+    const uint16_t kExec = imp("hal.command_buffer.execute_and_wait");
+    testing::EntryPointDesc ep;
+    ep.name = "main";
+    ep.debug_name = "dispatch_0_vadd";
+    ep.bindings = {{0, 0, true}, {0, 1, true}, {0, 2, false}};
+    ep.push_constant_bytes = 4;
+    ep.workgroup_size = {64, 1, 1};
+    b.AddExecutable(std::vector<uint32_t>(kVaddSpirv, kVaddSpirv + kVaddSpirvWordCount), {ep}, {"Add_0"});
+    using R = Reg;
+    BytecodeEncoder e;
+    e.ConstI32(0, kVaddCount * 4);
+    e.ConstI32(1, 0);
+    e.ConstI32(2, kVaddCount);
+    e.ConstI32(3, (kVaddCount + 63) / 64);
+    e.ConstI32(4, 1);
+    e.CallImport(kAlloc, {R::I32(0), R::I32(4)}, {R::Ref(1)});  // a fresh, writable buffer
+    e.CallImport(kCbCreate, {}, {R::Ref(2)});
+    e.CallImport(kExeLookup, {R::I32(1)}, {R::Ref(3)});
+    e.CallImport(kPush, {R::Ref(2), R::I32(2)}, {});
+    // c = a + a, written into `a` itself (borrowed) or into the fresh buffer.
+    e.CallImport(kDispatch, {R::Ref(2), R::Ref(3), R::I32(1), R::I32(3), R::I32(4), R::I32(4),
+                             R::Ref(0), R::I32(1), R::I32(1), R::Ref(0), R::I32(1), R::I32(1),
+                             R::Ref(write_borrowed ? 0 : 1), R::I32(1), R::I32(1)},
+                 {});
+    e.CallImport(kExec, {R::Ref(2)}, {});
+    e.Ret({});
+    b.AddFunction("main", {{"a", DType::kF32, {kVaddCount}}}, {}, 5, 4, e, true);
+    std::vector<uint8_t> bytes = b.Finish();
+    auto module = Module::LoadFromMemory(bytes.data(), bytes.size());
+    ASSERT_TRUE(module.ok()) << module.status().ToString();
+    auto ctx = Context::Create(device_);
+    ASSERT_TRUE(ctx.ok());
+    ASSERT_TRUE(ctx.value()->RegisterModule(module.value()).ok());
+    std::vector<float> a(kVaddCount, 1.5f);
+    Ref<BufferView> ta = Tensor(a);
+    BufferView* args[] = {ta.get()};
+    FunctionRef fn = ctx.value()->LookupFunction("main").value();
+    for (int round = 0; round < 2; ++round) {  // the context stays usable
+      Status s = ctx.value()->Invoke(fn, args, 1, nullptr, 0);
+      if (write_borrowed) {
+        EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+        EXPECT_NE(s.ToString().find("binding 2 is writable but holds a borrowed argument"), std::string::npos)
+            << s.ToString();
+      } else {
+        EXPECT_TRUE(s.ok()) << s.ToString();
+      }
+      EXPECT_EQ(Read(ta.get()), a);  // the caller's bytes are untouched
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::vm
