@@ -363,6 +363,18 @@ const char* kiln_module_name(kiln_module_t module) {
 
 kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
                                   size_t module_count, kiln_context_t* out_context) {
+  return kiln_context_create_with_options(device, modules, module_count, nullptr, out_context);
+}
+
+kiln_status_t kiln_context_create_with_options(kiln_device_t device, const kiln_module_t* modules,
+                                               size_t module_count,
+                                               const kiln_context_options_t* options,
+                                               kiln_context_t* out_context) {
+  if (options && options->struct_size != sizeof(kiln_context_options_t)) {
+    return Wrap(kiln::InvalidArgumentError(
+        "kiln_context_create: options->struct_size is %zu, expected %zu", options->struct_size,
+        sizeof(kiln_context_options_t)));
+  }
   if (!device) return NullArg("kiln_context_create", "device");
   if (!modules && module_count) return NullArg("kiln_context_create", "modules");
   if (!out_context) return NullArg("kiln_context_create", "out_context");
@@ -378,6 +390,12 @@ kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* mod
   if (!ctx) return OutOfHostMemory("kiln_context_create");
   ctx->device = Ref<kiln_device_s>::Retain(device);
   ctx->context = std::move(vm_context).value();
+  if (options) {
+    kiln::vm::Context::Limits limits;
+    limits.step_budget = options->step_budget;
+    limits.device_memory_budget = options->device_memory_budget;
+    ctx->context->set_limits(limits);
+  }
   for (size_t i = 0; i < module_count; ++i) {
     Status s = ctx->context->RegisterModule(modules[i]->module);
     if (!s.ok()) return Wrap(std::move(s));

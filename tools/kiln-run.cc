@@ -45,6 +45,7 @@
 #define KILN_CALLGRIND(request)
 #endif
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -86,6 +87,8 @@ const kiln::tools::FlagTable kFlags = {
         {"--stats-steady", nullptr, "like --stats, counting the last invocation only"},
         {"--output-storage", nullptr, "pass preallocated storage for every result (in place)"},
         {"--feedback", "R:A", "feed result R back as consumed argument A; repeatable"},
+        {"--step-budget", "N", "fail an invocation after N bytecode branches and calls (0: no limit)"},
+        {"--device-memory-budget", "BYTES", "fail an allocation past BYTES of live device memory"},
         {"--print-device", nullptr, "print the device name"},
         {"--print-full", nullptr, "print every element (default: the first 16)"},
     },
@@ -103,6 +106,7 @@ struct Options {
   std::string device_name;
   int device_index = -1;
   long repeat = 1;
+  kiln_context_options_t limits = {sizeof(kiln_context_options_t), 0, 0};
   bool stats = false;
   bool stats_steady = false;
   bool print_device = false;
@@ -226,7 +230,8 @@ int Run(const Options& opt) {
     return rc;
   }
   if (opt.print_device) std::printf("device: %s\n", kiln_device_name(h.device));
-  if (!Check(kiln_context_create(h.device, h.modules.data(), h.modules.size(), &h.context),
+  if (!Check(kiln_context_create_with_options(h.device, h.modules.data(), h.modules.size(),
+                                              &opt.limits, &h.context),
              "creating the context", &rc)) {
     return rc;
   }
@@ -427,6 +432,12 @@ int main(int argc, char** argv) {
     } else if (ParseFlag(a, "--repeat", &v)) {
       if (!ParseInt(v, 1, 1L << 30, &n)) return Error("bad --repeat '" + v + "' (>= 1)"), 2;
       opt.repeat = n;
+    } else if (ParseFlag(a, "--step-budget", &v)) {
+      if (!ParseInt(v, 0, LONG_MAX, &n)) return Error("bad --step-budget '" + v + "' (>= 0)"), 2;
+      opt.limits.step_budget = static_cast<uint64_t>(n);
+    } else if (ParseFlag(a, "--device-memory-budget", &v)) {
+      if (!ParseInt(v, 0, LONG_MAX, &n)) return Error("bad --device-memory-budget '" + v + "' (>= 0)"), 2;
+      opt.limits.device_memory_budget = static_cast<uint64_t>(n);
     } else if (!std::strcmp(a, "--stats")) {
       opt.stats = true;
     } else if (!std::strcmp(a, "--stats-steady")) {

@@ -292,6 +292,7 @@ Status Context::RegisterModule(Ref<Module> module) {
   if (init >= 0) {
     uint32_t m = static_cast<uint32_t>(modules_.size() - 1);
     AcquireFrame(0, module->function(init));
+    steps_left_ = limits_.step_budget;
     RegList ret;
     Status s = Run(m, static_cast<uint32_t>(init), 0, &ret);
     ClearFrame(0);
@@ -427,6 +428,7 @@ StatusOr<Ref<hal::Buffer>> Context::AllocateCached(uint32_t m, uint32_t function
     if (free && e.buffer->size() >= size && e.buffer->memory_kind() == kind) return e.buffer;
     if (!replace || free) replace = &e;  // prefer replacing one nobody holds (too small)
   }
+  KILN_RETURN_IF_ERROR(hal_.CheckBudget(alloc));
   CountHostAllocation();
   KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, device->AllocateBuffer(alloc, kind));
   if (replace && buffers >= kBuffersPerSlot) {
@@ -473,6 +475,7 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
         call.SetI32(1, offset);
         return OkStatus();
       }
+      KILN_RETURN_IF_ERROR(hal_.CheckBudget(size ? static_cast<uint64_t>(size) : 4));
       CountHostAllocation();
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
                             device->AllocateBuffer(size ? static_cast<uint64_t>(size) : 4,
@@ -504,6 +507,7 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
         call.SetI32(1, offset);
         return OkStatus();
       }
+      KILN_RETURN_IF_ERROR(hal_.CheckBudget(length ? length : 4));
       CountHostAllocation();
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
                             device->AllocateBuffer(length ? length : 4,
@@ -776,6 +780,7 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
   if (fences && !fences->signal.semaphore) {
     return InvalidArgumentError("asynchronous invocation without a signal fence");
   }
+  steps_left_ = limits_.step_budget;
   // The caller's borrowed arguments: no dispatch may bind them writable
   // (HalModule::borrowed). Cleared on every return path.
   struct BorrowedGuard {

@@ -132,6 +132,23 @@ class Context : public RefObject {
   // `device` may be null for modules that never touch the hal (tests).
   static StatusOr<Ref<Context>> Create(Ref<hal::Device> device);
 
+  // Bounds on what an untrusted module may consume (docs/security.md); 0
+  // means unlimited. `step_budget`: branches and calls the interpreter runs
+  // per invocation and per initializer; past it the call fails with
+  // kResourceExhausted ("step budget ... exhausted") and the context stays
+  // usable. `device_memory_budget`: bytes of device memory live on the
+  // device; an allocation by a module that would exceed it fails with
+  // kResourceExhausted (the device's live bytes count, so contexts sharing
+  // one device share the bound).
+  struct Limits {
+    uint64_t step_budget = 0;
+    uint64_t device_memory_budget = 0;
+  };
+  void set_limits(const Limits& limits) {
+    limits_ = limits;
+    hal_.set_device_memory_budget(limits.device_memory_budget);
+  }
+
   // Links `module` into this context (see the header comment). On error the
   // context is unchanged except that a failed initializer leaves the module
   // unregistered.
@@ -288,6 +305,9 @@ class Context : public RefObject {
   void FinishRecording(bool ok, const InvokeArg* args, size_t arg_count, Frame* frame,
                        const RegList& ret, size_t result_count, bool copied);
 
+  Status StepBudgetExhausted(uint32_t m, uint32_t function, uint32_t offset);
+  Limits limits_;
+  uint64_t steps_left_ = 0;  // of limits_.step_budget, for the running invocation
   HalModule hal_;
   HostVector<std::unique_ptr<Recording>> recordings_;
   std::unique_ptr<Recording> recording_;  // the run being recorded, if any

@@ -240,9 +240,20 @@ Status HalModule::WaitIdle() {
   return Retire();
 }
 
+Status HalModule::CheckBudget(uint64_t bytes) const {
+  if (!memory_budget_ || !device_) return OkStatus();
+  uint64_t live = device_->stats().device_bytes_live;
+  if (live + bytes <= memory_budget_) return OkStatus();
+  return ResourceExhaustedError(
+      "device memory budget of %llu bytes exceeded: %llu live, %llu more requested",
+      static_cast<unsigned long long>(memory_budget_), static_cast<unsigned long long>(live),
+      static_cast<unsigned long long>(bytes));
+}
+
 StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, size_t size) {
   KILN_RETURN_IF_ERROR(RequireDevice());
   uint64_t alloc_size = size ? size : 4;
+  KILN_RETURN_IF_ERROR(CheckBudget(alloc_size));
   CountHostAllocation();
   KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
                         device_->AllocateBuffer(alloc_size, hal::MemoryKind::kDeviceLocal));
@@ -375,6 +386,7 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       int32_t kind = call.ArgI32(1);
       if (size < 0) return InvalidArgumentError("negative allocation size %d", size);
       if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
+      KILN_RETURN_IF_ERROR(CheckBudget(size ? static_cast<uint64_t>(size) : 4));
       CountHostAllocation();
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
                             device_->AllocateBuffer(size ? static_cast<uint64_t>(size) : 4,

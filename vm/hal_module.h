@@ -145,6 +145,13 @@ class HalModule {
   // declare read-only is refused (kInvalidArgument): a module may read what
   // the caller lends it, never write it (docs/security.md).
   HostVector<hal::BufferBinding>& borrowed() { return borrowed_; }
+
+  // 0: unlimited. Otherwise an allocation by a module that would take the
+  // device's live bytes past it fails with kResourceExhausted.
+  void set_device_memory_budget(uint64_t bytes) { memory_budget_ = bytes; }
+  // OK when `bytes` more fit the budget; called before every allocation a
+  // module makes (hal.allocator.*, buffer_view.take_or_*, cached slots).
+  Status CheckBudget(uint64_t bytes) const;
   // References to `buffer` held by in-flight command buffers (one per
   // command buffer whose commands use it): holders that are queue-ordered
   // before any later submission of this context.
@@ -207,6 +214,7 @@ class HalModule {
   bool signal_attached_ = false;
   Capture* capture_ = nullptr;
   HostVector<hal::BufferBinding> bindings_;  // scratch, reused across calls
+  uint64_t memory_budget_ = 0;
   HostVector<hal::BufferBinding> borrowed_;  // (root allocation, absolute offset, length)
   HostVector<hal::BufferBarrier> barriers_;  // scratch, reused across calls
 };

@@ -57,6 +57,13 @@ Status Context::Annotate(Status status, uint32_t m, uint32_t function, uint32_t 
   return status.Annotate(ctx);
 }
 
+Status Context::StepBudgetExhausted(uint32_t m, uint32_t function, uint32_t offset) {
+  return Annotate(ResourceExhaustedError("step budget of %llu branches and calls exhausted (a loop "
+                                         "that does not end?)",
+                                         static_cast<unsigned long long>(limits_.step_budget)),
+                  m, function, offset, nullptr);
+}
+
 Status Context::Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret) {
   ModuleState& state = *modules_[m];
   const FunctionInfo& info = state.module->function(function);
@@ -121,9 +128,11 @@ Status Context::Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret)
         pc += 4;
         break;
       case Opcode::BR:
+        if (limits_.step_budget && steps_left_-- == 0) return StepBudgetExhausted(m, function, inst_offset);
         pc = U32(code + pc);
         break;
       case Opcode::COND_BR: {
+        if (limits_.step_budget && steps_left_-- == 0) return StepBudgetExhausted(m, function, inst_offset);
         bool taken = frame->I(U16(code + pc)) != 0;
         pc = taken ? U32(code + pc + 2) : U32(code + pc + 6);
         break;
@@ -156,6 +165,7 @@ Status Context::Run(uint32_t m, uint32_t function, uint32_t depth, RegList* ret)
         break;
       }
       case Opcode::CALL: {
+        if (limits_.step_budget && steps_left_-- == 0) return StepBudgetExhausted(m, function, inst_offset);
         // A function of this module: the same convention as CALL_IMPORT of
         // another module's function (consume arguments are moved and
         // claimed, borrowed ones shared; argument and result types are

@@ -404,6 +404,30 @@ KILN_API const char* kiln_module_name(kiln_module_t module);
  * per executable) plus constant uploads. */
 KILN_API kiln_status_t kiln_context_create(kiln_device_t device, const kiln_module_t* modules,
                                   size_t module_count, kiln_context_t* out_context);
+/* Limits on what the context's modules may consume (docs/security.md: a
+ * module is untrusted input). Zero-initialize, set struct_size, then the
+ * fields wanted; 0 leaves a limit off.
+ *  - step_budget: branches and calls the bytecode interpreter runs per
+ *    invocation (and per initializer). Past it the call fails with
+ *    RESOURCE_EXHAUSTED ("step budget ... exhausted"): a program that never
+ *    returns is bounded. Kiln's own programs take a few per loop trip.
+ *  - device_memory_budget: bytes of device memory that may be live on the
+ *    context's device; an allocation a module makes past it fails with
+ *    RESOURCE_EXHAUSTED. Contexts sharing one device share the bound.
+ * Either way the context stays usable and nothing leaks. */
+typedef struct kiln_context_options_t {
+  size_t struct_size; /* sizeof(kiln_context_options_t) */
+  uint64_t step_budget;
+  uint64_t device_memory_budget; /* bytes */
+} kiln_context_options_t;
+/* kiln_context_create with `options` (NULL: no limits). The limits hold
+ * from the first initializer on. Errors: those of kiln_context_create;
+ * INVALID_ARGUMENT for an unknown struct_size. */
+KILN_API kiln_status_t kiln_context_create_with_options(kiln_device_t device,
+                                                        const kiln_module_t* modules,
+                                                        size_t module_count,
+                                                        const kiln_context_options_t* options,
+                                                        kiln_context_t* out_context);
 KILN_API void kiln_context_retain(kiln_context_t context);
 /* Releasing the last reference waits until the context's device work is
  * done (its buffers are freed in queue order), without a time limit: work

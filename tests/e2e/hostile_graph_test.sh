@@ -112,5 +112,12 @@ ls "$work"/chain.kiln.tmp.* >/dev/null 2>&1 && fail "atomic output" "a temporary
 expect_error "huge literal" "limit of --input" "$run" --module="$work/chain.kiln" --input=68719476736xf32=0
 expect_error "npy from /dev/zero" "not a regular file" "$run" --module="$work/chain.kiln" --input=@/dev/zero
 
+# Context limits from kiln-run: a device-memory budget smaller than the
+# model's buffers is a clean RESOURCE_EXHAUSTED; a generous one runs.
+expect_error "memory budget" "device memory budget of 16 bytes exceeded" "$run" --module="$work/chain.kiln" \
+  --device-memory-budget=16 --input=4xf32=1,2,3,4
+expect_result "memory budget, enough" "result[0]: tensor<4xf32> = [4001, 8002, 12003, 16004]" \
+  --module="$work/chain.kiln" --device-memory-budget=100000000 --step-budget=1000 --input=4xf32=1,2,3,4
+
 if [ $fails -ne 0 ]; then echo "$fails hostile-graph cases failed"; exit 1; fi
 echo "hostile graphs: all cases handled"
