@@ -50,8 +50,10 @@ struct CompiledDispatch {
   uint32_t workgroup_count[3] = {1, 1, 1};
   std::vector<uint32_t> push_constants;  // words; size*4 = push-constant bytes
   // Device features the SPIR-V uses; the HAL must have enabled them.
-  bool requires_int64 = false;         // shaderInt64 (an i64 tensor is touched)
+  bool requires_int64 = false;         // shaderInt64 (an i64 or u64 tensor is touched)
   bool requires_8bit_storage = false;  // storageBuffer8BitAccess + shaderInt8 (i8/u8/i1 buffers)
+  bool requires_16bit_storage = false; // storageBuffer16BitAccess (f16/bf16/i16/u16 buffers)
+  bool requires_float64 = false;       // shaderFloat64 (an f64 tensor is touched)
 };
 
 struct CodegenOptions {

@@ -120,12 +120,27 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
 
   enable12.timelineSemaphore = VK_TRUE;
   features.push_back("timelineSemaphore");
+  // KILN_VULKAN_DISABLE_FEATURES=shaderFloat16,storageBuffer16BitAccess,...
+  // leaves the named optional features off, as on a device without them
+  // (tests of the load-time feature check, vulkan_executable.cc).
+  const char* disabled = std::getenv("KILN_VULKAN_DISABLE_FEATURES");
+  auto allowed = [disabled](const char* name) {
+    if (!disabled) return true;
+    const size_t n = std::strlen(name);
+    for (const char* p = disabled; (p = std::strstr(p, name)) != nullptr; p += n) {
+      bool starts = p == disabled || p[-1] == ',';
+      bool ends = p[n] == '\0' || p[n] == ',';
+      if (starts && ends) return false;
+    }
+    return true;
+  };
 #define KILN_ENABLE_IF(dst, src, field) \
-  if (src.field) {                      \
+  if (src.field && allowed(#field)) {   \
     dst.field = VK_TRUE;                \
     features.push_back(#field);         \
   }
   KILN_ENABLE_IF(enable.features, supported.features, shaderInt64)
+  KILN_ENABLE_IF(enable.features, supported.features, shaderFloat64)
   KILN_ENABLE_IF(enable.features, supported.features, shaderInt16)
   KILN_ENABLE_IF(enable11, supported11, storageBuffer16BitAccess)
   KILN_ENABLE_IF(enable12, supported12, storageBuffer8BitAccess)

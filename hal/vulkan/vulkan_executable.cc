@@ -12,6 +12,7 @@ namespace {
 
 constexpr uint32_t kSpirvMagic = 0x07230203u;
 constexpr uint32_t kOpEntryPoint = 15;
+constexpr uint32_t kOpCapability = 17;
 constexpr uint32_t kExecutionModelGLCompute = 5;
 
 // Walks the instruction stream; collects the names of GLCompute entry points.
@@ -48,6 +49,49 @@ Status ParseComputeEntryPoints(const uint32_t* words, size_t count,
   return OkStatus();
 }
 
+// SPIR-V capabilities that need an optional device feature, and its name
+// (VkPhysicalDevice*Features field, as listed in DeviceInfo::features).
+struct CapabilityFeature {
+  uint32_t capability;
+  const char* capability_name;
+  const char* feature;
+};
+constexpr CapabilityFeature kCapabilityFeatures[] = {
+    {9, "Float16", "shaderFloat16"},
+    {10, "Float64", "shaderFloat64"},
+    {11, "Int64", "shaderInt64"},
+    {22, "Int16", "shaderInt16"},
+    {39, "Int8", "shaderInt8"},
+    {4433, "StorageBuffer16BitAccess", "storageBuffer16BitAccess"},
+    {4434, "UniformAndStorageBuffer16BitAccess", "uniformAndStorageBuffer16BitAccess"},
+    {4448, "StorageBuffer8BitAccess", "storageBuffer8BitAccess"},
+    {4449, "UniformAndStorageBuffer8BitAccess", "uniformAndStorageBuffer8BitAccess"},
+};
+
+// Every OpCapability of the module whose device feature is not enabled is an
+// error naming the feature (a module compiled for f16, f64, 64/16/8-bit
+// integers on a device without them), before the driver sees the module.
+// Capabilities not listed are left to the driver. `words` passed
+// ParseComputeEntryPoints (well-formed instruction lengths).
+Status CheckCapabilities(const VulkanDevice* device, const uint32_t* words, size_t count) {
+  const DeviceInfo& info = device->info();
+  for (size_t i = 5; i < count; i += words[i] >> 16) {
+    if ((words[i] & 0xffffu) != kOpCapability || (words[i] >> 16) < 2) continue;
+    for (const CapabilityFeature& c : kCapabilityFeatures) {
+      if (c.capability != words[i + 1]) continue;
+      bool enabled = false;
+      for (const HostString& f : info.features) enabled |= f == c.feature;
+      if (!enabled) {
+        return UnimplementedError(
+            "SPIR-V module needs the device feature '%s' (capability %s), which Vulkan device "
+            "'%s' does not have",
+            c.feature, c.capability_name, info.name.c_str());
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
@@ -57,6 +101,7 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
   if (entry_points.empty()) return InvalidArgumentError("CreateExecutable: no entry points");
   HostVector<std::string_view> module_entry_points;
   KILN_RETURN_IF_ERROR(ParseComputeEntryPoints(spirv, word_count, &module_entry_points));
+  KILN_RETURN_IF_ERROR(CheckCapabilities(device, spirv, word_count));
   const VkPhysicalDeviceLimits& limits = device->limits();
   for (const EntryPointInfo& entry : entry_points) {
     bool found = false;

@@ -849,16 +849,17 @@ TEST(OnnxImporter, UnsupportedDTypeError) {
   EXPECT_EQ(r.status().message(), "node 'to_str' (Cast): unsupported ONNX dtype STRING");
   ModelBuilder c(13);
   auto* t = c.model().mutable_graph()->add_initializer();
-  t->set_name("bf");
-  t->set_data_type(onnx::TensorProto_DataType_BFLOAT16);
+  t->set_name("c64");
+  t->set_data_type(onnx::TensorProto_DataType_COMPLEX64);
   t->add_dims(1);
-  t->add_int32_data(0);
-  c.Node("Identity", {"bf"}, {"y"}, "id");
+  t->add_float_data(0);
+  t->add_float_data(0);
+  c.Node("Identity", {"c64"}, {"y"}, "id");
   c.Output("y");
   auto r2 = c.Import();
   ASSERT_FALSE(r2.ok());
   EXPECT_EQ(r2.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(r2.status().message(), "initializer 'bf': unsupported ONNX dtype BFLOAT16");
+  EXPECT_EQ(r2.status().message(), "initializer 'c64': unsupported ONNX dtype COMPLEX64");
 }
 
 TEST(OnnxImporter, TruncatedOrGarbageBytesAreDataLoss) {
