@@ -47,9 +47,16 @@
 // Element types (compute type in registers / storage type in buffers):
 //   f32 float/float   i32 int/int   i64 int64_t/int64_t (shaderInt64)
 //   i8 int/int8_t  u8 uint/uint8_t  i1 bool/uint8_t (0 or 1)
+//   f16 float/float16_t  bf16 float/uint16_t (the bits)  i16 int/int16_t
+//   u16 uint/uint16_t  u32 uint/uint  u64 uint64_t/uint64_t (shaderInt64)
+//   f64 double/double (shaderFloat64)
 // 8-bit tensors use GL_EXT_shader_8bit_storage (+ int8 arithmetic types for
 // the conversions), so the device needs storageBuffer8BitAccess and
-// shaderInt8; CompiledDispatch::requires_* say which features a shader uses.
+// shaderInt8; 16-bit tensors GL_EXT_shader_16bit_storage
+// (storageBuffer16BitAccess only: no 16-bit arithmetic);
+// CompiledDispatch::requires_* say which features a shader uses, and the
+// runtime checks the SPIR-V capabilities against the device at load
+// (hal/vulkan/vulkan_executable.cc).
 #include "compiler/codegen/codegen.h"
 
 #include <glslang/Include/glslang_c_interface.h>

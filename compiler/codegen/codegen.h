@@ -18,8 +18,10 @@
 //        softmax/transpose/slice/concat/pad/gather/expand/conv_transpose/resize/
 //        arg_reduce/cumsum/gather_elements/scatter_elements/scatter_nd/top_k, plus
 //        tensor.reshape and small tensor.constant (<= 4096 elements).
-//   dtypes: f32, i32, i64, i8, u8, i1 (conv2d/conv_transpose/pool2d/softmax and the
-//        transcendental ops: f32 only). No f16/f64/i16.
+//   dtypes: every DType (base/dtype.h). f16 and bf16 are stored 16-bit and
+//        computed in f32; i8/i16 in i32, u8/u16 in u32; i64, u64 and f64 in
+//        64 bits (generator.h ComputeType). conv2d/conv_transpose/pool2d/
+//        softmax and the transcendental ops take f32, f16 and bf16.
 // Any DAG of these is correct (producers are recomputed per use index).
 // Fast schedules (see codegen.cc) apply when the region has exactly one
 // non-elementwise op (the anchor) and every result has the anchor's shape:

@@ -49,23 +49,22 @@ Status ParseComputeEntryPoints(const uint32_t* words, size_t count,
   return OkStatus();
 }
 
-// SPIR-V capabilities that need an optional device feature, and its name
-// (VkPhysicalDevice*Features field, as listed in DeviceInfo::features).
+// SPIR-V capabilities that need an optional device feature: the capability
+// (SPIR-V spec 3.31), its VulkanDevice::kFeature* bit and the feature's name
+// (the VkPhysicalDevice*Features field).
 struct CapabilityFeature {
-  uint32_t capability;
-  const char* capability_name;
+  uint16_t capability;
+  uint8_t bit;
   const char* feature;
 };
 constexpr CapabilityFeature kCapabilityFeatures[] = {
-    {9, "Float16", "shaderFloat16"},
-    {10, "Float64", "shaderFloat64"},
-    {11, "Int64", "shaderInt64"},
-    {22, "Int16", "shaderInt16"},
-    {39, "Int8", "shaderInt8"},
-    {4433, "StorageBuffer16BitAccess", "storageBuffer16BitAccess"},
-    {4434, "UniformAndStorageBuffer16BitAccess", "uniformAndStorageBuffer16BitAccess"},
-    {4448, "StorageBuffer8BitAccess", "storageBuffer8BitAccess"},
-    {4449, "UniformAndStorageBuffer8BitAccess", "uniformAndStorageBuffer8BitAccess"},
+    {9, VulkanDevice::kFeatureShaderFloat16, "shaderFloat16"},
+    {10, VulkanDevice::kFeatureShaderFloat64, "shaderFloat64"},
+    {11, VulkanDevice::kFeatureShaderInt64, "shaderInt64"},
+    {22, VulkanDevice::kFeatureShaderInt16, "shaderInt16"},
+    {39, VulkanDevice::kFeatureShaderInt8, "shaderInt8"},
+    {4433, VulkanDevice::kFeatureStorageBuffer16BitAccess, "storageBuffer16BitAccess"},
+    {4448, VulkanDevice::kFeatureStorageBuffer8BitAccess, "storageBuffer8BitAccess"},
 };
 
 // Every OpCapability of the module whose device feature is not enabled is an
@@ -74,18 +73,14 @@ constexpr CapabilityFeature kCapabilityFeatures[] = {
 // Capabilities not listed are left to the driver. `words` passed
 // ParseComputeEntryPoints (well-formed instruction lengths).
 Status CheckCapabilities(const VulkanDevice* device, const uint32_t* words, size_t count) {
-  const DeviceInfo& info = device->info();
   for (size_t i = 5; i < count; i += words[i] >> 16) {
     if ((words[i] & 0xffffu) != kOpCapability || (words[i] >> 16) < 2) continue;
     for (const CapabilityFeature& c : kCapabilityFeatures) {
-      if (c.capability != words[i + 1]) continue;
-      bool enabled = false;
-      for (const HostString& f : info.features) enabled |= f == c.feature;
-      if (!enabled) {
+      if (c.capability == words[i + 1] && !(device->enabled_features() & c.bit)) {
         return UnimplementedError(
-            "SPIR-V module needs the device feature '%s' (capability %s), which Vulkan device "
-            "'%s' does not have",
-            c.feature, c.capability_name, info.name.c_str());
+            "SPIR-V module needs the device feature '%s' (SPIR-V capability %u), which Vulkan "
+            "device '%s' does not have",
+            c.feature, words[i + 1], device->info().name.c_str());
       }
     }
   }
