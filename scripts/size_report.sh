@@ -37,7 +37,16 @@ set -euo pipefail
 # Lowered 156300 -> 153500 when the runtime's host allocations moved behind
 # kiln_set_allocator's hook (names as views of the module bytes, error
 # context built only on error): 153,447 B measured.
-budget="${KILN_SIZE_BUDGET:-153500}"
+# Raised 153500 -> 154900 for the dtypes of issue 14 (f16, bf16, i16, u16,
+# u32, u64, f64): the load-time check of each shader's SPIR-V capabilities
+# against the device's features, so a module needing shaderFloat16/Float64/
+# 16-bit storage on a device without it fails naming the feature instead of
+# in the driver (hal/vulkan/vulkan_executable.cc, ~430 B with its table and
+# message), enabling shaderFloat64 and recording the enabled features as bits
+# (~360 B in VulkanDevice::Initialize), KILN_VULKAN_DISABLE_FEATURES to test
+# it on lavapipe (~200 B), and the four new dtype names and sizes in vm/
+# (~210 B); the rest is rodata. 153,447 -> 154,898 B measured (+1,451).
+budget="${KILN_SIZE_BUDGET:-154900}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"

@@ -7,7 +7,7 @@
 namespace kiln::tools {
 
 kiln_dtype_t ParseDTypeName(const std::string& s) {
-  for (int i = 1; i <= 9; ++i) {
+  for (int i = 1; i <= KILN_DTYPE_U64; ++i) {
     if (s == kiln_dtype_name(static_cast<kiln_dtype_t>(i))) return static_cast<kiln_dtype_t>(i);
   }
   if (s == "bool") return KILN_DTYPE_BOOL;
@@ -99,7 +99,8 @@ static bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, 
                   std::string* error) {
   const char* s = text.c_str();
   char* end = nullptr;
-  bool is_float = dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64 || dtype == KILN_DTYPE_F16;
+  bool is_float = dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64 || dtype == KILN_DTYPE_F16 ||
+                  dtype == KILN_DTYPE_BF16;
   double d = 0;
   long long v = 0;
   if (is_float) {
@@ -107,6 +108,11 @@ static bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, 
   } else if (dtype == KILN_DTYPE_BOOL && (text == "true" || text == "false")) {
     v = text == "true";
     end = const_cast<char*>(s) + text.size();
+  } else if (dtype == KILN_DTYPE_U64) {
+    errno = 0;
+    unsigned long long u = text.empty() || text[0] == '-' ? 0 : std::strtoull(s, &end, 10);
+    if (errno == ERANGE || (!text.empty() && text[0] == '-')) end = const_cast<char*>(s);
+    std::memcpy(&v, &u, 8);
   } else {
     errno = 0;
     v = std::strtoll(s, &end, 10);
@@ -134,6 +140,19 @@ static bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, 
     case KILN_DTYPE_I16: { if (!range(INT16_MIN, INT16_MAX)) return false; int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
     case KILN_DTYPE_I8: { if (!range(INT8_MIN, INT8_MAX)) return false; *p = static_cast<uint8_t>(static_cast<int8_t>(v)); break; }
     case KILN_DTYPE_U8: { if (!range(0, 255)) return false; *p = static_cast<uint8_t>(v); break; }
+    case KILN_DTYPE_U16: { if (!range(0, UINT16_MAX)) return false; uint16_t x = static_cast<uint16_t>(v); std::memcpy(p, &x, 2); break; }
+    case KILN_DTYPE_U32: { if (!range(0, UINT32_MAX)) return false; uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); break; }
+    case KILN_DTYPE_U64: std::memcpy(p, &v, 8); break;
+    case KILN_DTYPE_BF16: {
+      // bfloat16: the top half of the f32, rounded to nearest even.
+      float f = static_cast<float>(d);
+      uint32_t x;
+      std::memcpy(&x, &f, 4);
+      uint16_t b = (x & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>((x >> 16) | 0x40)
+                                                    : static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+      std::memcpy(p, &b, 2);
+      break;
+    }
     case KILN_DTYPE_BOOL: { if (!range(0, 1)) return false; *p = static_cast<uint8_t>(v); break; }
     default: *error = "unsupported dtype"; return false;
   }

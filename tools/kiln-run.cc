@@ -142,6 +142,18 @@ std::string FormatElement(kiln_dtype_t dtype, const uint8_t* p) {
     case KILN_DTYPE_I8: std::snprintf(buf, sizeof(buf), "%d", static_cast<int8_t>(*p)); break;
     case KILN_DTYPE_U8: std::snprintf(buf, sizeof(buf), "%u", *p); break;
     case KILN_DTYPE_BOOL: std::snprintf(buf, sizeof(buf), "%s", *p ? "true" : "false"); break;
+    case KILN_DTYPE_U16: { uint16_t v; std::memcpy(&v, p, 2); std::snprintf(buf, sizeof(buf), "%u", v); break; }
+    case KILN_DTYPE_U32: { uint32_t v; std::memcpy(&v, p, 4); std::snprintf(buf, sizeof(buf), "%" PRIu32, v); break; }
+    case KILN_DTYPE_U64: { uint64_t v; std::memcpy(&v, p, 8); std::snprintf(buf, sizeof(buf), "%" PRIu64, v); break; }
+    case KILN_DTYPE_BF16: {
+      // bfloat16: the top half of an f32.
+      uint32_t x = 0;
+      std::memcpy(reinterpret_cast<uint8_t*>(&x) + 2, p, 2);
+      float f;
+      std::memcpy(&f, &x, 4);
+      std::snprintf(buf, sizeof(buf), "%g", f);
+      break;
+    }
     default: std::snprintf(buf, sizeof(buf), "?"); break;
   }
   return buf;

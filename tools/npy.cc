@@ -18,6 +18,7 @@ const DescrEntry kDescrs[] = {
     {"<f4", KILN_DTYPE_F32}, {"<f8", KILN_DTYPE_F64}, {"<f2", KILN_DTYPE_F16},
     {"<i8", KILN_DTYPE_I64}, {"<i4", KILN_DTYPE_I32}, {"<i2", KILN_DTYPE_I16},
     {"|i1", KILN_DTYPE_I8},  {"|u1", KILN_DTYPE_U8},  {"|b1", KILN_DTYPE_BOOL},
+    {"<u2", KILN_DTYPE_U16}, {"<u4", KILN_DTYPE_U32}, {"<u8", KILN_DTYPE_U64},
 };
 
 bool Fail(std::string* error, const std::string& msg) {
@@ -99,7 +100,7 @@ bool ParseNpy(const std::string& name, const std::vector<uint8_t>& bytes, NpyArr
   if (out->dtype == KILN_DTYPE_INVALID) {
     std::string why = (!descr.empty() && descr[0] == '>') ? " (big-endian)" : "";
     return Fail(error, name + ": unsupported dtype '" + descr + "'" + why +
-                           "; supported: f32, f64, f16, i64, i32, i16, i8, u8, bool");
+                           "; supported: f32, f64, f16, i64, i32, i16, i8, u8, bool, u16, u32, u64");
   }
 
   // fortran_order

@@ -2,7 +2,8 @@
 // headers are also read).
 //
 // Supported dtypes: '<f4' f32, '<f8' f64, '<f2' f16, '<i8' i64, '<i4' i32,
-// '<i2' i16, '|i1' i8, '|u1' u8, '|b1' bool. C order only: fortran_order
+// '<i2' i16, '|i1' i8, '|u1' u8, '|b1' bool, '<u2' u16, '<u4' u32, '<u8' u64
+// (bf16 has no NumPy dtype: pass it as TYPE=v1,v2,...). C order only: fortran_order
 // True, big-endian data or any other dtype is an error. Uses only the C API's
 // kiln_dtype_t (no runtime internals).
 #ifndef KILN_TOOLS_NPY_H_

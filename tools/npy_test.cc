@@ -10,7 +10,7 @@ namespace {
 TEST(NpyTest, RoundTripEveryDtype) {
   const kiln_dtype_t dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_F16, KILN_DTYPE_I64,
                                  KILN_DTYPE_I32, KILN_DTYPE_I16, KILN_DTYPE_I8,  KILN_DTYPE_U8,
-                                 KILN_DTYPE_BOOL};
+                                 KILN_DTYPE_BOOL, KILN_DTYPE_U16, KILN_DTYPE_U32, KILN_DTYPE_U64};
   for (kiln_dtype_t dt : dtypes) {
     NpyArray a;
     a.dtype = dt;
@@ -53,7 +53,7 @@ TEST(NpyTest, Errors) {
   EXPECT_FALSE(ParseNpy("f.npy", Make("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16), &a, &error));
   EXPECT_EQ(error, "f.npy: Fortran-order arrays are not supported (use C order)");
   EXPECT_FALSE(ParseNpy("b.npy", Make("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), &a, &error));
-  EXPECT_EQ(error, "b.npy: unsupported dtype '>f4' (big-endian); supported: f32, f64, f16, i64, i32, i16, i8, u8, bool");
+  EXPECT_EQ(error, "b.npy: unsupported dtype '>f4' (big-endian); supported: f32, f64, f16, i64, i32, i16, i8, u8, bool, u16, u32, u64");
   EXPECT_FALSE(ParseNpy("c.npy", Make("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16), &a, &error));
   EXPECT_FALSE(ParseNpy("t.npy", Make("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 15), &a, &error));
   EXPECT_EQ(error, "t.npy: expected 16 bytes of data, file has 15");

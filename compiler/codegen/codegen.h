@@ -18,8 +18,10 @@
 //        softmax/transpose/slice/concat/pad/gather/expand/conv_transpose/resize/
 //        arg_reduce/cumsum/gather_elements/scatter_elements/scatter_nd/top_k, plus
 //        tensor.reshape and small tensor.constant (<= 4096 elements).
-//   dtypes: f32, i32, i64, i8, u8, i1 (conv2d/conv_transpose/pool2d/softmax and the
-//        transcendental ops: f32 only). No f16/f64/i16.
+//   dtypes: every DType (base/dtype.h). f16 and bf16 are stored 16-bit and
+//        computed in f32; i8/i16 in i32, u8/u16 in u32; i64, u64 and f64 in
+//        64 bits (generator.h ComputeType). conv2d/conv_transpose/pool2d/
+//        softmax and the transcendental ops take f32, f16 and bf16.
 // Any DAG of these is correct (producers are recomputed per use index).
 // Fast schedules (see codegen.cc) apply when the region has exactly one
 // non-elementwise op (the anchor) and every result has the anchor's shape:
@@ -50,8 +52,10 @@ struct CompiledDispatch {
   uint32_t workgroup_count[3] = {1, 1, 1};
   std::vector<uint32_t> push_constants;  // words; size*4 = push-constant bytes
   // Device features the SPIR-V uses; the HAL must have enabled them.
-  bool requires_int64 = false;         // shaderInt64 (an i64 tensor is touched)
+  bool requires_int64 = false;         // shaderInt64 (an i64 or u64 tensor is touched)
   bool requires_8bit_storage = false;  // storageBuffer8BitAccess + shaderInt8 (i8/u8/i1 buffers)
+  bool requires_16bit_storage = false; // storageBuffer16BitAccess (f16/bf16/i16/u16 buffers)
+  bool requires_float64 = false;       // shaderFloat64 (an f64 tensor is touched)
 };
 
 struct CodegenOptions {

@@ -107,17 +107,23 @@ TEST(CodegenTest, FeatureFlags) {
     Case c = f();
     auto r = CompileDispatch(c.dispatch, c.options);
     ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
-    bool i64 = false, b8 = false;
+    bool i64 = false, b8 = false, b16 = false, f64 = false;
     for (auto d : c.input_dtypes) {
-      i64 |= d == DType::kI64;
+      i64 |= d == DType::kI64 || d == DType::kU64;
       b8 |= d == DType::kBool || d == DType::kU8;
+      b16 |= DTypeSize(d) == 2;
+      f64 |= d == DType::kF64;
     }
     for (auto d : c.result_dtypes) {
-      i64 |= d == DType::kI64;
+      i64 |= d == DType::kI64 || d == DType::kU64;
       b8 |= d == DType::kBool || d == DType::kU8;
+      b16 |= DTypeSize(d) == 2;
+      f64 |= d == DType::kF64;
     }
     EXPECT_EQ(r.value().requires_int64, i64) << c.name;
     EXPECT_EQ(r.value().requires_8bit_storage, b8) << c.name;
+    EXPECT_EQ(r.value().requires_16bit_storage, b16) << c.name;
+    EXPECT_EQ(r.value().requires_float64, f64) << c.name;
   }
 }
 
@@ -133,14 +139,29 @@ TEST(CodegenTest, UnsupportedOpIsUnimplemented) {
 }
 
 TEST(CodegenTest, UnsupportedDTypeIsUnimplemented) {
+  // GLSL has no double exp(): a transcendental op on f64 is refused.
+  auto f64 = ir::Type::Tensor(DType::kF64, {4});
+  DispatchBuilder b({f64}, {f64});
+  auto* v = b.Op("tensor.exp", {b.arg(0)}, f64, {}, "Exp_1");
+  auto r = CompileDispatch(b.Return({v}), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("tensor.exp"), std::string::npos);
+  EXPECT_NE(r.status().message().find("f64"), std::string::npos);
+}
+
+TEST(CodegenTest, SixteenBitStorageIsDeclared) {
+  // f16 storage computes in f32: 16-bit storage only (no Float16 arithmetic).
   auto f16 = ir::Type::Tensor(DType::kF16, {4});
   DispatchBuilder b({f16}, {f16});
   auto* v = b.Op("tensor.relu", {b.arg(0)}, f16, {}, "Relu_1");
   auto r = CompileDispatch(b.Return({v}), {});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("tensor.relu"), std::string::npos);
-  EXPECT_NE(r.status().message().find("f16"), std::string::npos);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r.value().requires_16bit_storage);
+  EXPECT_FALSE(r.value().requires_float64);
+  EXPECT_NE(r.value().glsl.find("float16_t in0[]"), std::string::npos) << r.value().glsl;
+  EXPECT_NE(r.value().glsl.find("float(in0["), std::string::npos) << r.value().glsl;
+  EXPECT_EQ(r.value().glsl.find("arithmetic_types_float16"), std::string::npos) << r.value().glsl;
 }
 
 TEST(CodegenTest, FloatOnlyOpOnIntegersIsUnimplemented) {

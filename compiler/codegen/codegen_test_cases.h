@@ -53,6 +53,7 @@ inline double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
 #include "compiler/codegen/codegen_prologue_test_cases.h"
 #include "compiler/codegen/codegen_reduce_test_cases.h"
+#include "compiler/codegen/codegen_dtype_test_cases.h"
 
 namespace kiln::codegen::testing {
 
@@ -846,6 +847,7 @@ inline std::vector<std::function<Case()>> AllCases() {
 
   AddReduceCases(add);
   AddPrologueCases(add);
+  AddDTypeCases(add);
   return cases;
 }
 

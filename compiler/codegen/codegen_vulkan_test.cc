@@ -29,6 +29,13 @@ std::vector<uint8_t> ToBytes(const T& t, DType dt) {
       case DType::kI32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
       case DType::kI64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
       case DType::kI8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
+      case DType::kI16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
+      case DType::kU16: { uint16_t x = static_cast<uint16_t>(v); std::memcpy(p, &x, 2); break; }
+      case DType::kU32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); break; }
+      case DType::kU64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(p, &x, 8); break; }
+      case DType::kF64: std::memcpy(p, &v, 8); break;
+      case DType::kF16: { uint16_t h = ir::FloatToHalf(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+      case DType::kBF16: { uint16_t h = ir::FloatToBF16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
       default: *p = static_cast<uint8_t>(v); break;  // u8, i1
     }
   }
@@ -41,6 +48,13 @@ double FromBytes(const uint8_t* p, DType dt) {
     case DType::kI32: { int32_t x; std::memcpy(&x, p, 4); return x; }
     case DType::kI64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
     case DType::kI8: { int8_t x; std::memcpy(&x, p, 1); return x; }
+    case DType::kI16: { int16_t x; std::memcpy(&x, p, 2); return x; }
+    case DType::kU16: { uint16_t x; std::memcpy(&x, p, 2); return x; }
+    case DType::kU32: { uint32_t x; std::memcpy(&x, p, 4); return x; }
+    case DType::kU64: { uint64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
+    case DType::kF64: { double x; std::memcpy(&x, p, 8); return x; }
+    case DType::kF16: { uint16_t h; std::memcpy(&h, p, 2); return ir::HalfToFloat(h); }
+    case DType::kBF16: { uint16_t h; std::memcpy(&h, p, 2); return ir::BF16ToFloat(h); }
     default: return *p;
   }
 }

@@ -74,7 +74,7 @@ inline std::string Sanitize(const std::string& s) {
 // --------------------------------------------------------------------------
 // Element types
 // --------------------------------------------------------------------------
-enum class CT { kF32, kI32, kI64, kU32, kBool };
+enum class CT { kF32, kI32, kI64, kU32, kBool, kU64, kF64 };
 
 inline const char* CTName(CT t) {
   switch (t) {
@@ -83,39 +83,81 @@ inline const char* CTName(CT t) {
     case CT::kI64: return "int64_t";
     case CT::kU32: return "uint";
     case CT::kBool: return "bool";
+    case CT::kU64: return "uint64_t";
+    case CT::kF64: return "double";
   }
   return "?";
 }
 
+inline bool IsFloatCT(CT t) { return t == CT::kF32 || t == CT::kF64; }
+inline bool IsUnsignedCT(CT t) { return t == CT::kU32 || t == CT::kU64; }
+
 inline bool SupportedDType(DType t) {
   switch (t) {
     case DType::kF32: case DType::kI32: case DType::kI64: case DType::kI8:
-    case DType::kU8: case DType::kBool:
+    case DType::kU8: case DType::kBool: case DType::kF16: case DType::kBF16:
+    case DType::kI16: case DType::kU16: case DType::kU32: case DType::kU64: case DType::kF64:
       return true;
     default:
       return false;
   }
 }
 
+// Arithmetic type of each storage dtype: 8/16-bit integers widen to 32 bits;
+// f16 and bf16 compute in f32 (converted at load and store).
 inline CT ComputeType(DType t) {
   switch (t) {
-    case DType::kF32: return CT::kF32;
+    case DType::kF32: case DType::kF16: case DType::kBF16: return CT::kF32;
     case DType::kI64: return CT::kI64;
-    case DType::kU8: return CT::kU32;
+    case DType::kU64: return CT::kU64;
+    case DType::kF64: return CT::kF64;
+    case DType::kU8: case DType::kU16: case DType::kU32: return CT::kU32;
     case DType::kBool: return CT::kBool;
-    default: return CT::kI32;  // i32, i8
+    default: return CT::kI32;  // i32, i16, i8
   }
 }
 
+// The GLSL element type of a storage buffer of `t` (bf16: its raw bits).
 inline const char* StorageType(DType t) {
   switch (t) {
     case DType::kF32: return "float";
+    case DType::kF16: return "float16_t";
+    case DType::kBF16: return "uint16_t";
     case DType::kI32: return "int";
+    case DType::kU32: return "uint";
     case DType::kI64: return "int64_t";
+    case DType::kU64: return "uint64_t";
+    case DType::kF64: return "double";
+    case DType::kI16: return "int16_t";
+    case DType::kU16: return "uint16_t";
     case DType::kI8: return "int8_t";
     default: return "uint8_t";  // u8, i1
   }
 }
+
+// Storage element -> compute type (EvalArg) and compute -> storage
+// (StoreResults) for the dtypes whose storage type differs from their
+// compute type; `e` itself otherwise.
+inline std::string LoadConvert(DType t, const std::string& e) {
+  switch (t) {
+    case DType::kI8: case DType::kI16: return "int(" + e + ")";
+    case DType::kU8: case DType::kU16: return "uint(" + e + ")";
+    case DType::kF16: return "float(" + e + ")";
+    case DType::kBF16: return "uintBitsToFloat(uint(" + e + ") << 16)";
+    case DType::kBool: return "(uint(" + e + ") != 0u)";
+    default: return e;
+  }
+}
+
+// The bfloat16 bits (low 16) of float f: round to nearest even, NaN kept a quiet NaN (the
+// conversion of compiler/ir FloatToBF16).
+inline const char* const kToBF16Helper = R"(uint kiln_to_bf16(float f) {
+  uint x = floatBitsToUint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return x >> 16;
+}
+)";
 
 inline std::string FloatLit(double v) {
   float f = static_cast<float>(v);
@@ -129,10 +171,28 @@ inline std::string FloatLit(double v) {
   return s;
 }
 
+inline std::string DoubleLit(double v) {
+  if (std::isnan(v)) return "double(uintBitsToFloat(0x7fc00000u))";
+  if (std::isinf(v)) return v > 0 ? "double(uintBitsToFloat(0x7f800000u))" : "double(uintBitsToFloat(0xff800000u))";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  s += "lf";
+  if (s[0] == '-') s = "(" + s + ")";
+  return s;
+}
+
 // A literal of compute type `t` with value `v` (saturated to the type).
 inline std::string Literal(CT t, double v) {
   switch (t) {
     case CT::kF32: return FloatLit(v);
+    case CT::kF64: return DoubleLit(v);
+    case CT::kU64: {
+      if (v <= 0) return "0ul";
+      if (v >= 18446744073709551615.0) return "18446744073709551615ul";
+      return std::to_string(static_cast<uint64_t>(v)) + "ul";
+    }
     case CT::kBool: return v != 0 ? "true" : "false";
     case CT::kU32: {
       double c = std::min(std::max(v, 0.0), 4294967295.0);
@@ -156,6 +216,7 @@ inline std::string Literal(CT t, double v) {
 
 inline std::string IntLiteral(CT t, int64_t v) {
   if (t == CT::kI64) return v < 0 ? "(" + std::to_string(v) + "l)" : std::to_string(v) + "l";
+  if (t == CT::kU64) return std::to_string(static_cast<uint64_t>(v)) + "ul";  // u64 bits
   return Literal(t, static_cast<double>(v));
 }
 
@@ -166,6 +227,8 @@ inline std::string Lowest(CT t) {
     case CT::kI64: return "(-9223372036854775807l - 1l)";
     case CT::kU32: return "0u";
     case CT::kBool: return "false";
+    case CT::kU64: return "0ul";
+    case CT::kF64: return "double(uintBitsToFloat(0xff800000u))";
   }
   return "0";
 }
@@ -177,6 +240,8 @@ inline std::string Highest(CT t) {
     case CT::kI64: return "9223372036854775807l";
     case CT::kU32: return "4294967295u";
     case CT::kBool: return "true";
+    case CT::kU64: return "18446744073709551615ul";
+    case CT::kF64: return "double(uintBitsToFloat(0x7f800000u))";
   }
   return "0";
 }

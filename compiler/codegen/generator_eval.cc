@@ -62,13 +62,7 @@ std::string Generator::EvalArg(Value* v, const Idx& idx) {
   }
   DType dt = v->type().dtype;
   std::string e = "in" + std::to_string(it->second) + "[" + Offset(idx, ShapeOf(v)) + "]";
-  switch (dt) {
-    case DType::kI8: e = "int(" + e + ")"; break;
-    case DType::kU8: e = "uint(" + e + ")"; break;
-    case DType::kBool: e = "(uint(" + e + ") != 0u)"; break;
-    default: break;
-  }
-  return Decl(CTOf(v), e);
+  return Decl(CTOf(v), LoadConvert(dt, e));
 }
 
 std::string Generator::EvalConstant(Operation* op, const Idx& idx) {
@@ -80,7 +74,7 @@ std::string Generator::EvalConstant(Operation* op, const Idx& idx) {
   }
   int64_t n = d->type.num_elements();
   auto lit = [&](int64_t i) {
-    if (ct == CT::kF32) return Literal(ct, d->GetDouble(i));
+    if (IsFloatCT(ct)) return Literal(ct, d->GetDouble(i));
     return IntLiteral(ct == CT::kBool ? CT::kI32 : ct, d->GetInt(i));
   };
   auto as_ct = [&](const std::string& s) {
@@ -124,11 +118,11 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
   if (!status_.ok()) return "0";
   auto A = [&](size_t i) { return Convert(a[i], act[i], rct); };
   std::string k = name.substr(std::strlen("tensor."));
-  bool f = rct == CT::kF32;
+  bool f = IsFloatCT(rct);
   std::string e;
   std::string zero = Literal(rct, 0), one = Literal(rct, 1);
   if (k == "neg") e = "(-" + A(0) + ")";
-  else if (k == "abs") e = rct == CT::kU32 ? A(0) : "abs(" + A(0) + ")";
+  else if (k == "abs") e = IsUnsignedCT(rct) ? A(0) : "abs(" + A(0) + ")";
   else if (k == "relu") e = "max(" + A(0) + ", " + zero + ")";
   else if (k == "sigmoid") e = "(1.0 / (1.0 + exp(-" + A(0) + ")))";
   else if (k == "tanh") e = "tanh(clamp(" + A(0) + ", -15.0, 15.0))";
@@ -139,7 +133,7 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
     e = k + "(" + A(0) + ")";
   else if (k == "sign") {
     // GLSL sign(): -1, 0 or 1 for float and int; NaN stays NaN as in ONNX.
-    e = rct == CT::kU32 ? "uint(" + A(0) + " != 0u)" : rct == CT::kBool ? A(0) : "sign(" + A(0) + ")";
+    e = IsUnsignedCT(rct) ? Convert("(" + A(0) + " != " + zero + ")", CT::kBool, rct) : rct == CT::kBool ? A(0) : "sign(" + A(0) + ")";
   } else if (k == "isnan") e = "isnan(" + a[0] + ")";
   else if (k == "isinf") {
     std::string x = a[0];
@@ -155,7 +149,16 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
     helpers_.insert(kErfHelper);
     e = "kiln_erf(" + A(0) + ")";
   } else if (k == "not") e = "(!" + A(0) + ")";
-  else if (k == "cast") e = Convert(a[0], act[0], rct);
+  else if (k == "cast") {
+    e = Convert(a[0], act[0], rct);
+    // A 16-bit float result inside the region rounds as its storage would.
+    DType rdt = op->result()->type().dtype;
+    if (rdt == DType::kF16) e = "unpackHalf2x16(packHalf2x16(vec2(" + e + ", 0.0))).x";
+    if (rdt == DType::kBF16) {
+      helpers_.insert(kToBF16Helper);
+      e = "uintBitsToFloat(kiln_to_bf16(" + e + ") << 16)";
+    }
+  }
   else if (k == "leaky_relu") {
     std::string x = A(0);
     e = "(" + x + " < 0.0 ? " + x + " * " + FloatLit(op->float_attr("alpha", 0.01)) + " : " + x + ")";
@@ -198,20 +201,32 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
                : "(" + x + " - " + y + " * floor(" + x + " / " + y + "))";
     } else {
       std::string r = Decl(rct, "(" + x + " - " + y + " * (" + x + " / " + y + "))");
-      if (fmod || rct == CT::kU32) e = r;
+      if (fmod || IsUnsignedCT(rct)) e = r;
       else e = "((" + r + " != " + zero + " && ((" + r + " < " + zero + ") != (" + y + " < " +
                zero + "))) ? " + r + " + " + y + " : " + r + ")";
     }
   } else if (k == "equal" || k == "greater" || k == "less" || k == "greater_equal" ||
              k == "less_equal") {
-    CT ct = act[0] == CT::kF32 || act[1] == CT::kF32 ? CT::kF32 : act[0];
+    CT ct = act[0] == CT::kF64 || act[1] == CT::kF64   ? CT::kF64
+            : act[0] == CT::kF32 || act[1] == CT::kF32 ? CT::kF32
+                                                       : act[0];
     const char* opr = k == "equal" ? "==" : k == "greater" ? ">" : k == "less" ? "<"
                     : k == "greater_equal" ? ">=" : "<=";
     e = "(" + Convert(a[0], act[0], ct) + " " + opr + " " + Convert(a[1], act[1], ct) + ")";
   } else if (k == "and") e = "(" + A(0) + " && " + A(1) + ")";
   else if (k == "or") e = "(" + A(0) + " || " + A(1) + ")";
   else if (k == "xor") e = "(" + A(0) + " ^^ " + A(1) + ")";
-  else if (k == "select") {
+  else if (k == "shift_left" || k == "shift_right") {
+    // Logical shift in the compute type (32 or 64 bits), then wrapped to the
+    // dtype's width; a shift of the width or more gives 0 (ONNX BitShift).
+    DType rdt = op->result()->type().dtype;
+    const int64_t bits = static_cast<int64_t>(DTypeSize(rdt)) * 8;
+    const int64_t cbits = rct == CT::kU64 || rct == CT::kI64 ? 64 : 32;
+    std::string x = Decl(rct, A(0)), y = Decl(rct, A(1));
+    std::string s = "(" + x + (k == "shift_left" ? " << " : " >> ") + y + ")";
+    if (bits < cbits) s = "(" + s + " & " + IntLiteral(rct, (int64_t{1} << bits) - 1) + ")";
+    e = "(" + y + " < " + IntLiteral(rct, bits) + " ? " + s + " : " + zero + ")";
+  } else if (k == "select") {
     e = "(" + Convert(a[0], act[0], CT::kBool) + " ? " + A(1) + " : " + A(2) + ")";
   } else {
     Fail(Unsupported(op));
@@ -224,7 +239,7 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
     // a * (1 / c), which rounds differently from the host and from the same
     // division by a value loaded from a buffer (lavapipe's NIR does).
     std::string n = Fresh("t");
-    Line("precise float " + n + " = " + e + ";  // " + Comment(op));
+    Line("precise " + std::string(CTName(rct)) + " " + n + " = " + e + ";  // " + Comment(op));
     return n;
   }
   return Decl(rct, e, Comment(op));
@@ -449,7 +464,11 @@ std::vector<Generator::ReducePass> Generator::ReducePasses(const std::string& ki
     std::vector<ReducePass> p = {{Lowest(ct), id, 'M'}};
     if (!prev.empty()) {
       std::string m = prev[0];
-      p.push_back({zero, [m](const std::string& v) { return "exp(" + v + " - " + m + ")"; }, '+'});
+      // GLSL has no double exp()/log(): f64 evaluates them in f32.
+      const bool f64 = ct == CT::kF64;
+      p.push_back({zero, [m, f64](const std::string& v) {
+                     return f64 ? "double(exp(float(" + v + " - " + m + ")))" : "exp(" + v + " - " + m + ")";
+                   }, '+'});
     } else {
       p.push_back({zero, id, '+'});  // placeholder; map filled once the max is known
     }
@@ -461,10 +480,11 @@ std::vector<Generator::ReducePass> Generator::ReducePasses(const std::string& ki
 std::string Generator::ReduceFinal(const std::string& kind, CT ct,
                                    const std::vector<std::string>& acc, int64_t count) {
   if (kind == "mean") {
-    if (ct == CT::kF32) return "(" + acc[0] + " / " + FloatLit(static_cast<double>(count)) + ")";
+    if (IsFloatCT(ct)) return "(" + acc[0] + " / " + Literal(ct, static_cast<double>(count)) + ")";
     return "(" + acc[0] + " / " + IntLiteral(ct, count) + ")";
   }
   if (kind == "l2") return "sqrt(" + acc[0] + ")";
+  if (kind == "log_sum_exp" && ct == CT::kF64) return "(" + acc[0] + " + double(log(float(" + acc[1] + "))))";
   if (kind == "log_sum_exp") return "(" + acc[0] + " + log(" + acc[1] + "))";
   return acc[0];
 }
@@ -477,7 +497,7 @@ std::string Generator::EvalReduce(Operation* op, const Idx& idx) {
   CT ct = CTOf(op->result());
   int64_t count = 1;
   for (int64_t a : axes) count *= xs[a];
-  if (ct != CT::kF32 && (kind == "l2" || kind == "log_sum_exp")) {
+  if (!IsFloatCT(ct) && (kind == "l2" || kind == "log_sum_exp")) {
     Fail(Unsupported(op, "reduce " + kind + " on integers"));
     return "0";
   }

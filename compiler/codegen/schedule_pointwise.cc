@@ -31,11 +31,11 @@ Status Generator::CheckOps() {
     KILN_RETURN_IF_ERROR(check_type(op->result(), op));
     for (Value* v : op->operands()) KILN_RETURN_IF_ERROR(check_type(v, op));
     DType dt = op->result()->type().dtype;
-    if (FloatOnlyOps().count(n) && dt != DType::kF32)
+    if (FloatOnlyOps().count(n) && ComputeType(dt) != CT::kF32)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
     if ((n == "tensor.conv2d" || n == "tensor.pool2d" || n == "tensor.softmax" ||
          n == "tensor.conv_transpose") &&
-        dt != DType::kF32)
+        ComputeType(dt) != CT::kF32)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
     if ((n == "tensor.conv2d" || n == "tensor.pool2d") &&
         (op->operand(0)->type().rank() != 4 || op->result()->type().rank() != 4 ||
@@ -69,6 +69,13 @@ void Generator::StoreResults(const Idx& idx, const Shape& shape) {
       case DType::kI8: e = "int8_t(" + e + ")"; break;
       case DType::kU8: e = "uint8_t(" + e + ")"; break;
       case DType::kBool: e = "uint8_t(" + e + " ? 1u : 0u)"; break;
+      case DType::kI16: e = "int16_t(" + e + ")"; break;
+      case DType::kU16: e = "uint16_t(" + e + ")"; break;
+      case DType::kF16: e = "float16_t(" + e + ")"; break;
+      case DType::kBF16:
+        helpers_.insert(kToBF16Helper);
+        e = "uint16_t(kiln_to_bf16(" + e + "))";
+        break;
       default: break;
     }
     Line("out" + std::to_string(k) + "[" + Offset(idx, shape) + "] = " + e + ";");

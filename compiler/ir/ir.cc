@@ -105,6 +105,21 @@ uint16_t FloatToHalf(float f) {
   return sign | static_cast<uint16_t>(half);
 }
 
+float BF16ToFloat(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t FloatToBF16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(x >> 16);
+}
+
 namespace {
 template <typename T>
 T Load(const uint8_t* p, int64_t i) {
@@ -126,6 +141,10 @@ double DenseElements::GetDouble(int64_t i) const {
     case DType::kI8: return Load<int8_t>(p, i);
     case DType::kU8: return Load<uint8_t>(p, i);
     case DType::kBool: return Load<uint8_t>(p, i) ? 1.0 : 0.0;
+    case DType::kBF16: return BF16ToFloat(Load<uint16_t>(p, i));
+    case DType::kU16: return Load<uint16_t>(p, i);
+    case DType::kU32: return Load<uint32_t>(p, i);
+    case DType::kU64: return static_cast<double>(Load<uint64_t>(p, i));
     default: return 0;
   }
 }
@@ -142,6 +161,10 @@ int64_t DenseElements::GetInt(int64_t i) const {
     case DType::kI8: return Load<int8_t>(p, i);
     case DType::kU8: return Load<uint8_t>(p, i);
     case DType::kBool: return Load<uint8_t>(p, i) ? 1 : 0;
+    case DType::kBF16: return static_cast<int64_t>(BF16ToFloat(Load<uint16_t>(p, i)));
+    case DType::kU16: return Load<uint16_t>(p, i);
+    case DType::kU32: return Load<uint32_t>(p, i);
+    case DType::kU64: return static_cast<int64_t>(Load<uint64_t>(p, i));  // wraps above 2^63
     default: return 0;
   }
 }

@@ -98,6 +98,10 @@ DenseElements MakeDenseI64(std::vector<int64_t> shape, const std::vector<int64_t
 // IEEE binary16 <-> binary32 conversion (round to nearest even; NaN/Inf kept).
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
+// bfloat16 <-> float: the top 16 bits of an IEEE f32; FloatToBF16 rounds to
+// nearest even and keeps NaN a (quiet) NaN.
+float BF16ToFloat(uint16_t b);
+uint16_t FloatToBF16(float f);
 
 struct Attribute;
 using AttrList = std::vector<Attribute>;

@@ -19,6 +19,7 @@ bool IsElementwiseOp(const std::string& name) {
       "tensor.add", "tensor.sub", "tensor.mul", "tensor.div", "tensor.pow", "tensor.max",
       "tensor.min", "tensor.mod", "tensor.equal", "tensor.greater", "tensor.less",
       "tensor.greater_equal", "tensor.less_equal", "tensor.and", "tensor.or", "tensor.xor",
+      "tensor.shift_left", "tensor.shift_right",
       // Ternary.
       "tensor.select"};
   return kOps.count(name) != 0;

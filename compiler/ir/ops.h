@@ -35,6 +35,10 @@
 //     tensor.add sub mul div pow max min mod
 //     tensor.equal greater less greater_equal less_equal  (result i1)
 //     tensor.and or xor                                   (i1)
+//     tensor.shift_left shift_right   integer x, y of x's dtype: x << y, x >> y
+//                          (logical on the unsigned dtypes, which are all the
+//                          importer emits); wraps to the dtype's width; a
+//                          shift of the bit width or more gives 0 (ONNX BitShift)
 //   Ternary: tensor.select (cond: i1, a, b)  (ONNX Where)
 //   tensor.conv2d      operands: input NCHW, filter [O, I/group, KH, KW],
 //                      optional bias [O]. attrs: strides [2], pads [4]

@@ -523,7 +523,7 @@ class Parser {
       bool is_float = tok.find_first_of(".eEni") != std::string::npos &&
                       tok.find_first_of("xX") == std::string::npos;
       switch (t.dtype) {
-        case DType::kF32: case DType::kF16: case DType::kF64: {
+        case DType::kF32: case DType::kF16: case DType::kF64: case DType::kBF16: {
           if (is_bool_tok) return FailAt(tat, "expected number");
           if (t.dtype == DType::kF64) {
             double d = std::strtod(tok.c_str(), nullptr);
@@ -532,6 +532,9 @@ class Parser {
             float f = std::strtof(tok.c_str(), nullptr);
             if (t.dtype == DType::kF32) {
               std::memcpy(buf, &f, 4);
+            } else if (t.dtype == DType::kBF16) {
+              uint16_t b = FloatToBF16(f);
+              std::memcpy(buf, &b, 2);
             } else {
               uint16_t h = FloatToHalf(f);
               std::memcpy(buf, &h, 2);

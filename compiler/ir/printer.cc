@@ -107,7 +107,28 @@ bool DenseElementText(const DenseElements& d, int64_t i, std::string* out) {
       if (p[i] > 1) return false;
       *out = p[i] ? "true" : "false";
       return true;
+    case DType::kBF16: {
+      uint16_t b;
+      std::memcpy(&b, p + 2 * i, 2);
+      float f = BF16ToFloat(b);
+      if (!std::isfinite(f)) return false;
+      char buf[32];
+      for (int p = 1; p <= 9; ++p) {
+        std::snprintf(buf, sizeof(buf), "%.*g", p, static_cast<double>(f));
+        if (FloatToBF16(std::strtof(buf, nullptr)) == b) break;
+      }
+      *out = buf;
+      if (out->find_first_of(".e") == std::string::npos) *out += ".0";
+      return true;
+    }
     case DType::kU8: *out = std::to_string(p[i]); return true;
+    case DType::kU16: case DType::kU32: *out = std::to_string(d.GetInt(i)); return true;
+    case DType::kU64: {
+      uint64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      *out = std::to_string(v);
+      return true;
+    }
     case DType::kI8: case DType::kI16: case DType::kI32: case DType::kI64:
       *out = std::to_string(d.GetInt(i));
       return true;

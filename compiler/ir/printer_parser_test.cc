@@ -190,6 +190,8 @@ const char* kCorpus[] = {
       y = dense<[255, 0]> : tensor<2xu8>, z = dense<[-1, 1]> : tensor<2xi16>,
       aa = dense<[1.5, 0.1]> : tensor<2xf16>, ab = dense<[]> : tensor<0xf32>,
       ac = dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>, ad = dense<"0x0000C07F" > : tensor<1xf32>,
+      ae = dense<[3.140625, -0.5]> : tensor<2xbf16>, af = dense<[65535, 0]> : tensor<2xu16>,
+      ag = dense<[4294967295]> : tensor<1xu32>, ah = dense<[9223372036854775807, 7]> : tensor<2xu64>,
       big = dense<0.25> : tensor<4x5xf32>, "quoted-name" = 1 : i64, unit} : (!stream.resource<transient>, !stream.timepoint, index, !stream.resource<*>) -> ()
   "func.return"() : () -> ()
 }) {sym_name = "attrs"} : () -> ()
@@ -268,6 +270,11 @@ TEST(RoundTripTest, AttributeValuesExact) {
   EXPECT_EQ(op->dense_attr("y")->GetInt(0), 255);
   EXPECT_EQ(op->dense_attr("aa")->GetDouble(0), 1.5);
   EXPECT_EQ(op->dense_attr("ac")->GetInt(3), 4);
+  EXPECT_EQ(op->dense_attr("ae")->GetDouble(0), 3.140625);  // bf16 bits 0x4049
+  EXPECT_EQ(op->dense_attr("ae")->GetDouble(1), -0.5);
+  EXPECT_EQ(op->dense_attr("af")->GetInt(0), 65535);
+  EXPECT_EQ(op->dense_attr("ag")->GetInt(0), 4294967295);
+  EXPECT_EQ(op->dense_attr("ah")->GetInt(0), INT64_MAX);
 }
 
 TEST(RoundTripTest, RandomFloatsAndLargeDense) {

@@ -591,6 +591,7 @@ class Verifier {
                      : (n == "tensor.add" || n == "tensor.sub" || n == "tensor.mul" ||
                         n == "tensor.div" || n == "tensor.pow" || n == "tensor.max" ||
                         n == "tensor.min" || n == "tensor.mod" || IsComparison(n) ||
+                        n == "tensor.shift_left" || n == "tensor.shift_right" ||
                         (IsLogical(n) && n != "tensor.not"))
                          ? 2
                          : 1;
@@ -617,6 +618,9 @@ class Verifier {
     if (n == "tensor.select" && op->operand(0)->type().dtype != DType::kBool)
       return Fail(op, "condition must have element type i1");
     if (IsLogical(n) && dt != DType::kBool) return Fail(op, "expects i1 operands");
+    if ((n == "tensor.shift_left" || n == "tensor.shift_right") &&
+        (IsFloatType(dt) || dt == DType::kBool))
+      return Fail(op, "expects integer operands");
     if (n == "tensor.cast") return true;
     if (IsClassification(n) && dt != DType::kF32) return Fail(op, "expects an f32 operand");
     DType want = IsComparison(n) || IsClassification(n) ? DType::kBool : dt;

@@ -27,6 +27,16 @@ bool HasExtension(const HostVector<VkExtensionProperties>& extensions, const cha
   return false;
 }
 
+// True if comma-separated `list` holds `name`. Not inlined: one copy for
+// every feature below.
+__attribute__((noinline)) bool ListHas(const char* list, const char* name) {
+  const size_t n = std::strlen(name);
+  for (const char* p = list; (p = std::strstr(p, name)) != nullptr; p += n) {
+    if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 StatusOr<Ref<VulkanDevice>> VulkanDevice::Create(Ref<VulkanInstance> instance,
@@ -120,26 +130,31 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
 
   enable12.timelineSemaphore = VK_TRUE;
   features.push_back("timelineSemaphore");
-#define KILN_ENABLE_IF(dst, src, field) \
-  if (src.field) {                      \
-    dst.field = VK_TRUE;                \
-    features.push_back(#field);         \
+  // KILN_VULKAN_DISABLE_FEATURES=shaderFloat16,storageBuffer16BitAccess,...
+  // leaves the named optional features off, as on a device without them
+  // (tests of the load-time feature check, vulkan_executable.cc).
+  const char* disabled = std::getenv("KILN_VULKAN_DISABLE_FEATURES");
+  auto allowed = [disabled](const char* name) { return !disabled || !ListHas(disabled, name); };
+#define KILN_ENABLE_IF(dst, src, field, bit) \
+  if (src.field && allowed(#field)) {        \
+    dst.field = VK_TRUE;                     \
+    features.push_back(#field);              \
+    enabled_features_ |= bit;                \
   }
   // Out-of-bounds buffer accesses stay inside the bound range (docs/security.md):
   // on wherever the device has it, so a module's shader cannot reach memory
-  // outside its bindings. KILN_VULKAN_NO_ROBUST_ACCESS=1 turns it off (for
-  // measuring its cost only).
-  if (!EnvFlag("KILN_VULKAN_NO_ROBUST_ACCESS")) {
-    KILN_ENABLE_IF(enable.features, supported.features, robustBufferAccess)
-  }
-  KILN_ENABLE_IF(enable.features, supported.features, shaderInt64)
-  KILN_ENABLE_IF(enable.features, supported.features, shaderInt16)
-  KILN_ENABLE_IF(enable11, supported11, storageBuffer16BitAccess)
-  KILN_ENABLE_IF(enable12, supported12, storageBuffer8BitAccess)
-  KILN_ENABLE_IF(enable12, supported12, shaderFloat16)
-  KILN_ENABLE_IF(enable12, supported12, shaderInt8)
+  // outside its bindings (KILN_VULKAN_DISABLE_FEATURES=robustBufferAccess
+  // turns it off, for measuring its cost only).
+  KILN_ENABLE_IF(enable.features, supported.features, robustBufferAccess, 0)
+  KILN_ENABLE_IF(enable.features, supported.features, shaderInt64, kFeatureShaderInt64)
+  KILN_ENABLE_IF(enable.features, supported.features, shaderFloat64, kFeatureShaderFloat64)
+  KILN_ENABLE_IF(enable.features, supported.features, shaderInt16, kFeatureShaderInt16)
+  KILN_ENABLE_IF(enable11, supported11, storageBuffer16BitAccess, kFeatureStorageBuffer16BitAccess)
+  KILN_ENABLE_IF(enable12, supported12, storageBuffer8BitAccess, kFeatureStorageBuffer8BitAccess)
+  KILN_ENABLE_IF(enable12, supported12, shaderFloat16, kFeatureShaderFloat16)
+  KILN_ENABLE_IF(enable12, supported12, shaderInt8, kFeatureShaderInt8)
   if (vulkan13) {
-    KILN_ENABLE_IF(enable13, supported13, synchronization2)
+    KILN_ENABLE_IF(enable13, supported13, synchronization2, 0)
   }
 #undef KILN_ENABLE_IF
 

@@ -83,6 +83,18 @@ class VulkanDevice final : public Device {
   // so kernels emulate the once-rounded multiply-add; false on GPUs, whose
   // fma() is one hardware instruction. KILN_EXACT_FMA=0/1 overrides.
   bool exact_fma() const { return exact_fma_; }
+  // Optional shader features enabled on this device (kFeature* bits below);
+  // VulkanExecutable::Create refuses SPIR-V that needs one not set.
+  enum : uint32_t {
+    kFeatureShaderInt64 = 1u << 0,
+    kFeatureShaderFloat64 = 1u << 1,
+    kFeatureShaderInt16 = 1u << 2,
+    kFeatureStorageBuffer16BitAccess = 1u << 3,
+    kFeatureStorageBuffer8BitAccess = 1u << 4,
+    kFeatureShaderFloat16 = 1u << 5,
+    kFeatureShaderInt8 = 1u << 6,
+  };
+  uint32_t enabled_features() const { return enabled_features_; }
 
   // True when KILN_VULKAN_UNMAPPED_DEVICE_LOCAL=1: device-local buffers are
   // never mapped, as on a discrete GPU, and info().unified_memory is false.
@@ -118,6 +130,7 @@ class VulkanDevice final : public Device {
   uint32_t max_push_descriptors_ = 0;
   uint64_t max_memory_allocation_size_ = 0;
   bool exact_fma_ = true;
+  uint32_t enabled_features_ = 0;
   bool unmapped_device_local_ = false;
 
   DeviceInfo info_;

@@ -9,6 +9,50 @@
 #include "hal/vulkan/vulkan_status.h"
 
 namespace kiln::hal::vulkan {
+namespace {
+
+constexpr uint32_t kOpCapability = 17;
+
+// SPIR-V capabilities that need an optional device feature: the capability
+// (SPIR-V spec 3.31), its VulkanDevice::kFeature* bit and the feature's name
+// (the VkPhysicalDevice*Features field).
+struct CapabilityFeature {
+  uint16_t capability;
+  uint8_t bit;
+  const char* feature;
+};
+constexpr CapabilityFeature kCapabilityFeatures[] = {
+    {9, VulkanDevice::kFeatureShaderFloat16, "shaderFloat16"},
+    {10, VulkanDevice::kFeatureShaderFloat64, "shaderFloat64"},
+    {11, VulkanDevice::kFeatureShaderInt64, "shaderInt64"},
+    {22, VulkanDevice::kFeatureShaderInt16, "shaderInt16"},
+    {39, VulkanDevice::kFeatureShaderInt8, "shaderInt8"},
+    {4433, VulkanDevice::kFeatureStorageBuffer16BitAccess, "storageBuffer16BitAccess"},
+    {4448, VulkanDevice::kFeatureStorageBuffer8BitAccess, "storageBuffer8BitAccess"},
+};
+
+// Every OpCapability of the module whose device feature is not enabled is an
+// error naming the feature (a module compiled for f16, f64, 64/16/8-bit
+// integers on a device without them), before the driver sees the module.
+// Capabilities not listed are left to the driver. `words` passed
+// CheckSpirvLayout (well-formed instruction lengths).
+Status CheckCapabilities(const VulkanDevice* device, const uint32_t* words, size_t count) {
+  for (size_t i = 5; i < count; i += words[i] >> 16) {
+    if ((words[i] & 0xffffu) != kOpCapability || (words[i] >> 16) < 2) continue;
+    for (const CapabilityFeature& c : kCapabilityFeatures) {
+      if (c.capability == words[i + 1] && !(device->enabled_features() & c.bit)) {
+        return UnimplementedError(
+            "SPIR-V module needs the device feature '%s' (SPIR-V capability %u), which Vulkan "
+            "device '%s' does not have",
+            c.feature, words[i + 1], device->info().name.c_str());
+      }
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     VulkanDevice* device, const uint32_t* spirv, size_t word_count,
     const HostVector<EntryPointInfo>& entry_points) {
@@ -20,6 +64,7 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
   spirv_limits.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
   HostVector<uint32_t> invocations;
   KILN_RETURN_IF_ERROR(CheckSpirvLayout(spirv, word_count, entry_points, spirv_limits, &invocations));
+  KILN_RETURN_IF_ERROR(CheckCapabilities(device, spirv, word_count));
   for (const EntryPointInfo& entry : entry_points) {
     if (entry.binding_count > limits.maxPerStageDescriptorStorageBuffers) {
       return InvalidArgumentError(

@@ -226,11 +226,17 @@ typedef enum kiln_dtype_e {
   KILN_DTYPE_U8 = 7,
   KILN_DTYPE_BOOL = 8, /* one byte per element, 0 or 1 */
   KILN_DTYPE_F64 = 9,
+  /* Appended; values are never renumbered. */
+  KILN_DTYPE_BF16 = 10, /* bfloat16: the top 16 bits of an IEEE f32 */
+  KILN_DTYPE_U16 = 11,
+  KILN_DTYPE_U32 = 12,
+  KILN_DTYPE_U64 = 13,
 } kiln_dtype_t;
 
 /* Bytes per element; 0 for KILN_DTYPE_INVALID or unknown values. */
 KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);
-/* "f32", "f16", "i64", "i32", "i16", "i8", "u8", "i1", "f64"; "invalid". */
+/* "f32", "f16", "i64", "i32", "i16", "i8", "u8", "i1", "f64", "bf16", "u16",
+ * "u32", "u64"; "invalid". */
 KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);
 
 /* ABI ownership of an exported argument (see docs/design.md). */

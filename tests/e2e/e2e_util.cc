@@ -32,6 +32,24 @@ double HostTensor::At(int64_t i) const {
     case KILN_DTYPE_I16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
     case KILN_DTYPE_I8: return static_cast<int8_t>(p[i]);
     case KILN_DTYPE_U8: case KILN_DTYPE_BOOL: return p[i];
+    case KILN_DTYPE_U16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
+    case KILN_DTYPE_U32: { uint32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case KILN_DTYPE_U64: { uint64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case KILN_DTYPE_F16: {
+      // IEEE binary16: sign, 5-bit exponent (bias 15), 10-bit mantissa.
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+      double v = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(1024 + m, e - 25);
+      return (h & 0x8000) ? -v : v;
+    }
+    case KILN_DTYPE_BF16: {
+      uint32_t x = 0;
+      std::memcpy(reinterpret_cast<uint8_t*>(&x) + 2, p + 2 * i, 2);  // the top half of an f32
+      float f;
+      std::memcpy(&f, &x, 4);
+      return f;
+    }
     default: return NAN;
   }
 }
@@ -93,6 +111,25 @@ bool DecodeTensorProto(const std::string& bytes, const std::string& path, HostTe
     case onnx::TensorProto::INT8:
       ok = fill(KILN_DTYPE_I8, 1, [&](int i, uint8_t* d) { *d = static_cast<uint8_t>(t.int32_data(i)); },
                 t.int32_data_size());
+      break;
+    case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16:
+    case onnx::TensorProto::INT16: case onnx::TensorProto::UINT16: {
+      // 16-bit types keep their bits in int32_data.
+      kiln_dtype_t dt = t.data_type() == onnx::TensorProto::FLOAT16    ? KILN_DTYPE_F16
+                        : t.data_type() == onnx::TensorProto::BFLOAT16 ? KILN_DTYPE_BF16
+                        : t.data_type() == onnx::TensorProto::INT16    ? KILN_DTYPE_I16
+                                                                       : KILN_DTYPE_U16;
+      ok = fill(dt, 2, [&](int i, uint8_t* d) { uint16_t v = static_cast<uint16_t>(t.int32_data(i)); std::memcpy(d, &v, 2); },
+                t.int32_data_size());
+      break;
+    }
+    case onnx::TensorProto::UINT32:
+      ok = fill(KILN_DTYPE_U32, 4, [&](int i, uint8_t* d) { uint32_t v = static_cast<uint32_t>(t.uint64_data(i)); std::memcpy(d, &v, 4); },
+                t.uint64_data_size());
+      break;
+    case onnx::TensorProto::UINT64:
+      ok = fill(KILN_DTYPE_U64, 8, [&](int i, uint8_t* d) { uint64_t v = t.uint64_data(i); std::memcpy(d, &v, 8); },
+                t.uint64_data_size());
       break;
     default:
       *error = "unsupported TensorProto dtype " + std::to_string(t.data_type()) + " in " + path;

@@ -74,7 +74,15 @@ void WriteDouble(uint8_t* p, DType t, double v) {
     case DType::kF32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
     case DType::kF64: std::memcpy(p, &v, 8); break;
     case DType::kF16: { uint16_t h = FloatToHalf(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DType::kBF16: { uint16_t h = ir::FloatToBF16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
     case DType::kBool: *p = v != 0 ? 1 : 0; break;
+    case DType::kU64: {
+      uint64_t u = 0;
+      if (std::isfinite(v) && v > 0) u = v >= 1.8446744073709552e19 ? UINT64_MAX : static_cast<uint64_t>(v);
+      else if (std::isfinite(v)) u = static_cast<uint64_t>(static_cast<int64_t>(std::trunc(v)));
+      std::memcpy(p, &u, 8);
+      break;
+    }
     default: {
       int64_t i = 0;
       if (std::isfinite(v)) {
@@ -89,6 +97,8 @@ void WriteDouble(uint8_t* p, DType t, double v) {
         case DType::kI16: { int16_t x = static_cast<int16_t>(i); std::memcpy(p, &x, 2); break; }
         case DType::kI8: { int8_t x = static_cast<int8_t>(i); std::memcpy(p, &x, 1); break; }
         case DType::kU8: *p = static_cast<uint8_t>(i); break;
+        case DType::kU16: { uint16_t x = static_cast<uint16_t>(i); std::memcpy(p, &x, 2); break; }
+        case DType::kU32: { uint32_t x = static_cast<uint32_t>(i); std::memcpy(p, &x, 4); break; }
         default: break;
       }
     }
@@ -102,6 +112,9 @@ void WriteInt(uint8_t* p, DType t, int64_t i) {
     case DType::kI16: { int16_t x = static_cast<int16_t>(i); std::memcpy(p, &x, 2); break; }
     case DType::kI8: { int8_t x = static_cast<int8_t>(i); std::memcpy(p, &x, 1); break; }
     case DType::kU8: *p = static_cast<uint8_t>(i); break;
+    case DType::kU16: { uint16_t x = static_cast<uint16_t>(i); std::memcpy(p, &x, 2); break; }
+    case DType::kU32: { uint32_t x = static_cast<uint32_t>(i); std::memcpy(p, &x, 4); break; }
+    case DType::kU64: std::memcpy(p, &i, 8); break;  // two's complement bits
     case DType::kBool: *p = i != 0 ? 1 : 0; break;
     default: WriteDouble(p, t, static_cast<double>(i)); break;
   }
@@ -344,7 +357,13 @@ bool EvalBinary(const std::string& op, const DenseElements& a, const DenseElemen
           for (int64_t e = 0; e < y && e < 64; ++e) v *= x;
         } else if (op == "max") v = std::max(x, y);
         else if (op == "min") v = std::min(x, y);
-        else return false;
+        else if (op == "shift_left" || op == "shift_right") {
+          // Unsigned bits of x's width; a shift of the width or more gives 0.
+          const uint64_t bits = 8 * es;
+          uint64_t ux = static_cast<uint64_t>(x) & (bits == 64 ? ~0ull : (1ull << bits) - 1);
+          uint64_t uy = static_cast<uint64_t>(y);
+          v = uy >= bits ? 0 : static_cast<int64_t>(op == "shift_left" ? ux << uy : ux >> uy);
+        } else return false;
         WriteInt(p, rt.dtype, v);
       }
     }
@@ -732,7 +751,7 @@ bool EvalSoftmax(const DenseElements& x, const Type& rt, int64_t axis, bool log,
 
 }  // namespace
 
-bool IsFloatDType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kF64; }
+bool IsFloatDType(DType t) { return IsFloatType(t); }
 
 double ReadElementAsDouble(const DenseElements& d, int64_t i) {
   const uint8_t* p = d.bytes() + i * static_cast<int64_t>(DTypeSize(d.type.dtype));
@@ -740,6 +759,8 @@ double ReadElementAsDouble(const DenseElements& d, int64_t i) {
     case DType::kF32: { float f; std::memcpy(&f, p, 4); return f; }
     case DType::kF64: { double f; std::memcpy(&f, p, 8); return f; }
     case DType::kF16: { uint16_t h; std::memcpy(&h, p, 2); return HalfToFloat(h); }
+    case DType::kBF16: { uint16_t h; std::memcpy(&h, p, 2); return ir::BF16ToFloat(h); }
+    case DType::kU64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
     default: return static_cast<double>(ReadElementAsInt(d, i));
   }
 }
@@ -752,8 +773,11 @@ int64_t ReadElementAsInt(const DenseElements& d, int64_t i) {
     case DType::kI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
     case DType::kI8: { int8_t v; std::memcpy(&v, p, 1); return v; }
     case DType::kU8: return *p;
+    case DType::kU16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::kU32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::kU64: { int64_t v; std::memcpy(&v, p, 8); return v; }  // wraps above 2^63
     case DType::kBool: return *p ? 1 : 0;
-    case DType::kF32: case DType::kF64: case DType::kF16: {
+    case DType::kF32: case DType::kF64: case DType::kF16: case DType::kBF16: {
       double v = ReadElementAsDouble(d, i);
       if (!std::isfinite(v)) return 0;
       if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();

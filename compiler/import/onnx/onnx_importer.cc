@@ -70,6 +70,10 @@ DType ConvertDType(int32_t t) {
     case onnx::TensorProto_DataType_BOOL: return DType::kBool;
     case onnx::TensorProto_DataType_FLOAT16: return DType::kF16;
     case onnx::TensorProto_DataType_DOUBLE: return DType::kF64;
+    case onnx::TensorProto_DataType_BFLOAT16: return DType::kBF16;
+    case onnx::TensorProto_DataType_UINT16: return DType::kU16;
+    case onnx::TensorProto_DataType_UINT32: return DType::kU32;
+    case onnx::TensorProto_DataType_UINT64: return DType::kU64;
     default: return DType::kInvalid;
   }
 }
@@ -95,7 +99,8 @@ StatusOr<DenseElements> TensorToDense(const onnx::TensorProto& t, const std::str
   // allocating.
   size_t have = t.has_raw_data() ? t.raw_data().size()
                 : static_cast<size_t>(std::max({t.float_data_size(), t.double_data_size(),
-                                                t.int64_data_size(), t.int32_data_size()})) * es;
+                                                t.int64_data_size(), t.int32_data_size(),
+                                                t.uint64_data_size()})) * es;
   if (have != want && t.has_raw_data())
     return InvalidArgumentError("%s: raw_data has %zu bytes, expected %zu for shape %s %s",
                                 what.c_str(), t.raw_data().size(), want,
@@ -131,7 +136,14 @@ StatusOr<DenseElements> TensorToDense(const onnx::TensorProto& t, const std::str
         KILN_RETURN_IF_ERROR(check(t.int32_data_size()));
         for (int64_t i = 0; i < n; ++i) { int32_t v = t.int32_data(i); std::memcpy(o + 4 * i, &v, 4); }
         break;
-      case DType::kI16: case DType::kF16:
+      case DType::kU32: case DType::kU64:
+        KILN_RETURN_IF_ERROR(check(t.uint64_data_size()));
+        for (int64_t i = 0; i < n; ++i) {
+          uint64_t v = t.uint64_data(i);
+          std::memcpy(o + es * i, &v, es);  // little-endian: the low bytes for u32
+        }
+        break;
+      case DType::kI16: case DType::kF16: case DType::kU16: case DType::kBF16:
         KILN_RETURN_IF_ERROR(check(t.int32_data_size()));
         for (int64_t i = 0; i < n; ++i) {
           uint16_t v = static_cast<uint16_t>(t.int32_data(i));
@@ -647,6 +659,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"ArgMax", &Importer::ArgReduce}, {"ArgMin", &Importer::ArgReduce},
       {"Hardmax", &Importer::Hardmax}, {"Trilu", &Importer::Trilu},
       {"EyeLike", &Importer::EyeLike}, {"CumSum", &Importer::CumSum},
+      {"BitShift", &Importer::BitShift},
       {"GatherElements", &Importer::GatherElements}, {"OneHot", &Importer::OneHot},
       {"ScatterElements", &Importer::Scatter}, {"Scatter", &Importer::Scatter},
       {"ScatterND", &Importer::Scatter}, {"GatherND", &Importer::GatherND},

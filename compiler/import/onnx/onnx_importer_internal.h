@@ -378,6 +378,7 @@ class Importer {
   KILN_HANDLER(Trilu);       // onnx_index_ops.cc
   KILN_HANDLER(EyeLike);     // onnx_index_ops.cc
   KILN_HANDLER(CumSum);      // onnx_index_ops.cc
+  KILN_HANDLER(BitShift);    // onnx_bitshift.cc
   KILN_HANDLER(GatherElements);  // onnx_index_ops.cc
   KILN_HANDLER(OneHot);      // onnx_index_ops.cc
   KILN_HANDLER(GatherND);    // onnx_index_ops.cc

@@ -330,8 +330,11 @@ Status Importer::CumSum(const onnx::NodeProto& n, const std::vector<Value*>& in,
   if (axis_v.size() != 1) return Invalid("axis must hold one value");
   KILN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(axis_v[0], r));
   const DType dt = x->type().dtype;
-  if (dt != DType::kF32 && dt != DType::kI32 && dt != DType::kI64)
-    return Unimpl(std::string("input of dtype ") + DTypeName(dt) + " (f32, i32, i64)");
+  // ONNX CumSum's types (f16/bf16 accumulate in f32, compiler/codegen).
+  if (!IsFloatType(dt) && dt != DType::kI32 && dt != DType::kI64 && dt != DType::kU32 &&
+      dt != DType::kU64)
+    return Invalid(std::string("input of dtype ") + DTypeName(dt) +
+                   " (CumSum takes f32, f64, f16, bf16, i32, i64, u32, u64)");
   out[0] = Emit("tensor.cumsum", {x}, x->type(),
                 {{"axis", axis},
                  {"exclusive", AttrInt("exclusive", 0) != 0},
