@@ -389,7 +389,25 @@ class Importer {
   KILN_HANDLER(SoftmaxCrossEntropyLoss);  // onnx_loss.cc
   KILN_HANDLER(SpaceDepth);  // onnx_index_ops.cc (DepthToSpace, SpaceToDepth)
   KILN_HANDLER(Activation);  // onnx_activation.cc (Softsign, Selu, Celu, ThresholdedRelu, Shrink)
+  KILN_HANDLER(QuantizeLinear);         // onnx_quantize.cc
+  KILN_HANDLER(DequantizeLinear);       // onnx_quantize.cc
+  KILN_HANDLER(DynamicQuantizeLinear);  // onnx_quantize.cc
+  KILN_HANDLER(MatMulInteger);          // onnx_quantize.cc
+  KILN_HANDLER(ConvInteger);            // onnx_quantize.cc
+  KILN_HANDLER(QLinearMatMul);          // onnx_quantize.cc
+  KILN_HANDLER(QLinearConv);            // onnx_quantize.cc
 #undef KILN_HANDLER
+
+  // Quantization helpers (onnx_quantize.cc). QuantParam: a scale / zero
+  // point shaped to broadcast against a tensor of shape `xs` (per tensor →
+  // scalar; 1-D → along `axis`). Requantize: saturate(round(v) + zp) as `dt`.
+  // ZeroPointShift: i32(x) - i32(zp). IntegerMatMul / IntegerConv: exact i32
+  // products of zero-point-shifted u8/i8 operands.
+  StatusOr<Value*> QuantParam(Value* p, const Shape& xs, int64_t axis, const char* what);
+  StatusOr<Value*> Requantize(Value* v, Value* zp, DType dt);
+  StatusOr<Value*> ZeroPointShift(Value* x, Value* zp);
+  StatusOr<Value*> IntegerMatMul(Value* a, Value* a_zp, Value* b, Value* b_zp);
+  StatusOr<Value*> IntegerConv(Value* x, Value* x_zp, Value* w, Value* w_zp);
 
   Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
                        Shape* dilations, Shape* pads, Shape* out_spatial);
