@@ -703,7 +703,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"InstanceNormalization", &Importer::InstanceNorm},
       {"MeanVarianceNormalization", &Importer::MeanVarianceNorm}, {"LRN", &Importer::Lrn},
       {"Scan", &Importer::Scan},
-      {"LSTM", &Importer::LSTM},
+      {"LSTM", &Importer::LSTM}, {"RNN", &Importer::RnnGru}, {"GRU", &Importer::RnnGru},
       {"ConvTranspose", &Importer::ConvTranspose},
       {"Resize", &Importer::Resize}, {"Upsample", &Importer::Resize},
   };
