@@ -659,6 +659,8 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"DynamicQuantizeLinear", &Importer::DynamicQuantizeLinear},
       {"MatMulInteger", &Importer::MatMulInteger}, {"ConvInteger", &Importer::ConvInteger},
       {"QLinearMatMul", &Importer::QLinearMatMul}, {"QLinearConv", &Importer::QLinearConv},
+      {"NonZero", &Importer::DataDependent}, {"Unique", &Importer::DataDependent},
+      {"NonMaxSuppression", &Importer::DataDependent},
       {"Add", &Importer::BinaryOp}, {"Sub", &Importer::BinaryOp}, {"Mul", &Importer::BinaryOp},
       {"Div", &Importer::BinaryOp}, {"Pow", &Importer::BinaryOp}, {"Mod", &Importer::BinaryOp},
       {"Equal", &Importer::BinaryOp}, {"Greater", &Importer::BinaryOp},

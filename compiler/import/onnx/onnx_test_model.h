@@ -23,13 +23,14 @@ struct TestTensor {
 };
 
 // A model with one node `op` named "n" (opset `opset`): its inputs are graph
-// inputs in0, in1, ... (an empty shape list with no values = an absent
-// optional input ""), its outputs out0, out1, ...
+// inputs in0, in1, ... (or initializers with their values when
+// `as_initializers`; a TestTensor with onnx_dtype 0 = an absent optional
+// input ""), its outputs out0, out1, ...
 class NodeModel {
  public:
   NodeModel(const std::string& op, const std::vector<TestTensor>& inputs, int num_outputs,
-            int opset = 21)
-      : inputs_(inputs) {
+            int opset = 21, bool as_initializers = false)
+      : inputs_(inputs), as_initializers_(as_initializers) {
     m_.set_ir_version(9);
     m_.add_opset_import()->set_version(opset);
     auto* g = m_.mutable_graph();
@@ -43,13 +44,25 @@ class NodeModel {
         continue;
       }
       std::string name = "in" + std::to_string(i);
+      node_->add_input(name);
+      if (as_initializers) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(inputs[i].onnx_dtype);
+        for (int64_t d : inputs[i].shape) t->add_dims(d);
+        for (double v : inputs[i].values) {
+          if (inputs[i].onnx_dtype == onnx::TensorProto_DataType_FLOAT) t->add_float_data(static_cast<float>(v));
+          else if (inputs[i].onnx_dtype == onnx::TensorProto_DataType_INT64) t->add_int64_data(static_cast<int64_t>(v));
+          else t->add_int32_data(static_cast<int32_t>(v));
+        }
+        continue;
+      }
       auto* in = g->add_input();
       in->set_name(name);
       auto* tt = in->mutable_type()->mutable_tensor_type();
       tt->set_elem_type(inputs[i].onnx_dtype);
       auto* sh = tt->mutable_shape();
       for (int64_t d : inputs[i].shape) sh->add_dim()->set_dim_value(d);
-      node_->add_input(name);
     }
     for (int i = 0; i < num_outputs; ++i) {
       node_->add_output("out" + std::to_string(i));
@@ -112,7 +125,7 @@ class NodeModel {
     }
     std::vector<ir::DenseElements> args;
     for (const TestTensor& t : inputs_) {
-      if (t.onnx_dtype == 0) continue;
+      if (t.onnx_dtype == 0 || as_initializers_) continue;
       args.push_back(MakeDenseFromDoubles(ir::Type::Tensor(ConvertOnnxDType(t.onnx_dtype), t.shape), t.values));
     }
     auto out = InterpretFunction(r.value()->functions()[0], args);
@@ -138,6 +151,7 @@ class NodeModel {
   onnx::ModelProto m_;
   onnx::NodeProto* node_;
   std::vector<TestTensor> inputs_;
+  bool as_initializers_;
 };
 
 inline std::vector<double> Values(const ir::DenseElements& d) {
