@@ -660,7 +660,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"MatMulInteger", &Importer::MatMulInteger}, {"ConvInteger", &Importer::ConvInteger},
       {"QLinearMatMul", &Importer::QLinearMatMul}, {"QLinearConv", &Importer::QLinearConv},
       {"NonZero", &Importer::DataDependent}, {"Unique", &Importer::DataDependent},
-      {"NonMaxSuppression", &Importer::DataDependent},
+      {"NonMaxSuppression", &Importer::DataDependent}, {"Einsum", &Importer::Einsum},
       {"Add", &Importer::BinaryOp}, {"Sub", &Importer::BinaryOp}, {"Mul", &Importer::BinaryOp},
       {"Div", &Importer::BinaryOp}, {"Pow", &Importer::BinaryOp}, {"Mod", &Importer::BinaryOp},
       {"Equal", &Importer::BinaryOp}, {"Greater", &Importer::BinaryOp},

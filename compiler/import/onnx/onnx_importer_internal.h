@@ -372,6 +372,7 @@ class Importer {
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
   KILN_HANDLER(RnnGru);  // onnx_rnn.cc (RNN, GRU)
+  KILN_HANDLER(Einsum);  // onnx_einsum.cc
   KILN_HANDLER(DataDependent);  // onnx_data_dependent.cc (NonZero, Unique, NonMaxSuppression)
   KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
   KILN_HANDLER(Resize);  // onnx_resize.cc (Resize and Upsample)
