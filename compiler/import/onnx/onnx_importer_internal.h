@@ -373,6 +373,9 @@ class Importer {
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
   KILN_HANDLER(RnnGru);  // onnx_rnn.cc (RNN, GRU)
   KILN_HANDLER(Einsum);  // onnx_einsum.cc
+  KILN_HANDLER(DFT);             // onnx_signal.cc
+  KILN_HANDLER(STFT);            // onnx_signal.cc
+  KILN_HANDLER(MelWeightMatrix);  // onnx_signal.cc
   KILN_HANDLER(DataDependent);  // onnx_data_dependent.cc (NonZero, Unique, NonMaxSuppression)
   KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
   KILN_HANDLER(Resize);  // onnx_resize.cc (Resize and Upsample)
@@ -411,6 +414,10 @@ class Importer {
   StatusOr<Value*> ZeroPointShift(Value* x, Value* zp);
   StatusOr<Value*> IntegerMatMul(Value* a, Value* a_zp, Value* b, Value* b_zp);
   StatusOr<Value*> IntegerConv(Value* x, Value* x_zp, Value* w, Value* w_zp);
+
+  // re/im of the DFT of xr (+ i xi, xi may be null) along the last axis: N
+  // points, K bins (onnx_signal.cc).
+  StatusOr<std::pair<Value*, Value*>> DftLastAxis(Value* xr, Value* xi, int64_t N, int64_t K, bool inverse);
 
   Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
                        Shape* dilations, Shape* pads, Shape* out_spatial);
