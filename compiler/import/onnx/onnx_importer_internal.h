@@ -374,6 +374,9 @@ class Importer {
   KILN_HANDLER(RnnGru);  // onnx_rnn.cc (RNN, GRU)
   KILN_HANDLER(Einsum);  // onnx_einsum.cc
   KILN_HANDLER(DFT);             // onnx_signal.cc
+  KILN_HANDLER(ReverseSequence);  // onnx_reorder.cc
+  KILN_HANDLER(MaxUnpool);        // onnx_reorder.cc
+  KILN_HANDLER(Det);              // onnx_reorder.cc
   KILN_HANDLER(STFT);            // onnx_signal.cc
   KILN_HANDLER(MelWeightMatrix);  // onnx_signal.cc
   KILN_HANDLER(DataDependent);  // onnx_data_dependent.cc (NonZero, Unique, NonMaxSuppression)
