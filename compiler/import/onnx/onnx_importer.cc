@@ -663,7 +663,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"NonMaxSuppression", &Importer::DataDependent}, {"Einsum", &Importer::Einsum},
       {"DFT", &Importer::DFT}, {"STFT", &Importer::STFT}, {"MelWeightMatrix", &Importer::MelWeightMatrix},
       {"ReverseSequence", &Importer::ReverseSequence}, {"MaxUnpool", &Importer::MaxUnpool}, {"Det", &Importer::Det},
-      {"GridSample", &Importer::GridSample},
+      {"GridSample", &Importer::GridSample}, {"RoiAlign", &Importer::RoiAlign},
       {"Add", &Importer::BinaryOp}, {"Sub", &Importer::BinaryOp}, {"Mul", &Importer::BinaryOp},
       {"Div", &Importer::BinaryOp}, {"Pow", &Importer::BinaryOp}, {"Mod", &Importer::BinaryOp},
       {"Equal", &Importer::BinaryOp}, {"Greater", &Importer::BinaryOp},

@@ -378,6 +378,7 @@ class Importer {
   KILN_HANDLER(MaxUnpool);        // onnx_reorder.cc
   KILN_HANDLER(Det);              // onnx_reorder.cc
   KILN_HANDLER(GridSample);       // onnx_grid_sample.cc
+  KILN_HANDLER(RoiAlign);         // onnx_roi_align.cc
   KILN_HANDLER(STFT);            // onnx_signal.cc
   KILN_HANDLER(MelWeightMatrix);  // onnx_signal.cc
   KILN_HANDLER(DataDependent);  // onnx_data_dependent.cc (NonZero, Unique, NonMaxSuppression)
