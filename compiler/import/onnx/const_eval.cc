@@ -832,7 +832,7 @@ bool EvaluateOp(const std::string& name, const std::vector<const DenseElements*>
            EvalReduce(*operands[0], rt, StrAttr(attrs, "kind"), axes,
                       BoolAttr(attrs, "keepdims", true), out);
   }
-  if (op == "gather_elements" || op == "scatter_elements")  // const_eval_index.cc
+  if (op == "gather_elements" || op == "scatter_elements" || op == "arg_reduce")  // const_eval_index.cc
     return EvalIndexOp(op, operands, rt, attrs, out);
   if (op == "conv_transpose") {  // const_eval_conv_transpose.cc
     for (auto* o : operands)

@@ -1,5 +1,5 @@
-// Host evaluation of tensor.gather_elements and tensor.scatter_elements
-// (const_eval.h): the constant folder's kernels and the importer tests'
+// Host evaluation of tensor.gather_elements, tensor.scatter_elements and
+// tensor.arg_reduce (const_eval.h): the constant folder's kernels and the importer tests'
 // reference, written from the ONNX definitions (GatherElements,
 // ScatterElements) with the IR's rules for bad indices (compiler/ir/ops.h:
 // gather clamps, scatter ignores). Double precision, rounded to the result
@@ -31,6 +31,43 @@ bool EvalIndexOp(const std::string& op, const std::vector<const ir::DenseElement
   if (it == attrs.end()) return false;
   auto* ax = std::get_if<int64_t>(&it->second.value);
   if (!ax) return false;
+  if (op == "arg_reduce") {  // the index of the first (or last) extreme along axis
+    if (ops.size() != 1) return false;
+    const ir::DenseElements& x = *ops[0];
+    const Shape& xs = x.type.shape;
+    if (*ax < 0 || *ax >= static_cast<int64_t>(xs.size())) return false;
+    auto kit = attrs.find("kind");
+    auto* kind = kit == attrs.end() ? nullptr : std::get_if<std::string>(&kit->second.value);
+    if (!kind || (*kind != "max" && *kind != "min")) return false;
+    auto lit = attrs.find("select_last_index");
+    bool last = false;
+    if (lit != attrs.end()) {
+      if (auto* b = std::get_if<bool>(&lit->second.value)) last = *b;
+      else if (auto* i = std::get_if<int64_t>(&lit->second.value)) last = *i != 0;
+    }
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < *ax; ++d) outer *= xs[d];
+    for (size_t d = static_cast<size_t>(*ax) + 1; d < xs.size(); ++d) inner *= xs[d];
+    const int64_t len = xs[*ax];
+    if (rt.num_elements() != outer * inner || len <= 0) return false;
+    std::vector<double> r;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t best = 0;
+        double bv = ReadElementAsDouble(x, o * len * inner + i);
+        for (int64_t k = 1; k < len; ++k) {
+          double v = ReadElementAsDouble(x, (o * len + k) * inner + i);
+          bool better = *kind == "max" ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
+          if (better) {
+            best = k;
+            bv = v;
+          }
+        }
+        r.push_back(static_cast<double>(best));
+      }
+    *out = MakeDenseFromDoubles(rt, r);
+    return true;
+  }
   const bool gather = op == "gather_elements";
   if (ops.size() != (gather ? 2u : 3u)) return false;
   const ir::DenseElements& data = *ops[0];

@@ -1006,7 +1006,7 @@ Status Importer::Conv(const onnx::NodeProto& n, const std::vector<Value*>& in,
 Status Importer::Pool(const onnx::NodeProto& n, const std::vector<Value*>& in,
                       std::vector<Value*>& out) {
   KILN_REQUIRE_INPUTS(1);
-  if (out.size() > 1 && !n.output(1).empty()) return Unimpl("MaxPool Indices output is not supported");
+  if (out.size() > 1 && !n.output(1).empty()) return MaxPoolWithIndices(n, in, out);  // onnx_pool_indices.cc
   Value* x = in[0];
   const Shape& xs = x->type().shape;
   int64_t r = x->type().rank();
