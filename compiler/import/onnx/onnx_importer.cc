@@ -1010,6 +1010,7 @@ Status Importer::Pool(const onnx::NodeProto& n, const std::vector<Value*>& in,
   Value* x = in[0];
   const Shape& xs = x->type().shape;
   int64_t r = x->type().rank();
+  if (r == 5) return Pool3D(n, in, out);  // onnx_pool_indices.cc
   if (r != 3 && r != 4) return Unimpl("pooling with " + std::to_string(r - 2) + " spatial dims is not supported");
   Shape kernel = AttrInts("kernel_shape");
   if (static_cast<int64_t>(kernel.size()) != r - 2) return Invalid("kernel_shape must have rank-2 entries");

@@ -380,6 +380,7 @@ class Importer {
   KILN_HANDLER(GridSample);       // onnx_grid_sample.cc
   KILN_HANDLER(RoiAlign);         // onnx_roi_align.cc
   KILN_HANDLER(MaxPoolWithIndices);  // onnx_pool_indices.cc (Pool calls it)
+  KILN_HANDLER(Pool3D);              // onnx_pool_indices.cc (Pool calls it)
   KILN_HANDLER(STFT);            // onnx_signal.cc
   KILN_HANDLER(MelWeightMatrix);  // onnx_signal.cc
   KILN_HANDLER(DataDependent);  // onnx_data_dependent.cc (NonZero, Unique, NonMaxSuppression)

@@ -1,5 +1,5 @@
-// ONNX MaxPool with its Indices output (1-D and 2-D pooling) → tensor-level
-// ops. The input is padded with -inf (pads, plus what ceil_mode's last
+// ONNX MaxPool with its Indices output (1-D and 2-D pooling), and 3-D
+// MaxPool / AveragePool (below), → tensor-level ops. The input is padded with -inf (pads, plus what ceil_mode's last
 // window needs), each kernel tap (kh, kw) is a strided tensor.slice
 // [N, C, OH, OW], the taps are concatenated along a new axis K = KH*KW;
 // Y = max over K and the tap k = arg max (the first in kh-major order on
@@ -94,6 +94,72 @@ Status Importer::MaxPoolWithIndices(const onnx::NodeProto& n, const std::vector<
   }
   out[0] = y;
   out[1] = idx;
+  return OkStatus();
+}
+
+}  // namespace kiln::onnx_import::detail
+
+namespace kiln::onnx_import::detail {
+
+// 3-D MaxPool / AveragePool (X [N, C, D, H, W]): like the Indices path, each
+// kernel tap is a strided slice of the padded input (max: -inf padding;
+// avg: 0), the taps are concatenated on a new axis and reduced. Average
+// divides by the window size (count_include_pad) or by the count of input
+// elements in each window (a constant: the same taps over a padded ones
+// tensor, folded at import).
+Status Importer::Pool3D(const onnx::NodeProto& n, const std::vector<Value*>& in, std::vector<Value*>& out) {
+  Value* x = in[0];
+  const Shape xs = x->type().shape;
+  if (!IsFloatDType(x->type().dtype)) return Unimpl(std::string("3-D pooling on ") + DTypeName(x->type().dtype));
+  Shape kernel = AttrInts("kernel_shape");
+  if (kernel.size() != 3) return Invalid("kernel_shape must have 3 entries");
+  Shape in_sp(xs.begin() + 2, xs.end()), st, dil, pads, out_sp;
+  KILN_RETURN_IF_ERROR(SpatialParams(in_sp, kernel, true, &st, &dil, &pads, &out_sp));
+  const bool is_max = op_type_ == "MaxPool";
+  const bool cip = !is_max && AttrInt("count_include_pad", 0) != 0;
+  const DType dt = x->type().dtype;
+  Shape full_pads(10, 0), padded = xs;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t end = std::max(pads[3 + d], (out_sp[d] - 1) * st[d] + (kernel[d] - 1) * dil[d] + 1 - xs[2 + d] - pads[d]);
+    full_pads[2 + d] = pads[d];
+    full_pads[7 + d] = end;
+    padded[2 + d] += pads[d] + end;
+  }
+  const Shape os = {xs[0], xs[1], out_sp[0], out_sp[1], out_sp[2]};
+  const int64_t K = kernel[0] * kernel[1] * kernel[2];
+  if (K > 4096) return Unimpl("3-D pooling kernel of more than 4096 taps");
+  auto taps = [&](Value* v, double pad_value) -> Value* {
+    Value* p = Emit("tensor.pad", {v}, Type::Tensor(dt, padded),
+                    {{"pads", full_pads}, {"mode", std::string("constant")}, {"value", pad_value}});
+    std::vector<Value*> ts;
+    Shape one = os;
+    one.insert(one.begin() + 2, 1);
+    for (int64_t a = 0; a < kernel[0]; ++a)
+      for (int64_t b = 0; b < kernel[1]; ++b)
+        for (int64_t c = 0; c < kernel[2]; ++c) {
+          Value* t = Emit("tensor.slice", {p}, Type::Tensor(dt, os),
+                          {{"starts", Shape{0, 0, a * dil[0], b * dil[1], c * dil[2]}},
+                           {"strides", Shape{1, 1, st[0], st[1], st[2]}}});
+          ts.push_back(Reshape(t, one));
+        }
+    Shape cs = one;
+    cs[2] = K;
+    Value* all = ts.size() == 1 ? ts[0] : Emit("tensor.concat", ts, Type::Tensor(dt, cs), {{"axis", int64_t{2}}});
+    return Emit("tensor.reduce", {all}, Type::Tensor(dt, os),
+                {{"kind", std::string(is_max ? "max" : "sum")}, {"axes", Shape{2}}, {"keepdims", false}});
+  };
+  Value* y = taps(x, is_max ? -std::numeric_limits<double>::infinity() : 0.0);
+  if (!is_max) {
+    Value* cnt;
+    if (cip) {
+      cnt = ScalarConst(dt, static_cast<double>(K));
+    } else {
+      Value* ones = Constant(MakeDenseFromDoubles(Type::Tensor(dt, xs), std::vector<double>(Product(xs), 1.0)));
+      cnt = taps(ones, 0.0);
+    }
+    KILN_ASSIGN_OR_RETURN(y, Binary("tensor.div", y, cnt));
+  }
+  out[0] = y;
   return OkStatus();
 }
 

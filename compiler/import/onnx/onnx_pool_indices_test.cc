@@ -1,4 +1,4 @@
-// Tests for MaxPool's Indices output (onnx_pool_indices.cc) against
+// Tests for MaxPool's Indices output and 3-D pooling (onnx_pool_indices.cc) against
 // hand-derived values, through the host interpreter. The ONNX node tests
 // (test_maxpool_with_argmax_2d_*) check it on Vulkan.
 #include <gtest/gtest.h>
@@ -36,6 +36,24 @@ TEST(OnnxPoolIndices, RowAndColumnMajor) {
   ASSERT_EQ(out.size(), 2u) << err;
   EXPECT_EQ(Values(out[0]), (std::vector<double>{1, 4, 3, 4}));
   EXPECT_EQ(Values(out[1]), (std::vector<double>{0, 1, 2, 1}));
+}
+
+TEST(OnnxPool3D, AverageExcludesPaddingUnlessAskedAndMax) {
+  // x = [2, 4] along W, kernel 1x1x2, pads 1 each side: windows [pad, 2],
+  // [2, 4], [4, pad]. avg (count excludes pads): [2, 3, 4]; with
+  // count_include_pad: [1, 3, 2]; max: [2, 4, 4].
+  auto run = [](const char* op, int cip) {
+    NodeModel m(op, {{kF, {1, 1, 1, 1, 2}, {2, 4}}}, 1, 19);
+    m.Ints("kernel_shape", {1, 1, 2}).Ints("pads", {0, 0, 1, 0, 0, 1});
+    if (cip) m.Int("count_include_pad", 1);
+    std::string err;
+    auto out = m.Run(&err);
+    EXPECT_EQ(out.size(), 1u) << err;
+    return out.empty() ? std::vector<double>{} : Values(out[0]);
+  };
+  EXPECT_EQ(run("AveragePool", 0), (std::vector<double>{2, 3, 4}));
+  EXPECT_EQ(run("AveragePool", 1), (std::vector<double>{1, 3, 2}));
+  EXPECT_EQ(run("MaxPool", 0), (std::vector<double>{2, 4, 4}));
 }
 
 }  // namespace
