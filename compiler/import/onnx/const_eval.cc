@@ -856,11 +856,18 @@ bool EvaluateOp(const std::string& name, const std::vector<const DenseElements*>
            EvalReduce(*operands[0], rt, StrAttr(attrs, "kind"), axes,
                       BoolAttr(attrs, "keepdims", true), out);
   }
+  if (op == "gather_elements" || op == "scatter_elements" || op == "arg_reduce")  // const_eval_index.cc
+    return EvalIndexOp(op, operands, rt, attrs, out);
   if (op == "conv_transpose") {  // const_eval_conv_transpose.cc
     for (auto* o : operands)
       if (!IsFloatDType(o->type.dtype)) return false;
     return IsFloatDType(rt.dtype) && EvalConvTranspose(operands, rt, attrs, out);
   }
+  // i32 matmul (the integer matmuls of onnx_quantize.cc): the double
+  // accumulation is exact while |sum| < 2^53, which covers u8/i8 products.
+  if (op == "matmul" && n == 2 && rt.dtype == DType::kI32 && operands[0]->type.dtype == DType::kI32 &&
+      operands[1]->type.dtype == DType::kI32)
+    return EvalMatMul(*operands[0], *operands[1], rt, out);
   if (op == "matmul" || op == "conv2d" || op == "pool2d" || op == "softmax") {
     for (auto* o : operands)
       if (!IsFloatDType(o->type.dtype)) return false;

@@ -39,6 +39,13 @@ bool EvaluateOp(const std::string& name, const std::vector<const ir::DenseElemen
 bool EvalConvTranspose(const std::vector<const ir::DenseElements*>& operands, const ir::Type& result_type,
                        const std::map<std::string, ir::Attribute>& attrs, ir::DenseElements* out);
 
+// tensor.gather_elements / tensor.scatter_elements / tensor.arg_reduce on constants
+// (const_eval_index.cc; EvaluateOp calls it): false when the attributes or
+// shapes do not fit together.
+bool EvalIndexOp(const std::string& op, const std::vector<const ir::DenseElements*>& operands,
+                 const ir::Type& result_type, const std::map<std::string, ir::Attribute>& attrs,
+                 ir::DenseElements* out);
+
 // Element access helpers on DenseElements of any numeric dtype (f16 included).
 double ReadElementAsDouble(const ir::DenseElements& d, int64_t i);
 int64_t ReadElementAsInt(const ir::DenseElements& d, int64_t i);

@@ -668,6 +668,15 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"NegativeLogLikelihoodLoss", &Importer::NllLoss},
       {"SoftmaxCrossEntropyLoss", &Importer::SoftmaxCrossEntropyLoss},
       {"DepthToSpace", &Importer::SpaceDepth}, {"SpaceToDepth", &Importer::SpaceDepth},
+      {"QuantizeLinear", &Importer::QuantizeLinear}, {"DequantizeLinear", &Importer::DequantizeLinear},
+      {"DynamicQuantizeLinear", &Importer::DynamicQuantizeLinear},
+      {"MatMulInteger", &Importer::MatMulInteger}, {"ConvInteger", &Importer::ConvInteger},
+      {"QLinearMatMul", &Importer::QLinearMatMul}, {"QLinearConv", &Importer::QLinearConv},
+      {"NonZero", &Importer::DataDependent}, {"Unique", &Importer::DataDependent},
+      {"NonMaxSuppression", &Importer::DataDependent}, {"Einsum", &Importer::Einsum},
+      {"DFT", &Importer::DFT}, {"STFT", &Importer::STFT}, {"MelWeightMatrix", &Importer::MelWeightMatrix},
+      {"ReverseSequence", &Importer::ReverseSequence}, {"MaxUnpool", &Importer::MaxUnpool}, {"Det", &Importer::Det},
+      {"GridSample", &Importer::GridSample}, {"RoiAlign", &Importer::RoiAlign},
       {"Add", &Importer::BinaryOp}, {"Sub", &Importer::BinaryOp}, {"Mul", &Importer::BinaryOp},
       {"Div", &Importer::BinaryOp}, {"Pow", &Importer::BinaryOp}, {"Mod", &Importer::BinaryOp},
       {"Equal", &Importer::BinaryOp}, {"Greater", &Importer::BinaryOp},
@@ -712,7 +721,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"InstanceNormalization", &Importer::InstanceNorm},
       {"MeanVarianceNormalization", &Importer::MeanVarianceNorm}, {"LRN", &Importer::Lrn},
       {"Scan", &Importer::Scan},
-      {"LSTM", &Importer::LSTM},
+      {"LSTM", &Importer::LSTM}, {"RNN", &Importer::RnnGru}, {"GRU", &Importer::RnnGru},
       {"ConvTranspose", &Importer::ConvTranspose},
       {"Resize", &Importer::Resize}, {"Upsample", &Importer::Resize},
   };
@@ -1010,10 +1019,11 @@ Status Importer::Conv(const onnx::NodeProto& n, const std::vector<Value*>& in,
 Status Importer::Pool(const onnx::NodeProto& n, const std::vector<Value*>& in,
                       std::vector<Value*>& out) {
   KILN_REQUIRE_INPUTS(1);
-  if (out.size() > 1 && !n.output(1).empty()) return Unimpl("MaxPool Indices output is not supported");
+  if (out.size() > 1 && !n.output(1).empty()) return MaxPoolWithIndices(n, in, out);  // onnx_pool_indices.cc
   Value* x = in[0];
   const Shape& xs = x->type().shape;
   int64_t r = x->type().rank();
+  if (r == 5) return Pool3D(n, in, out);  // onnx_pool_indices.cc
   if (r != 3 && r != 4) return Unimpl("pooling with " + std::to_string(r - 2) + " spatial dims is not supported");
   Shape kernel = AttrInts("kernel_shape");
   if (static_cast<int64_t>(kernel.size()) != r - 2) return Invalid("kernel_shape must have rank-2 entries");

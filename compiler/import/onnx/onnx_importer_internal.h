@@ -371,6 +371,19 @@ class Importer {
   KILN_HANDLER(Loop);  // onnx_control_flow.cc
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
+  KILN_HANDLER(RnnGru);  // onnx_rnn.cc (RNN, GRU)
+  KILN_HANDLER(Einsum);  // onnx_einsum.cc
+  KILN_HANDLER(DFT);             // onnx_signal.cc
+  KILN_HANDLER(ReverseSequence);  // onnx_reorder.cc
+  KILN_HANDLER(MaxUnpool);        // onnx_reorder.cc
+  KILN_HANDLER(Det);              // onnx_reorder.cc
+  KILN_HANDLER(GridSample);       // onnx_grid_sample.cc
+  KILN_HANDLER(RoiAlign);         // onnx_roi_align.cc
+  KILN_HANDLER(MaxPoolWithIndices);  // onnx_pool_indices.cc (Pool calls it)
+  KILN_HANDLER(Pool3D);              // onnx_pool_indices.cc (Pool calls it)
+  KILN_HANDLER(STFT);            // onnx_signal.cc
+  KILN_HANDLER(MelWeightMatrix);  // onnx_signal.cc
+  KILN_HANDLER(DataDependent);  // onnx_data_dependent.cc (NonZero, Unique, NonMaxSuppression)
   KILN_HANDLER(ConvTranspose);  // onnx_conv_transpose.cc
   KILN_HANDLER(Resize);  // onnx_resize.cc (Resize and Upsample)
   KILN_HANDLER(ArgReduce);   // onnx_index_ops.cc (ArgMax, ArgMin)
@@ -390,7 +403,29 @@ class Importer {
   KILN_HANDLER(SoftmaxCrossEntropyLoss);  // onnx_loss.cc
   KILN_HANDLER(SpaceDepth);  // onnx_index_ops.cc (DepthToSpace, SpaceToDepth)
   KILN_HANDLER(Activation);  // onnx_activation.cc (Softsign, Selu, Celu, ThresholdedRelu, Shrink)
+  KILN_HANDLER(QuantizeLinear);         // onnx_quantize.cc
+  KILN_HANDLER(DequantizeLinear);       // onnx_quantize.cc
+  KILN_HANDLER(DynamicQuantizeLinear);  // onnx_quantize.cc
+  KILN_HANDLER(MatMulInteger);          // onnx_quantize.cc
+  KILN_HANDLER(ConvInteger);            // onnx_quantize.cc
+  KILN_HANDLER(QLinearMatMul);          // onnx_quantize.cc
+  KILN_HANDLER(QLinearConv);            // onnx_quantize.cc
 #undef KILN_HANDLER
+
+  // Quantization helpers (onnx_quantize.cc). QuantParam: a scale / zero
+  // point shaped to broadcast against a tensor of shape `xs` (per tensor →
+  // scalar; 1-D → along `axis`). Requantize: saturate(round(v) + zp) as `dt`.
+  // ZeroPointShift: i32(x) - i32(zp). IntegerMatMul / IntegerConv: exact i32
+  // products of zero-point-shifted u8/i8 operands.
+  StatusOr<Value*> QuantParam(Value* p, const Shape& xs, int64_t axis, const char* what);
+  StatusOr<Value*> Requantize(Value* v, Value* zp, DType dt);
+  StatusOr<Value*> ZeroPointShift(Value* x, Value* zp);
+  StatusOr<Value*> IntegerMatMul(Value* a, Value* a_zp, Value* b, Value* b_zp);
+  StatusOr<Value*> IntegerConv(Value* x, Value* x_zp, Value* w, Value* w_zp);
+
+  // re/im of the DFT of xr (+ i xi, xi may be null) along the last axis: N
+  // points, K bins (onnx_signal.cc).
+  StatusOr<std::pair<Value*, Value*>> DftLastAxis(Value* xr, Value* xi, int64_t N, int64_t K, bool inverse);
 
   Status SpatialParams(const Shape& in_spatial, const Shape& kernel, bool pool, Shape* strides,
                        Shape* dilations, Shape* pads, Shape* out_spatial);

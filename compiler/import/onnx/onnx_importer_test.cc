@@ -821,12 +821,12 @@ TEST(OnnxImporter, RawAndTypedInitializersAgree) {
 TEST(OnnxImporter, UnsupportedOpError) {
   ModelBuilder b(13);
   b.Input("x", kF, {1, 2, 3});
-  b.Node("GRU", {"x"}, {"y"}, "gru_1");
+  b.Node("TfIdfVectorizer", {"x"}, {"y"}, "tfidf_1");
   b.Output("y");
   auto r = b.Import();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(r.status().message(), "unsupported ONNX op 'GRU' (node 'gru_1', domain '')");
+  EXPECT_EQ(r.status().message(), "unsupported ONNX op 'TfIdfVectorizer' (node 'tfidf_1', domain '')");
   ModelBuilder c(13);
   c.Input("x", kF, {1});
   auto* n = c.Node("FusedGemm", {"x"}, {"y"});
@@ -1102,8 +1102,12 @@ TEST(OnnxNodeTests, ImportAndFoldAgainstReference) {
       for (int64_t j = 0; j < got.type.num_elements(); ++j) {
         double a = ReadElementAsDouble(got, j), b = ReadElementAsDouble(wd.value(), j);
         // bf16: ONNX 1.12's reference truncates f32, Kiln rounds to nearest
-        // even; they differ by at most one bf16 step (2^-7 relative).
-        const double rtol = bf16 ? 0x1p-7 : 1e-5;
+        // even; they differ by at most one bf16 step (2^-7 relative). These
+        // tests' expected outputs are hard-coded to 4 decimals in ONNX's test
+        // generator: checked at ONNX's backend-test rtol (1e-3).
+        static const std::set<std::string> kFourDecimals = {
+            "test_gridsample_bicubic", "test_roialign_aligned_false", "test_roialign_aligned_true"};
+        const double rtol = bf16 ? 0x1p-7 : kFourDecimals.count(name) ? 1e-3 : 1e-5;
         bool same = (std::isnan(a) && std::isnan(b)) || a == b ||
                     std::fabs(a - b) <= 1e-6 + rtol * std::fabs(b);
         if (!same) {
