@@ -46,7 +46,15 @@ set -euo pipefail
 # (~360 B in VulkanDevice::Initialize), KILN_VULKAN_DISABLE_FEATURES to test
 # it on lavapipe (~200 B), and the four new dtype names and sizes in vm/
 # (~210 B); the rest is rodata. 153,447 -> 154,898 B measured (+1,451).
-budget="${KILN_SIZE_BUDGET:-154900}"
+# Raised 154900 -> 166800 for the hostile-input work (docs/security.md),
+# 166,737 B measured: the load-time SPIR-V layout check
+# (hal/vulkan/spirv_layout_check.cc, ~9.3 KB of code and messages: the
+# check that keeps crafted SPIR-V away from the driver), the sorted function
+# index of vm::Module (100,000-function modules load in 0.5 s instead of 12 s;
+# libc qsort, 926 B), and the borrowed-argument bind check, step budget and
+# device-memory budget (~1.5 KB). The SPIR-V check's messages are the first
+# place to win bytes back toward issue 16's 120 KiB.
+budget="${KILN_SIZE_BUDGET:-166800}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
