@@ -372,6 +372,12 @@ class Importer {
   KILN_HANDLER(Scan);  // onnx_control_flow.cc
   KILN_HANDLER(LSTM);  // onnx_lstm.cc
   KILN_HANDLER(RnnGru);  // onnx_rnn.cc (RNN, GRU)
+  // LSTM/GRU/RNN outputs from per-direction steps ys[d][t] ([B, H] each)
+  // and final states (Y_h, then Y_c): Y [S, dirs, B, H] and [dirs, B, H],
+  // batch first when layout is 1. `op` names them in errors (onnx_lstm.cc).
+  Status RecurrentOutputs(const onnx::NodeProto& n, const std::vector<std::vector<Value*>>& ys,
+                          const std::vector<std::vector<Value*>>& states, int64_t layout,
+                          const std::string& op, std::vector<Value*>& out);
   KILN_HANDLER(Einsum);  // onnx_einsum.cc
   KILN_HANDLER(DFT);             // onnx_signal.cc
   KILN_HANDLER(ReverseSequence);  // onnx_reorder.cc

@@ -169,21 +169,29 @@ Status Importer::LSTM(const onnx::NodeProto& n, const std::vector<Value*>& in,
     last_h[d] = hc;
     last_c[d] = cc;
   }
-  // Y [S, dirs, B, H]; Y_h, Y_c [dirs, B, H].
-  bool want_y = n.output_size() > 0 && !n.output(0).empty();
-  if (want_y) {
+  return RecurrentOutputs(n, ys, {last_h, last_c}, layout, "LSTM", out);
+}
+
+Status Importer::RecurrentOutputs(const onnx::NodeProto& n,
+                                  const std::vector<std::vector<Value*>>& ys,
+                                  const std::vector<std::vector<Value*>>& states, int64_t layout,
+                                  const std::string& op, std::vector<Value*>& out) {
+  // Y [S, dirs, B, H]; each state (Y_h, then Y_c for LSTM) [dirs, B, H];
+  // layout 1 puts the batch first.
+  if (n.output_size() > 0 && !n.output(0).empty()) {
     std::vector<Value*> per_dir;
-    for (int64_t d = 0; d < dirs; ++d) {
-      KILN_ASSIGN_OR_RETURN(Value* yd, Stack(ys[d], 0, "LSTM Y"));  // [S, B, H]
+    for (const std::vector<Value*>& steps : ys) {
+      KILN_ASSIGN_OR_RETURN(Value* yd, Stack(steps, 0, op + " Y"));  // [S, B, H]
       per_dir.push_back(yd);
     }
-    KILN_ASSIGN_OR_RETURN(Value* y, Stack(per_dir, 1, "LSTM Y"));  // [S, dirs, B, H]
+    KILN_ASSIGN_OR_RETURN(Value* y, Stack(per_dir, 1, op + " Y"));  // [S, dirs, B, H]
     out[0] = layout == 1 ? Transpose(y, {2, 0, 1, 3}) : y;
   }
-  KILN_ASSIGN_OR_RETURN(Value* yh, Stack(last_h, 0, "LSTM Y_h"));
-  KILN_ASSIGN_OR_RETURN(Value* yc, Stack(last_c, 0, "LSTM Y_c"));
-  if (out.size() > 1) out[1] = layout == 1 ? Transpose(yh, {1, 0, 2}) : yh;
-  if (out.size() > 2) out[2] = layout == 1 ? Transpose(yc, {1, 0, 2}) : yc;
+  static const char* const kStateNames[] = {" Y_h", " Y_c"};
+  for (size_t k = 0; k < states.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(Value* st, Stack(states[k], 0, op + kStateNames[k]));
+    if (out.size() > k + 1) out[k + 1] = layout == 1 ? Transpose(st, {1, 0, 2}) : st;
+  }
   return OkStatus();
 }
 

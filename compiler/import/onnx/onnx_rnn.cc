@@ -163,18 +163,7 @@ Status Importer::RnnGru(const onnx::NodeProto& n, const std::vector<Value*>& in,
     }
     last_h[d] = hc;
   }
-  if (n.output_size() > 0 && !n.output(0).empty()) {
-    std::vector<Value*> per_dir;
-    for (int64_t d = 0; d < dirs; ++d) {
-      KILN_ASSIGN_OR_RETURN(Value* yd, Stack(ys[d], 0, "Y"));  // [S, B, H]
-      per_dir.push_back(yd);
-    }
-    KILN_ASSIGN_OR_RETURN(Value* y, Stack(per_dir, 1, "Y"));  // [S, dirs, B, H]
-    out[0] = layout == 1 ? Transpose(y, {2, 0, 1, 3}) : y;
-  }
-  KILN_ASSIGN_OR_RETURN(Value* yh, Stack(last_h, 0, "Y_h"));
-  if (out.size() > 1) out[1] = layout == 1 ? Transpose(yh, {1, 0, 2}) : yh;
-  return OkStatus();
+  return RecurrentOutputs(n, ys, {last_h}, layout, n.op_type(), out);
 }
 
 }  // namespace kiln::onnx_import::detail
