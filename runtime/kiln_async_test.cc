@@ -347,6 +347,67 @@ TEST_P(AsyncTest, BuffersReleasedInFlightAreFreedAfterTheTimepoint) {
   kiln_fence_release(done);
 }
 
+// kiln_context_options_t::wait_timeout_ns bounds every host wait on the
+// context's work: work queued behind a wait fence nobody signals makes
+// kiln_tensor_read of its result and a later synchronous kiln_invoke return
+// a timeout instead of hanging; with execute_and_wait (GetParam() false) the
+// asynchronous call itself blocks mid-program and times out, leaving its
+// command buffer in flight. Once the fence is signalled the queued work
+// runs, and the context gives right answers again.
+TEST_P(AsyncTest, ContextWaitTimeoutBoundsInvokeAndRead) {
+  kiln_context_release(context_);
+  kiln_context_options_t options = {};
+  options.struct_size = sizeof(options);
+  options.wait_timeout_ns = 20 * 1000 * 1000;  // 20 ms
+  context_ = nullptr;
+  ASSERT_EQ(Str(kiln_context_create_with_options(device_, &module_, 1, &options, &context_)), "OK");
+  ASSERT_EQ(Str(kiln_context_lookup_function(context_, "main", &main_)), "OK");
+  kiln_tensor_t a = Vector(a_), b = Vector(b_);
+  kiln_fence_t never = Fence(), done = Fence();
+  kiln_tensor_t r[3] = {};
+  auto args = Args(a, b);
+  std::string async = Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3));
+  if (GetParam()) {
+    ASSERT_EQ(async, "OK");
+    std::vector<float> v(kVaddCount);
+    std::string read = Str(kiln_tensor_read(r[0], v.data(), v.size() * 4));
+    EXPECT_EQ(read.rfind("FAILED_PRECONDITION: kiln_tensor_read: timeout", 0), 0u) << read;
+    std::string write = Str(kiln_tensor_write(r[0], v.data(), v.size() * 4));
+    EXPECT_EQ(write.rfind("FAILED_PRECONDITION: kiln_tensor_write: timeout", 0), 0u) << write;
+  } else {
+    EXPECT_EQ(async.rfind("FAILED_PRECONDITION", 0), 0u) << async;
+    EXPECT_NE(async.find("timeout"), std::string::npos) << async;
+    for (kiln_tensor_t t : r) EXPECT_EQ(t, nullptr);
+  }
+  kiln_tensor_t in[2] = {a, b}, s[3] = {};
+  std::string sync = Str(kiln_invoke(context_, main_, in, 2, s, 3));
+  EXPECT_EQ(sync.rfind("FAILED_PRECONDITION", 0), 0u) << sync;
+  EXPECT_NE(sync.find("timeout"), std::string::npos) << sync;
+  for (kiln_tensor_t t : s) EXPECT_EQ(t, nullptr);
+  EXPECT_FALSE(Signaled(done));
+
+  ASSERT_EQ(Str(kiln_fence_signal(never)), "OK");
+  ASSERT_EQ(Str(kiln_context_wait_idle(context_, UINT64_MAX)), "OK");
+  EXPECT_TRUE(Signaled(done));
+  if (GetParam()) {
+    std::vector<float> c = Read(r[0]);
+    for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(c[i], a_[i] + b_[i] + Bias(i)) << i;
+  }
+  ASSERT_EQ(Str(kiln_invoke(context_, main_, in, 2, s, 3)), "OK");
+  std::vector<float> c = Read(s[0]);
+  for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(c[i], a_[i] + b_[i] + Bias(i)) << i;
+  for (kiln_tensor_t t : s) kiln_tensor_release(t);
+  for (kiln_tensor_t t : r) kiln_tensor_release(t);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  // Nothing the timed-out calls left in flight outlives the context.
+  kiln_context_release(context_);
+  context_ = nullptr;
+  EXPECT_EQ(Stats().device_bytes_live, 0u);
+  kiln_fence_release(never);
+  kiln_fence_release(done);
+}
+
 // A synchronous kiln_invoke of an asynchronously ending module: one
 // submission and exactly one host wait, at the end.
 TEST_P(AsyncTest, SynchronousInvokeWaitsOnce) {

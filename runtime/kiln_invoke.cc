@@ -44,11 +44,12 @@ kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, s
   uint64_t vm_allocations = kiln::vm::HostAllocationCount() - vm_before;
   if (s.ok() && fences && fences->signal_submitted) {
     // Asynchronous: host reads of the results and output storage wait for
-    // the signal point (kiln_tensor_read).
+    // the signal point (kiln_tensor_read), bounded by the context's timeout.
+    uint64_t timeout = context->context->limits().wait_timeout_ns;
     for (size_t i = 0; i < result_count; ++i) {
-      if (context->result_views[i]) MarkPendingWrite(context->result_views[i].get(), fences->signal);
+      if (context->result_views[i]) MarkPendingWrite(context->result_views[i].get(), fences->signal, timeout);
       if (with_storage && context->storage_views[i]) {
-        MarkPendingWrite(context->storage_views[i], fences->signal);
+        MarkPendingWrite(context->storage_views[i], fences->signal, timeout);
       }
     }
   }

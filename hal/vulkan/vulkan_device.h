@@ -57,7 +57,7 @@ class VulkanDevice final : public Device {
   Status QueueExecute(CommandBuffer* command_buffer, const SemaphorePoint* waits,
                       uint32_t wait_count, const SemaphorePoint* signals,
                       uint32_t signal_count) override;
-  Status WaitIdle() override;
+  Status WaitIdle(uint64_t timeout_ns = UINT64_MAX) override;
   Stats& stats() override { return stats_; }
   // Profiling: a VulkanQueryPool (vulkan_query_pool.h).
   StatusOr<Ref<QueryPool>> CreateTimestampQueryPool(uint32_t count) override;
