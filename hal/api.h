@@ -59,11 +59,11 @@ class Semaphore : public RefObject {
   virtual StatusOr<uint64_t> Query() = 0;
   virtual Status Signal(uint64_t value) = 0;  // host signal
   // Blocks until payload >= value or `timeout_ns` elapses (kResourceExhausted
-  // is never used here: a timeout returns kFailedPrecondition "timeout").
+  // is never used here: a timeout returns kDeadlineExceeded).
   virtual Status Wait(uint64_t value, uint64_t timeout_ns) = 0;
   // Blocks until no submitted device work waits on or signals this
   // semaphore any more (what its destruction waits for, without a limit),
-  // or `timeout_ns` elapses: kFailedPrecondition "timeout" (0 polls).
+  // or `timeout_ns` elapses: kDeadlineExceeded (0 polls).
   virtual Status WaitUnused(uint64_t timeout_ns) = 0;
 };
 

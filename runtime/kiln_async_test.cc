@@ -180,7 +180,7 @@ TEST_P(AsyncTest, HostSignalledWaitFenceHoldsTheWork) {
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, wait, done, r, 3)), "OK");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(Signaled(done));
-  EXPECT_EQ(Str(kiln_fence_wait(done, 1000000)).rfind("FAILED_PRECONDITION: kiln_fence_wait: timeout", 0),
+  EXPECT_EQ(Str(kiln_fence_wait(done, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_fence_wait: timeout", 0),
             0u);
   // Before the wait fence, the results still hold what the device has not
   // written yet: c's buffer is fresh (allocate: contents undefined, zero on
@@ -216,9 +216,9 @@ TEST_P(AsyncTest, ReadOfAnInFlightResultWaitsForItsWork) {
   std::vector<kiln_invoke_arg_t> args = Args(a, b);
   args.push_back({row, KILN_ARG_OUTPUT_STORAGE, 0});
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 3, wait, done, r, 3)), "OK");
-  EXPECT_EQ(Str(kiln_tensor_wait(r[1], 1000000)).rfind("FAILED_PRECONDITION: kiln_tensor_wait: timeout", 0),
+  EXPECT_EQ(Str(kiln_tensor_wait(r[1], 1000000)).rfind("DEADLINE_EXCEEDED: kiln_tensor_wait: timeout", 0),
             0u);
-  EXPECT_EQ(Str(kiln_tensor_wait(batch, 0)).rfind("FAILED_PRECONDITION: kiln_tensor_wait: timeout", 0),
+  EXPECT_EQ(Str(kiln_tensor_wait(batch, 0)).rfind("DEADLINE_EXCEEDED: kiln_tensor_wait: timeout", 0),
             0u);
   EXPECT_EQ(Str(kiln_tensor_wait(a, 0)), "OK");  // an argument: nothing writes it
   std::thread signaller([&] {
@@ -259,9 +259,9 @@ TEST_P(AsyncTest, DeadlineReleaseOfAContextWithBlockedWork) {
   kiln_tensor_t r[3] = {};
   auto args = Args(a, b);
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3)), "OK");
-  EXPECT_EQ(Str(kiln_context_wait_idle(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_context_wait_idle(context_, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_context_wait_idle: timeout", 0), 0u);
   // The last reference: a timeout, nothing released.
-  EXPECT_EQ(Str(kiln_context_release_within(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_context_release_within(context_, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_context_wait_idle: timeout", 0), 0u);
   // Another reference: released at once without waiting.
   kiln_context_retain(context_);
   EXPECT_EQ(Str(kiln_context_release_within(context_, 0)), "OK");
@@ -292,8 +292,8 @@ TEST_P(AsyncTest, DeadlineReleaseOfAFenceWithBlockedWork) {
   kiln_tensor_t r[3] = {};
   auto args = Args(a, b);
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3)), "OK");
-  EXPECT_EQ(Str(kiln_fence_release_within(never, 0)).rfind("FAILED_PRECONDITION: kiln_fence_release_within: timeout", 0), 0u);
-  EXPECT_EQ(Str(kiln_fence_release_within(never, 1000000)).rfind("FAILED_PRECONDITION: kiln_fence_release_within: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_fence_release_within(never, 0)).rfind("DEADLINE_EXCEEDED: kiln_fence_release_within: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_fence_release_within(never, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_fence_release_within: timeout", 0), 0u);
   // Another reference: dropped at once.
   kiln_fence_retain(never);
   EXPECT_EQ(Str(kiln_fence_release_within(never, 0)), "OK");
@@ -371,17 +371,17 @@ TEST_P(AsyncTest, ContextWaitTimeoutBoundsInvokeAndRead) {
     ASSERT_EQ(async, "OK");
     std::vector<float> v(kVaddCount);
     std::string read = Str(kiln_tensor_read(r[0], v.data(), v.size() * 4));
-    EXPECT_EQ(read.rfind("FAILED_PRECONDITION: kiln_tensor_read: timeout", 0), 0u) << read;
+    EXPECT_EQ(read.rfind("DEADLINE_EXCEEDED: kiln_tensor_read: timeout", 0), 0u) << read;
     std::string write = Str(kiln_tensor_write(r[0], v.data(), v.size() * 4));
-    EXPECT_EQ(write.rfind("FAILED_PRECONDITION: kiln_tensor_write: timeout", 0), 0u) << write;
+    EXPECT_EQ(write.rfind("DEADLINE_EXCEEDED: kiln_tensor_write: timeout", 0), 0u) << write;
   } else {
-    EXPECT_EQ(async.rfind("FAILED_PRECONDITION", 0), 0u) << async;
+    EXPECT_EQ(async.rfind("DEADLINE_EXCEEDED", 0), 0u) << async;
     EXPECT_NE(async.find("timeout"), std::string::npos) << async;
     for (kiln_tensor_t t : r) EXPECT_EQ(t, nullptr);
   }
   kiln_tensor_t in[2] = {a, b}, s[3] = {};
   std::string sync = Str(kiln_invoke(context_, main_, in, 2, s, 3));
-  EXPECT_EQ(sync.rfind("FAILED_PRECONDITION", 0), 0u) << sync;
+  EXPECT_EQ(sync.rfind("DEADLINE_EXCEEDED", 0), 0u) << sync;
   EXPECT_NE(sync.find("timeout"), std::string::npos) << sync;
   for (kiln_tensor_t t : s) EXPECT_EQ(t, nullptr);
   EXPECT_FALSE(Signaled(done));
@@ -459,9 +459,9 @@ TEST_P(AsyncTest, ErrorPaths) {
   EXPECT_EQ(Str(kiln_fence_reset(nullptr)), "INVALID_ARGUMENT: kiln_fence_reset: fence is NULL");
   // Timeout on a fence nobody signals.
   EXPECT_EQ(Str(kiln_fence_wait(g, 0)),
-            "FAILED_PRECONDITION: kiln_fence_wait: timeout: the fence was not signalled within 0 ns");
+            "DEADLINE_EXCEEDED: kiln_fence_wait: timeout: the fence was not signalled within 0 ns");
   EXPECT_EQ(Str(kiln_fence_wait(g, 2000000)),
-            "FAILED_PRECONDITION: kiln_fence_wait: timeout: the fence was not signalled within "
+            "DEADLINE_EXCEEDED: kiln_fence_wait: timeout: the fence was not signalled within "
             "2000000 ns");
   EXPECT_FALSE(Signaled(g));
   ASSERT_EQ(Str(kiln_fence_signal(g)), "OK");

@@ -291,7 +291,7 @@ kiln_status_t kiln_context_wait_idle(kiln_context_t context, uint64_t timeout_ns
     if (!s.ok()) {
       auto now = semaphore->Query();
       if (now.ok() && now.value() < value) {
-        return Wrap(kiln::FailedPreconditionError(
+        return Wrap(kiln::DeadlineExceededError(
             "kiln_context_wait_idle: timeout: the context's work has not finished within %llu "
             "ns (is it waiting on a fence nobody signalled?)",
             static_cast<unsigned long long>(timeout_ns)));
@@ -357,8 +357,8 @@ kiln_status_t kiln_fence_release_within(kiln_fence_t fence, uint64_t timeout_ns)
   if (fence->refcount() == 1 && fence->semaphore && fence->semaphore->refcount() == 1) {
     Status s = fence->semaphore->WaitUnused(timeout_ns);
     if (!s.ok()) {
-      if (s.code() != StatusCode::kFailedPrecondition) return Wrap(std::move(s));
-      return Wrap(kiln::FailedPreconditionError(
+      if (s.code() != StatusCode::kDeadlineExceeded) return Wrap(std::move(s));
+      return Wrap(kiln::DeadlineExceededError(
           "kiln_fence_release_within: timeout: device work that waits on or signals the fence "
           "has not finished within %llu ns (signal the fences it waits on, then release again)",
           static_cast<unsigned long long>(timeout_ns)));
@@ -413,7 +413,7 @@ kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns) {
   if (s.ok()) return nullptr;
   auto value = fence->semaphore->Query();
   if (value.ok() && value.value() < point) {
-    return Wrap(kiln::FailedPreconditionError(
+    return Wrap(kiln::DeadlineExceededError(
         "kiln_fence_wait: timeout: the fence was not signalled within %llu ns",
         static_cast<unsigned long long>(timeout_ns)));
   }

@@ -53,7 +53,7 @@ Status WaitPendingWrite(const char* api, kiln_tensor_s* tensor, uint64_t timeout
     if (!s.ok()) {
       auto now = semaphore->Query();
       if (now.ok() && now.value() < value) {
-        return kiln::FailedPreconditionError(
+        return kiln::DeadlineExceededError(
             "%s: timeout: the invocation writing %s has not finished within %llu ns (its "
             "wait fence is not signalled yet?)",
             api, tensor->view->TypeString().c_str(), static_cast<unsigned long long>(timeout_ns));

@@ -126,8 +126,8 @@ Status HalModule::WaitTimeline(uint64_t value) {
   ++device_->stats().host_waits;
   Status s = timeline_->Wait(value, wait_timeout_ns_);
   if (!s.ok()) {
-    if (wait_timeout_ns_ == UINT64_MAX || s.code() != StatusCode::kFailedPrecondition) return s;
-    return FailedPreconditionError(
+    if (wait_timeout_ns_ == UINT64_MAX || s.code() != StatusCode::kDeadlineExceeded) return s;
+    return DeadlineExceededError(
         "timeout: the context's device work did not finish within its wait timeout of %llu ns "
         "(queued behind a wait fence not signalled yet?); it stays queued",
         static_cast<unsigned long long>(wait_timeout_ns_));

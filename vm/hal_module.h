@@ -151,7 +151,7 @@ class HalModule {
   // Bounds every blocking wait of an invocation on the context's timeline
   // (the synchronous end of an invocation, execute_and_wait, staged
   // readback) to `ns` nanoseconds (UINT64_MAX: no limit; the default). Past
-  // it the call fails with kFailedPrecondition "timeout ..."; the submitted
+  // it the call fails with kDeadlineExceeded; the submitted
   // work stays queued, parked in the in-flight list, and runs once whatever
   // it is queued behind (e.g. an unsignalled wait fence) is done.
   void set_wait_timeout(uint64_t ns) { wait_timeout_ns_ = ns; }

@@ -22,7 +22,7 @@ namespace kiln::vm {
 // stats().transfers (not copies). Allocates the command buffer (host) and,
 // without `reuse`, the staging buffer (device): callers on a steady-state
 // path pass `reuse`. `timeout_ns` (UINT64_MAX: none) bounds the wait for
-// the work queued before the copy: past it, FAILED_PRECONDITION "timeout"
+// the work queued before the copy: past it, DEADLINE_EXCEEDED
 // and nothing is submitted. Errors: RESOURCE_EXHAUSTED when the
 // staging allocation fails, OUT_OF_RANGE for a range beyond `buffer`, and the
 // device's submission and wait errors.

@@ -343,7 +343,7 @@ Status VulkanDevice::WaitSubmission(uint64_t value, uint64_t timeout_ns) {
   wait_info.pValues = &value;
   VkResult result = syms_.vkWaitSemaphores(device_, &wait_info, timeout_ns);
   if (result == VK_TIMEOUT) {
-    return FailedPreconditionError("timeout: device submission %llu has not retired",
+    return DeadlineExceededError("timeout: device submission %llu has not retired",
                                    static_cast<unsigned long long>(value));
   }
   KILN_VK_RETURN_IF_ERROR(result, "vkWaitSemaphores(internal timeline)");

@@ -104,7 +104,7 @@ class VulkanDevice final : public Device {
 
   // Internal timeline (every QueueExecute signals the next value): whether
   // submission `value` has retired, and a blocking wait for it (0: no-op;
-  // kFailedPrecondition "timeout" when `timeout_ns` elapses first).
+  // kDeadlineExceeded when `timeout_ns` elapses first).
   StatusOr<bool> SubmissionRetired(uint64_t value);
   Status WaitSubmission(uint64_t value, uint64_t timeout_ns = UINT64_MAX);
 
