@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "compiler/import/onnx/onnx_importer_internal.h"
+#include "compiler/import/onnx/onnx_op_attributes.h"
 
 namespace kiln::onnx_import {
 namespace detail {
@@ -594,6 +595,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, int index) {
       in.push_back(std::move(v));
     }
     std::vector<OnnxValue> out(std::max(n.output_size(), 1), OnnxValue::Tensor(nullptr));
+    KILN_RETURN_IF_ERROR(CheckOnnxNodeAttributes(n, loc_));
     KILN_RETURN_IF_ERROR((this->*(ah->second))(n, in, out));
     for (int i = 0; i < n.output_size(); ++i) {
       if (n.output(i).empty()) continue;
@@ -623,6 +625,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, int index) {
   // Handlers write out[0] unconditionally; a node without outputs is legal
   // (if useless), so keep at least one slot.
   std::vector<Value*> out(std::max(n.output_size(), 1), nullptr);
+  KILN_RETURN_IF_ERROR(CheckOnnxNodeAttributes(n, loc_));
   KILN_RETURN_IF_ERROR((this->*(h->second))(n, in, out));
   for (int i = 0; i < n.output_size(); ++i) {
     if (n.output(i).empty()) continue;
