@@ -99,7 +99,9 @@
 //   kDataLoss        "failed to parse ONNX model" (bad or truncated protobuf)
 //   kNotFound        the file cannot be opened (ImportOnnxFile)
 //   kUnimplemented   "unsupported ONNX op 'StringNormalizer' (node 'name', domain '')";
-//                    unsupported dtype (names node and dtype); unsupported
+//                    unsupported dtype (names node and dtype); an attribute
+//                    the op's row of onnx_op_attributes.h does not accept
+//                    (names attribute, op and node); unsupported
 //                    attribute values (names the node); If branches of
 //                    different types; Loop scan outputs without a static trip
 //                    count; loop-carried values that change type; unrolling
