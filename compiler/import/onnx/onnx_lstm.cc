@@ -181,7 +181,7 @@ Status Importer::LSTM(const onnx::NodeProto& n, const std::vector<Value*>& in,
 StatusOr<std::vector<Value*>> Importer::StepMasks(Value* seq_lens, int64_t seq, int64_t batch) {
   if (!seq_lens) return std::vector<Value*>{};
   if (seq_lens->type().dtype != DType::kI32 && seq_lens->type().dtype != DType::kI64)
-    return Invalid("sequence_lens must be int32");
+    return Invalid("sequence_lens must be int32 (or int64)");
   if (seq_lens->type().shape != Shape{batch})
     return Invalid("sequence_lens has shape " + ShapeStr(seq_lens->type().shape) + ", expected [" +
                    std::to_string(batch) + "]");
