@@ -9,13 +9,13 @@
 //   Gemm broadcast (opsets 1-6): C broadcasts numpy-style, which covers a C of
 //     the output's shape (broadcast = 0);
 //   LayerNormalization stash_type: the statistics are computed in f32;
-//   Cast/CastLike saturate: affects only float8 targets, which Kiln rejects
-//     by dtype.
+//   Cast/CastLike/QuantizeLinear saturate: affects only float8 targets, which
+//     Kiln rejects by dtype.
 // Attributes newer than ONNX 1.12 (Debian's libonnx, whose schemas the test
 // reads) that handlers read: AveragePool dilations (opset 19), Reduce*
 // noop_with_empty_axes (18), Resize antialias/axes/keep_aspect_ratio_policy
 // (18), Split num_outputs (18), QuantizeLinear/DequantizeLinear block_size and
-// QuantizeLinear output_dtype (21), Cast/CastLike saturate (19).
+// QuantizeLinear output_dtype (21), Cast/CastLike/QuantizeLinear saturate (19).
 #include "compiler/import/onnx/onnx_op_attributes.h"
 
 #include <sstream>
@@ -147,7 +147,7 @@ const std::map<std::string, OnnxOpAttributes>& OnnxOpAttributeTable() {
       {"Pow", {"axis broadcast", {}}},
       {"QLinearConv", {"auto_pad dilations group kernel_shape pads strides", {}}},
       {"QLinearMatMul", {"", {}}},
-      {"QuantizeLinear", {"axis block_size output_dtype", {}}},
+      {"QuantizeLinear", {"axis block_size output_dtype saturate", {}}},
       {"RNN", {"activations clip direction hidden_size layout output_sequence",
        {{"activation_alpha", kActParams}, {"activation_beta", kActParams}}}},
       {"Range", {"", {}}},

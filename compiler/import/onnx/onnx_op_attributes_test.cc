@@ -26,7 +26,7 @@ const std::map<std::string, std::map<std::string, int>>& NewerAttributes() {
         {"Cast", {{"saturate", 19}}},
         {"CastLike", {{"saturate", 19}}},
         {"DequantizeLinear", {{"block_size", 21}}},
-        {"QuantizeLinear", {{"block_size", 21}, {"output_dtype", 21}}},
+        {"QuantizeLinear", {{"block_size", 21}, {"output_dtype", 21}, {"saturate", 19}}},
         {"Resize", {{"antialias", 18}, {"axes", 18}, {"keep_aspect_ratio_policy", 18}}},
         {"Split", {{"num_outputs", 18}}},
     };
