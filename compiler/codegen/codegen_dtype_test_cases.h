@@ -91,6 +91,28 @@ void AddDTypeCases(Add& add) {
     c.atol = c.rtol = 0;
     return c;
   });
+  // i8 and u8 max pooling in the integer compute type (ONNX MaxPool on int8 /
+  // uint8), kernel 2x2, stride 2, pads 1 at the top and left. x (3x3) =
+  //   -5    3 -128
+  //  127   -1    0
+  //    2   -7   -3
+  // windows (rows, cols): (-1..0, -1..0) -> x00 = -5 (the padding is no
+  // value, not 0); (-1..0, 1..2) -> max(3, -128) = 3; (1..2, -1..0) -> 127;
+  // (1..2, 1..2) -> max(-1, 0, -7, -3) = 0. u8: the same x + 128.
+  for (DType dt : {DType::kI8, DType::kU8}) {
+    add([=] {
+      const double o = dt == DType::kU8 ? 128 : 0;
+      Case c(dt == DType::kU8 ? "u8_maxpool_padded" : "i8_maxpool_padded");
+      c.In(T{{1, 1, 3, 3}, {-5 + o, 3 + o, -128 + o, 127 + o, -1 + o, 0 + o, 2 + o, -7 + o, -3 + o}}, dt);
+      c.Out(T{{1, 1, 2, 2}, {-5 + o, 3 + o, 127 + o, 0 + o}}, dt);
+      auto& b = c.Build();
+      c.Return({b.Op("tensor.pool2d", {b.arg(0)}, type(dt, {1, 1, 2, 2}),
+                     {{"kind", ir::Attribute("max")}, {"kernel", Ints({2, 2})}, {"strides", Ints({2, 2})},
+                      {"pads", Ints({1, 1, 0, 0})}, {"dilations", Ints({1, 1})}})});
+      c.atol = c.rtol = 0;
+      return c;
+    });
+  }
   // u16 / u32: unsigned compare and modulo above the signed range:
   // min(65535, 2) = 2; 4000000000 mod 7 = 4000000000 - 7 * 571428571 = 3.
   add([=] {

@@ -110,13 +110,13 @@ TEST(CodegenTest, FeatureFlags) {
     bool i64 = false, b8 = false, b16 = false, f64 = false;
     for (auto d : c.input_dtypes) {
       i64 |= d == DType::kI64 || d == DType::kU64;
-      b8 |= d == DType::kBool || d == DType::kU8;
+      b8 |= d == DType::kBool || d == DType::kU8 || d == DType::kI8;
       b16 |= DTypeSize(d) == 2;
       f64 |= d == DType::kF64;
     }
     for (auto d : c.result_dtypes) {
       i64 |= d == DType::kI64 || d == DType::kU64;
-      b8 |= d == DType::kBool || d == DType::kU8;
+      b8 |= d == DType::kBool || d == DType::kU8 || d == DType::kI8;
       b16 |= DTypeSize(d) == 2;
       f64 |= d == DType::kF64;
     }

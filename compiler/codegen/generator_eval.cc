@@ -386,9 +386,12 @@ std::string Generator::EvalPool(Operation* op, const Idx& idx) {
     return "0";
   }
   const int64_t H = xs[2], W = xs[3];
+  // Max pooling accumulates in the result's compute type (exact for
+  // integers); average pooling in f32.
+  const CT ct = is_max ? ComputeType(op->result()->type().dtype) : CT::kF32;
   std::string acc = Fresh("acc");
   std::string cnt = Fresh("cnt");
-  Line("float " + acc + " = " + (is_max ? Lowest(CT::kF32) : "0.0") + ";  // " + Comment(op) +
+  Line(std::string(CTName(ct)) + " " + acc + " = " + (is_max ? Lowest(ct) : "0.0") + ";  // " + Comment(op) +
        " " + kind + " kernel=" + ShapeStr(ker) + " strides=" + ShapeStr(st) + " pads=" +
        ShapeStr(pads) + " dilations=" + ShapeStr(dil) +
        (is_max ? "" : cip ? " count_include_pad" : " exclude_pad"));

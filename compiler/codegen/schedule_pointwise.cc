@@ -33,9 +33,13 @@ Status Generator::CheckOps() {
     DType dt = op->result()->type().dtype;
     if (FloatOnlyOps().count(n) && ComputeType(dt) != CT::kF32)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
+    // Max pooling only compares, so it runs in any non-bool compute type
+    // (integers stay exact); average pooling divides and stays f32.
+    const bool int_max_pool = n == "tensor.pool2d" && op->str_attr("kind", "max") == "max" &&
+                              ComputeType(dt) != CT::kBool;
     if ((n == "tensor.conv2d" || n == "tensor.pool2d" || n == "tensor.softmax" ||
          n == "tensor.conv_transpose") &&
-        ComputeType(dt) != CT::kF32)
+        ComputeType(dt) != CT::kF32 && !int_max_pool)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
     if ((n == "tensor.conv2d" || n == "tensor.pool2d") &&
         (op->operand(0)->type().rank() != 4 || op->result()->type().rank() != 4 ||

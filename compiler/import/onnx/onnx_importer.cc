@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "compiler/import/onnx/onnx_importer_internal.h"
+#include "compiler/import/onnx/onnx_op_attributes.h"
 
 namespace kiln::onnx_import {
 namespace detail {
@@ -594,6 +595,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, int index) {
       in.push_back(std::move(v));
     }
     std::vector<OnnxValue> out(std::max(n.output_size(), 1), OnnxValue::Tensor(nullptr));
+    KILN_RETURN_IF_ERROR(CheckOnnxNodeAttributes(n, loc_));
     KILN_RETURN_IF_ERROR((this->*(ah->second))(n, in, out));
     for (int i = 0; i < n.output_size(); ++i) {
       if (n.output(i).empty()) continue;
@@ -623,6 +625,7 @@ Status Importer::ImportNode(const onnx::NodeProto& n, int index) {
   // Handlers write out[0] unconditionally; a node without outputs is legal
   // (if useless), so keep at least one slot.
   std::vector<Value*> out(std::max(n.output_size(), 1), nullptr);
+  KILN_RETURN_IF_ERROR(CheckOnnxNodeAttributes(n, loc_));
   KILN_RETURN_IF_ERROR((this->*(h->second))(n, in, out));
   for (int i = 0; i < n.output_size(); ++i) {
     if (n.output(i).empty()) continue;
@@ -659,7 +662,7 @@ const std::map<std::string, Importer::Handler>& Importer::Handlers() {
       {"ArgMax", &Importer::ArgReduce}, {"ArgMin", &Importer::ArgReduce},
       {"Hardmax", &Importer::Hardmax}, {"Trilu", &Importer::Trilu},
       {"EyeLike", &Importer::EyeLike}, {"CumSum", &Importer::CumSum},
-      {"BitShift", &Importer::BitShift},
+      {"BitShift", &Importer::BitShift}, {"TfIdfVectorizer", &Importer::TfIdfVectorizer},
       {"GatherElements", &Importer::GatherElements}, {"OneHot", &Importer::OneHot},
       {"ScatterElements", &Importer::Scatter}, {"Scatter", &Importer::Scatter},
       {"ScatterND", &Importer::Scatter}, {"GatherND", &Importer::GatherND},
@@ -1072,6 +1075,8 @@ Status Importer::BatchNorm(const onnx::NodeProto& n, const std::vector<Value*>& 
   KILN_REQUIRE_INPUTS(5);
   if (AttrInt("training_mode", 0) != 0 || AttrInt("is_test", 1) == 0)
     return Unimpl("BatchNormalization in training mode is not supported");
+  if (AttrInt("spatial", 1) == 0)
+    return Unimpl("attribute 'spatial' = 0 (per-element statistics, opsets 1-8) is not supported");
   for (size_t i = 1; i < out.size(); ++i)
     if (!n.output(i).empty()) return Unimpl("BatchNormalization training outputs are not supported");
   Value* x = in[0];
@@ -1576,13 +1581,22 @@ Status Importer::Pad(const onnx::NodeProto& n, const std::vector<Value*>& in,
   std::string mode = AttrStr("mode", "constant");
   Shape pads;
   double value = 0;
+  Value* runtime_value = nullptr;  // constant_value known only at run time
   if (opset_ < 11) {
     pads = AttrInts(opset_ < 2 ? "paddings" : "pads");
     value = AttrFloat("value", 0.0);
   } else {
     KILN_REQUIRE_INPUTS(2);
     KILN_ASSIGN_OR_RETURN(pads, ConstInts(in[1], "pads"));
-    if (in.size() > 2 && in[2]) { KILN_ASSIGN_OR_RETURN(value, ConstScalarValue(in[2], "constant_value")); }
+    if (in.size() > 2 && in[2]) {
+      if (GetConst(in[2])) {
+        KILN_ASSIGN_OR_RETURN(value, ConstScalarValue(in[2], "constant_value"));
+      } else {
+        if (in[2]->type().num_elements() != 1) return Invalid("input 'constant_value' must be a scalar");
+        if (in[2]->type().dtype != x->type().dtype) return Invalid("input 'constant_value' must have the data's dtype");
+        runtime_value = Reshape(in[2], {});
+      }
+    }
     if (in.size() > 3 && in[3]) {
       KILN_ASSIGN_OR_RETURN(Shape axes, ConstInts(in[3], "axes"));
       if (pads.size() != 2 * axes.size()) return Invalid("Pad pads must have 2 * len(axes) entries");
@@ -1610,6 +1624,15 @@ Status Importer::Pad(const onnx::NodeProto& n, const std::vector<Value*>& in,
   if (zero) { out[0] = x; return OkStatus(); }
   out[0] = Emit("tensor.pad", {x}, Type::Tensor(x->type().dtype, os),
                 {{"pads", pads}, {"mode", mode}, {"value", value}});
+  if (runtime_value && mode == "constant") {
+    // A runtime constant_value: select(inside, pad(x, 0), value), where
+    // `inside` (the same pad of an all-true tensor) marks the elements taken
+    // from x; it folds to a constant for outputs up to kMaxFoldElements.
+    Value* all_true = Emit("tensor.expand", {BoolConst(true)}, Type::Tensor(DType::kBool, x->type().shape));
+    Value* inside = Emit("tensor.pad", {all_true}, Type::Tensor(DType::kBool, os),
+                         {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}});
+    out[0] = Emit("tensor.select", {inside, out[0], runtime_value}, out[0]->type());
+  }
   return OkStatus();
 }
 

@@ -55,8 +55,12 @@
 //         slice of the 4 gates (iofc), sigmoid/tanh/mul/add; Y is a concat of
 //         the steps. Directions forward/reverse/bidirectional, layouts 0 and 1,
 //         optional B, P (peepholes), initial_h, initial_c, clip, input_forget,
-//         activations among Sigmoid/Tanh/Relu; sequence_lens must be absent or
-//         a constant equal to the sequence length.
+//         activations among Sigmoid/Tanh/Relu. sequence_lens (constant or a
+//         runtime input, int32 [B]) masks the steps at or past each batch
+//         entry's length: Y is 0 there and the states are held (a
+//         tensor.select per step). GRU and RNN (onnx_rnn.cc) likewise.
+//   TfIdfVectorizer (onnx_tfidf.cc): n-gram counts over int32/int64 inputs
+//         as compares, ands and sums on the device; a gather places them.
 //   Resize (opsets 10-18), Upsample (7, 9): tensor.resize with per-axis
 //         input indices and weights computed at import (onnx_resize.cc,
 //         resize_taps.h); scales / sizes / roi must be constants at import
@@ -94,12 +98,14 @@
 // Errors (Status codes, base/status.h):
 //   kDataLoss        "failed to parse ONNX model" (bad or truncated protobuf)
 //   kNotFound        the file cannot be opened (ImportOnnxFile)
-//   kUnimplemented   "unsupported ONNX op 'GRU' (node 'name', domain '')";
-//                    unsupported dtype (names node and dtype); unsupported
+//   kUnimplemented   "unsupported ONNX op 'StringNormalizer' (node 'name', domain '')";
+//                    unsupported dtype (names node and dtype); an attribute
+//                    the op's row of onnx_op_attributes.h does not accept
+//                    (names attribute, op and node); unsupported
 //                    attribute values (names the node); If branches of
 //                    different types; Loop scan outputs without a static trip
 //                    count; loop-carried values that change type; unrolling
-//                    beyond 512 trips. GRU and RNN are not supported.
+//                    beyond 512 trips.
 //   kInvalidArgument a dynamic input dim without an --input-shape override
 //                    (names the input and dim); ill-formed models (shape
 //                    mismatches, missing inputs), naming the node.

@@ -375,6 +375,10 @@ class Importer {
   // LSTM/GRU/RNN outputs from per-direction steps ys[d][t] ([B, H] each)
   // and final states (Y_h, then Y_c): Y [S, dirs, B, H] and [dirs, B, H],
   // batch first when layout is 1. `op` names them in errors (onnx_lstm.cc).
+  // Per-step masks [B, 1] (bool, t < sequence_lens[b]) of an LSTM/GRU/RNN
+  // over `seq` steps; empty when `seq_lens` is null or a constant equal to
+  // `seq` everywhere (onnx_lstm.cc).
+  StatusOr<std::vector<Value*>> StepMasks(Value* seq_lens, int64_t seq, int64_t batch);
   Status RecurrentOutputs(const onnx::NodeProto& n, const std::vector<std::vector<Value*>>& ys,
                           const std::vector<std::vector<Value*>>& states, int64_t layout,
                           const std::string& op, std::vector<Value*>& out);
@@ -398,6 +402,7 @@ class Importer {
   KILN_HANDLER(EyeLike);     // onnx_index_ops.cc
   KILN_HANDLER(CumSum);      // onnx_index_ops.cc
   KILN_HANDLER(BitShift);    // onnx_bitshift.cc
+  KILN_HANDLER(TfIdfVectorizer);  // onnx_tfidf.cc
   KILN_HANDLER(GatherElements);  // onnx_index_ops.cc
   KILN_HANDLER(OneHot);      // onnx_index_ops.cc
   KILN_HANDLER(GatherND);    // onnx_index_ops.cc

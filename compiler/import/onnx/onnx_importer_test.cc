@@ -821,12 +821,12 @@ TEST(OnnxImporter, RawAndTypedInitializersAgree) {
 TEST(OnnxImporter, UnsupportedOpError) {
   ModelBuilder b(13);
   b.Input("x", kF, {1, 2, 3});
-  b.Node("TfIdfVectorizer", {"x"}, {"y"}, "tfidf_1");
+  b.Node("StringNormalizer", {"x"}, {"y"}, "strnorm_1");
   b.Output("y");
   auto r = b.Import();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(r.status().message(), "unsupported ONNX op 'TfIdfVectorizer' (node 'tfidf_1', domain '')");
+  EXPECT_EQ(r.status().message(), "unsupported ONNX op 'StringNormalizer' (node 'strnorm_1', domain '')");
   ModelBuilder c(13);
   c.Input("x", kF, {1});
   auto* n = c.Node("FusedGemm", {"x"}, {"y"});
@@ -1363,6 +1363,26 @@ ModelBuilder IfModel(const Shape& else_shape = {2}) {
   b.Node("Relu", {"y"}, {"z"});
   b.Output("z");
   return b;
+}
+
+TEST(OnnxImporter, PadWithRuntimeConstantValue) {
+  // x = [1, 2, 3] padded by 2 before and cropped by 1 after, with the fill
+  // value a graph input v = -7: [-7, -7, 1, 2]. The fill is a select on the
+  // (constant) mask of the elements taken from x.
+  ModelBuilder b(13);
+  b.Input("x", kF, {3});
+  b.Input("v", kF, {});
+  b.InitI64("pads", {2, -1});
+  b.Node("Pad", {"x", "pads", "v"}, {"p"});
+  b.Output("p");
+  auto m = MustImport(b);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(TypeStr(Result(*m, 0)), "tensor<4xf32>");
+  EXPECT_TRUE(Result(*m, 0)->defining_op()->is("tensor.select"));
+  auto out = Eval(*m, {MakeDenseFromDoubles(Type::Tensor(DType::kF32, {3}), {1, 2, 3}),
+                       MakeDenseFromDoubles(Type::Tensor(DType::kF32, {}), {-7})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], (std::vector<double>{-7, -7, 1, 2}));
 }
 
 TEST(OnnxControlFlow, IfOnDataBecomesScfIf) {

@@ -9,6 +9,11 @@
 //     i = f(gi + Pi*C), f = f(gf + Pf*C) (or 1 - i with input_forget),
 //     c~ = g(gc), C = f*C + i*c~, o = f(go + Po*C), H = o * h(C)
 //   Y[t, d] = H;  Y_h[d] = H, Y_c[d] = C after the last step.
+// sequence_lens (constant or a runtime input, int32 [B]): at a step t at or
+// past entry b's length, Y[t, d, b] is 0 and H, C of entry b are held
+// (select on the mask t < len, StepMasks); so Y_h, Y_c are the states after
+// each entry's last step, and the reverse direction starts at len - 1, as in
+// ONNX's reference implementation and ONNX Runtime.
 // f, g, h default to Sigmoid, Tanh, Tanh; `clip` clamps every gate input.
 // Constant weights make the transposes, slices and bias sums fold at import.
 // Example (one step, forward, B=1, H=64):
@@ -70,13 +75,7 @@ Status Importer::LSTM(const onnx::NodeProto& n, const std::vector<Value*>& in,
     return Unimpl("LSTM over " + std::to_string(seq) + " steps (at most " +
                   std::to_string(kMaxUnrollTrips) + " are unrolled)");
   if (seq == 0) return Unimpl("LSTM over an empty sequence");
-  if (seq_lens) {
-    KILN_ASSIGN_OR_RETURN(Shape lens, ConstInts(seq_lens, "sequence_lens"));
-    for (int64_t l : lens)
-      if (l != seq)
-        return Unimpl("LSTM sequence_lens shorter than the sequence (" + std::to_string(l) +
-                      " < " + std::to_string(seq) + ") is not supported");
-  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> masks, StepMasks(seq_lens, seq, batch));
   if (HasAttr("activation_alpha") || HasAttr("activation_beta"))
     return Unimpl("LSTM activation_alpha/activation_beta are not supported");
   std::vector<std::string> acts;
@@ -157,19 +156,53 @@ Status Importer::LSTM(const onnx::NodeProto& n, const std::vector<Value*>& in,
       Value* ct = act(g, clipped(gc));
       KILN_ASSIGN_OR_RETURN(Value* fc, Binary("tensor.mul", ft, cc));
       KILN_ASSIGN_OR_RETURN(Value* ic, Binary("tensor.mul", it, ct));
+      Value* c_prev = cc;
       KILN_ASSIGN_OR_RETURN(cc, Binary("tensor.add", fc, ic));
       if (p) {
         KILN_ASSIGN_OR_RETURN(Value* t3, Binary("tensor.mul", po, cc));
         KILN_ASSIGN_OR_RETURN(go, Binary("tensor.add", go, t3));
       }
       Value* ot = act(f, clipped(go));
+      Value* h_prev = hc;
       KILN_ASSIGN_OR_RETURN(hc, Binary("tensor.mul", ot, act(h, cc)));
       ys[d][t] = hc;
+      if (!masks.empty()) {  // past a batch entry's length: Y is 0, the state is held
+        ys[d][t] = Emit("tensor.select", {masks[t], hc, zeros}, hc->type());
+        hc = Emit("tensor.select", {masks[t], hc, h_prev}, hc->type());
+        cc = Emit("tensor.select", {masks[t], cc, c_prev}, cc->type());
+      }
     }
     last_h[d] = hc;
     last_c[d] = cc;
   }
   return RecurrentOutputs(n, ys, {last_h, last_c}, layout, "LSTM", out);
+}
+
+StatusOr<std::vector<Value*>> Importer::StepMasks(Value* seq_lens, int64_t seq, int64_t batch) {
+  if (!seq_lens) return std::vector<Value*>{};
+  if (seq_lens->type().dtype != DType::kI32 && seq_lens->type().dtype != DType::kI64)
+    return Invalid("sequence_lens must be int32 (or int64)");
+  if (seq_lens->type().shape != Shape{batch})
+    return Invalid("sequence_lens has shape " + ShapeStr(seq_lens->type().shape) + ", expected [" +
+                   std::to_string(batch) + "]");
+  if (const DenseElements* c = GetConst(seq_lens)) {
+    bool full = true;
+    for (int64_t i = 0; i < batch; ++i) {
+      const int64_t l = ReadElementAsInt(*c, i);
+      if (l < 0 || l > seq)
+        return Invalid("sequence_lens entry " + std::to_string(l) + " is outside [0, " + std::to_string(seq) + "]");
+      full &= l == seq;
+    }
+    if (full) return std::vector<Value*>{};  // every step of every entry counts
+  }
+  Value* lens = Reshape(Cast(seq_lens, DType::kI32), {batch, 1});
+  std::vector<Value*> masks;
+  for (int64_t t = 0; t < seq; ++t) {
+    Value* tc = Constant(MakeDenseFromInts(Type::Tensor(DType::kI32, {}), {t}));
+    KILN_ASSIGN_OR_RETURN(Value* m, Binary("tensor.less", tc, lens));  // [B, 1]: t < len
+    masks.push_back(m);
+  }
+  return masks;
 }
 
 Status Importer::RecurrentOutputs(const onnx::NodeProto& n,

@@ -9,8 +9,10 @@
 //     H = (1 - z) * h~ + z * H
 // (the equations of the ONNX operator definitions). Y [S, dirs, B, H] and
 // Y_h [dirs, B, H]; layout = 1 swaps S/B (Y [B, S, dirs, H], Y_h [B, dirs, H]).
-// Unsupported (a clear error): sequence_lens shorter than the sequence,
-// activation_alpha/beta, activations other than Sigmoid, Tanh, Relu.
+// sequence_lens (constant or runtime) masks the steps past each batch
+// entry's length as for LSTM (StepMasks, onnx_lstm.cc).
+// Unsupported (a clear error): activation_alpha/beta, activations other than
+// Sigmoid, Tanh, Relu.
 #include "compiler/import/onnx/onnx_importer_internal.h"
 
 namespace kiln::onnx_import::detail {
@@ -60,13 +62,7 @@ Status Importer::RnnGru(const onnx::NodeProto& n, const std::vector<Value*>& in,
     return Unimpl("a sequence of " + std::to_string(seq) + " steps (at most " + std::to_string(kMaxUnrollTrips) +
                   " are unrolled)");
   if (seq == 0) return Unimpl("an empty sequence");
-  if (seq_lens) {
-    KILN_ASSIGN_OR_RETURN(Shape lens, ConstInts(seq_lens, "sequence_lens"));
-    for (int64_t l : lens)
-      if (l != seq)
-        return Unimpl("sequence_lens shorter than the sequence (" + std::to_string(l) + " < " +
-                      std::to_string(seq) + ") is not supported");
-  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Value*> masks, StepMasks(seq_lens, seq, batch));
   if (HasAttr("activation_alpha") || HasAttr("activation_beta"))
     return Unimpl("activation_alpha/activation_beta are not supported");
   const int64_t nacts = gru ? 2 : 1;
@@ -127,16 +123,24 @@ Status Importer::RnnGru(const onnx::NodeProto& n, const std::vector<Value*>& in,
       }
     }
     xw = Reshape(xw, {seq, batch, G * hs});
-    Value* hc = h0 ? Reshape(SliceAxis(h0, 0, d, 1), bh)
-                   : Constant(MakeDenseFromDoubles(Type::Tensor(dt, bh), std::vector<double>(batch * hs, 0.0)));
+    Value* zeros = Constant(MakeDenseFromDoubles(Type::Tensor(dt, bh), std::vector<double>(batch * hs, 0.0)));
+    Value* hc = h0 ? Reshape(SliceAxis(h0, 0, d, 1), bh) : zeros;
+    // Past a batch entry's length: Y is 0 and the state is held.
+    auto masked = [&](int64_t t, Value* h_prev) {
+      if (masks.empty()) return;
+      ys[d][t] = Emit("tensor.select", {masks[t], hc, zeros}, hc->type());
+      hc = Emit("tensor.select", {masks[t], hc, h_prev}, hc->type());
+    };
     for (int64_t s = 0; s < seq; ++s) {
       const int64_t t = reverse ? seq - 1 - s : s;
+      Value* h_prev = hc;
       Value* xt = Reshape(SliceAxis(xw, 0, t, 1), {batch, G * hs});
       Value* hr = Emit("tensor.matmul", {hc, rzr}, Type::Tensor(dt, {batch, (gru ? 2 : 1) * hs}));
       if (!gru) {
         KILN_ASSIGN_OR_RETURN(Value* pre, Binary("tensor.add", xt, hr));
         hc = act(f, pre);
         ys[d][t] = hc;
+        masked(t, h_prev);
         continue;
       }
       KILN_ASSIGN_OR_RETURN(Value* zr, Binary("tensor.add", SliceAxis(xt, 1, 0, 2 * hs), hr));
@@ -160,6 +164,7 @@ Status Importer::RnnGru(const onnx::NodeProto& n, const std::vector<Value*>& in,
       KILN_ASSIGN_OR_RETURN(Value* a2, Binary("tensor.mul", zt, hc));
       KILN_ASSIGN_OR_RETURN(hc, Binary("tensor.add", a1, a2));
       ys[d][t] = hc;
+      masked(t, h_prev);
     }
     last_h[d] = hc;
   }

@@ -46,6 +46,34 @@ TEST(OnnxRnn, GruTwoStepsHandDerived) {
   }
 }
 
+TEST(OnnxRnn, RuntimeSequenceLensMaskStepsHandDerived) {
+  // S = 2, B = 2, I = H = 1, W = 1, R = 0.5, no bias; X[t, b] = [[1, 2], [3, 4]];
+  // sequence_lens = [1, 2] is a runtime input. Past an entry's length Y is 0
+  // and its state is held; the reverse direction starts at len - 1.
+  //   forward:  b0: h = tanh(1), then held;  b1: tanh(2), tanh(4 + 0.5 tanh(2))
+  //   reverse:  b0: step 1 masked, then tanh(1);  b1: tanh(4), tanh(2 + 0.5 tanh(4))
+  constexpr int kI32 = onnx::TensorProto_DataType_INT32;
+  for (const char* direction : {"forward", "reverse"}) {
+    NodeModel m("RNN", {{kF, {2, 2, 1}, {1, 2, 3, 4}}, {kF, {1, 1, 1}, {1}}, {kF, {1, 1, 1}, {0.5}},
+                        {0, {}, {}}, {kI32, {2}, {1, 2}}},
+                2);
+    m.Int("hidden_size", 1).Str("direction", direction);
+    std::string err;
+    auto out = m.Run(&err);
+    ASSERT_EQ(out.size(), 2u) << err;
+    const bool fwd = std::string(direction) == "forward";
+    const double b1_first = fwd ? std::tanh(2.0) : std::tanh(4.0);
+    const double b1_last = fwd ? std::tanh(4.0 + 0.5 * b1_first) : std::tanh(2.0 + 0.5 * b1_first);
+    // Y [S, dirs, B, H]: step 0 then step 1.
+    const std::vector<double> y = fwd ? std::vector<double>{std::tanh(1.0), b1_first, 0.0, b1_last}
+                                      : std::vector<double>{std::tanh(1.0), b1_last, 0.0, b1_first};
+    ASSERT_EQ(Values(out[0]).size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(Values(out[0])[i], y[i], 1e-6) << direction << " Y " << i;
+    EXPECT_NEAR(Values(out[1])[0], std::tanh(1.0), 1e-6) << direction;
+    EXPECT_NEAR(Values(out[1])[1], b1_last, 1e-6) << direction;
+  }
+}
+
 TEST(OnnxRnn, UnsupportedActivationIsAClearError) {
   NodeModel m("RNN", {{kF, {1, 1, 1}, {1}}, {kF, {1, 1, 1}, {1}}, {kF, {1, 1, 1}, {1}}}, 2);
   m.Int("hidden_size", 1).Strs("activations", {"Affine"});

@@ -83,6 +83,13 @@ class NodeModel {
     a->set_f(v);
     return *this;
   }
+  NodeModel& Floats(const std::string& name, const std::vector<float>& v) {
+    auto* a = node_->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto_AttributeType_FLOATS);
+    for (float x : v) a->add_floats(x);
+    return *this;
+  }
   NodeModel& Ints(const std::string& name, const std::vector<int64_t>& v) {
     auto* a = node_->add_attribute();
     a->set_name(name);
