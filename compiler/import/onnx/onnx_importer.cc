@@ -214,7 +214,7 @@ Value* Importer::Emit(const std::string& name, const std::vector<Value*>& operan
     if (!cs.back()) all_const = false;
   }
   int64_t count = SafeNumElements(type.shape);
-  if (all_const && count >= 0 && (name == "tensor.reshape" || count <= kMaxFoldElements)) {
+  if (fold_ && all_const && count >= 0 && (name == "tensor.reshape" || count <= kMaxFoldElements)) {
     DenseElements folded;
     if (EvaluateOp(name, cs, type, attrs, &folded)) return Constant(std::move(folded));
   }

@@ -186,7 +186,8 @@ class Importer {
   }
 
   // --- emission ----------------------------------------------------------------
-  // Creates `name` (or folds it into a constant when every operand is constant).
+  // Creates `name` (or folds it into a constant when every operand is
+  // constant, unless fold_ is false: see DequantizeLinear).
   Value* Emit(const std::string& name, const std::vector<Value*>& operands, const Type& type,
               Attrs attrs = {});
   Value* Constant(DenseElements d, const std::string& loc);
@@ -452,6 +453,9 @@ class Importer {
   std::string loc_prefix_;
   int depth_ = 0;
   int64_t nodes_imported_ = 0;
+  // Emit folds constant operands while true. DequantizeLinear clears it for an
+  // 8-bit weight so that the weight stays 8-bit in the module (onnx_quantize.cc).
+  bool fold_ = true;
 };
 
 // Sets the importer's insertion block for a scope (RAII).

@@ -1,0 +1,73 @@
+// Reduced-precision real models, compiled and run on Vulkan, compared with
+// ONNX Runtime goldens (tests/golden/; docs/precision.md states the
+// tolerances):
+//   - an int8 QDQ model: embedding_model quantized by scripts/quantize_qdq.py
+//     (made by scripts/setup.sh into .cache/models), against ORT running the
+//     same int8 model, within one quantization step of the output's scale;
+//     its module must keep the weights 8-bit (well under the f32 module's size).
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/tools/compile_driver.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/e2e/golden_suite.h"
+
+namespace kiln::e2e {
+namespace {
+
+std::string GoldenDir(const char* name) { return std::string(KILN_SOURCE_DIR) + "/tests/golden/" + name; }
+std::string ModelPath(const std::string& dir) {
+  return std::string(KILN_SOURCE_DIR) + "/.cache/models/" + ReadFirstLine(dir + "/model.txt");
+}
+
+// Compiles `model` with `options` (input shapes from the golden's inputs.txt).
+StatusOr<std::vector<uint8_t>> CompileGolden(const std::string& model, const std::string& dir,
+                                             driver::CompileOptions options) {
+  for (const std::string& flag : GoldenInputShapes(dir)) {
+    Status s = onnx_import::ParseInputShapeFlag(flag, &options.import);
+    if (!s.ok()) return s;
+  }
+  return driver::CompileOnnxFile(model, options);
+}
+
+std::string ReadGolden(const std::string& dir, const char* prefix, std::vector<HostTensor>* out) {
+  std::string error;
+  for (int i = 0; std::ifstream(dir + "/" + prefix + std::to_string(i) + ".npy"); ++i) {
+    HostTensor t;
+    if (!ReadNpyTensor(dir + "/" + prefix + std::to_string(i) + ".npy", &t, &error)) return error;
+    out->push_back(std::move(t));
+  }
+  return out->empty() ? "no " + std::string(prefix) + "*.npy in " + dir : "";
+}
+
+TEST(Int8QdqModelTest, EmbeddingMatchesOnnxRuntimeWithinOneStep) {
+  const std::string dir = GoldenDir("embedding_int8");
+  const std::string model = ModelPath(dir);
+  if (!std::ifstream(model)) GTEST_SKIP() << "model not made (run scripts/setup.sh): " << model;
+  std::vector<HostTensor> inputs, expected, outputs;
+  ASSERT_EQ(ReadGolden(dir, "input_", &inputs), "");
+  ASSERT_EQ(ReadGolden(dir, "output_", &expected), "");
+  // One step of the output's quantization scale (printed by quantize_qdq.py).
+  const double step = std::stod(ReadFirstLine(dir + "/output_step.txt"));
+  ASSERT_GT(step, 0.0);
+  auto bytes = CompileGolden(model, dir, {});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  ASSERT_EQ(RunModule(bytes.value(), inputs, &outputs), "");
+  ASSERT_EQ(outputs.size(), expected.size());
+  EXPECT_EQ(Compare(outputs[0], expected[0], step, 0.0), "");
+  EXPECT_EQ(ValidationMessages(), 0u);
+
+  // The weights stay 8-bit: the f32 model's module is mostly its f32 weights
+  // (1.3 MB of 1.4 MB), so keeping them 8-bit takes it well under 0.7x.
+  const std::string f32_model = std::string(KILN_SOURCE_DIR) + "/.cache/models/embedding_model.onnx";
+  auto f32_bytes = CompileGolden(f32_model, dir, {});
+  ASSERT_TRUE(f32_bytes.ok()) << f32_bytes.status().message();
+  EXPECT_LT(bytes.value().size(), f32_bytes.value().size() * 7 / 10)
+      << "int8 module " << bytes.value().size() << " B, f32 module " << f32_bytes.value().size() << " B";
+}
+
+}  // namespace
+}  // namespace kiln::e2e
