@@ -30,7 +30,7 @@ StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOp
   KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("invalid input IR"));
   KILN_RETURN_IF_ERROR(MarkConsumedArguments(module, options.consume_args));
   ir::PassContext ctx;
-  KILN_RETURN_IF_ERROR(transforms::RunPasses(module, transforms::DefaultPipeline(), options.pipeline, ctx));
+  KILN_RETURN_IF_ERROR(transforms::RunPasses(module, transforms::PipelineFor(options.pipeline), options.pipeline, ctx));
   return target::EmitModule(module, options.emit, report);
 }
 
