@@ -51,6 +51,8 @@ const GOLDENS = [
   // embedding_model quantized to int8 QDQ by scripts/setup.sh (quantize_qdq.py),
   // on embedding_model's input (its calibration input).
   ['embedding_int8', 'embedding_model_int8.onnx'],
+  // ... and on other audio, outside its calibration set (activations may saturate).
+  ['embedding_int8_other', 'embedding_model_int8.onnx'],
   ['alexa_v0.1', 'alexa_v0.1.onnx'],
   ['hey_mycroft_v0.1', 'hey_mycroft_v0.1.onnx'],
   ['hey_rhasspy_v0.1', 'hey_rhasspy_v0.1.onnx'],
@@ -164,6 +166,10 @@ async function makeInputs(tmp) {
   // scores near 0 and pure noise saturates some heads at 1.0 (useless as a golden);
   // t was picked per head so the output lands mid-range (checked in all()).
   const headMel = await melFrames(readNpy(path.join(tmp, 'head_audio.npy')));
+  // embedding_int8_other: the last 76 frames of the head audio.
+  fs.mkdirSync(path.join(GOLDEN_DIR, 'embedding_int8_other'), { recursive: true });
+  writeNpy(path.join(GOLDEN_DIR, 'embedding_int8_other', 'input_0.npy'), 'float32', [1, 76, 32, 1],
+    headMel.slice(headMel.length - 76 * 32));
   const emb = await session(path.join(MODELS_DIR, 'embedding_model.onnx'));
   const frames = headMel.length / 32;
   const embs = [];

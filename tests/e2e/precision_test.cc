@@ -50,8 +50,11 @@ std::string ReadGolden(const std::string& dir, const char* prefix, std::vector<H
   return out->empty() ? "no " + std::string(prefix) + "*.npy in " + dir : "";
 }
 
-TEST(Int8QdqModelTest, EmbeddingMatchesOnnxRuntimeWithinOneStep) {
-  const std::string dir = GoldenDir("embedding_int8");
+// embedding_int8: the calibration input; embedding_int8_other: other audio.
+class Int8QdqModelTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Int8QdqModelTest, EmbeddingMatchesOnnxRuntimeWithinOneStep) {
+  const std::string dir = GoldenDir(GetParam());
   const std::string model = ModelPath(dir);
   if (!std::ifstream(model)) GTEST_SKIP() << "model not made (run scripts/setup.sh): " << model;
   std::vector<HostTensor> inputs, expected, outputs;
@@ -75,6 +78,9 @@ TEST(Int8QdqModelTest, EmbeddingMatchesOnnxRuntimeWithinOneStep) {
   EXPECT_LT(bytes.value().size(), f32_bytes.value().size() * 7 / 10)
       << "int8 module " << bytes.value().size() << " B, f32 module " << f32_bytes.value().size() << " B";
 }
+
+INSTANTIATE_TEST_SUITE_P(Goldens, Int8QdqModelTest, ::testing::Values("embedding_int8", "embedding_int8_other"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 // docs/precision.md: with --precision=f16, expect |kiln - ort_fp32| <= 0.05 *
 // max|ort_fp32| over a model's output (measured: rec 0.045 of 1, embedding

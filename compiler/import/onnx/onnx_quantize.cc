@@ -25,9 +25,6 @@ namespace kiln::onnx_import::detail {
 namespace {
 
 bool IsQuantDType(DType dt) { return dt == DType::kU8 || dt == DType::kI8; }
-
-// 8-bit constants at least this large stay 8-bit (see DequantizeLinear).
-constexpr int64_t kMinInt8WeightElements = 256;
 double QMin(DType dt) { return dt == DType::kU8 ? 0.0 : -128.0; }
 double QMax(DType dt) { return dt == DType::kU8 ? 255.0 : 127.0; }
 
@@ -80,6 +77,14 @@ Status Importer::QuantizeLinear(const onnx::NodeProto& n, const std::vector<Valu
   else if (HasAttr("output_dtype")) dt = ConvertDType(static_cast<int32_t>(AttrInt("output_dtype", 2)));
   if (!IsQuantDType(dt))
     return Unimpl(std::string("QuantizeLinear to ") + DTypeName(dt) + " (u8 and i8 only)");
+  // The requantization of a QDQ convolution computed exactly (onnx_qdq_conv.cc).
+  if (auto qc = qdq_convs_.find(x); qc != qdq_convs_.end()) {
+    KILN_ASSIGN_OR_RETURN(Value* r, QdqConvRequantize(qc->second, in[1], zp, dt));
+    if (r) {
+      out[0] = r;
+      return OkStatus();
+    }
+  }
   const Shape& xs = x->type().shape;
   const int64_t axis = AttrInt("axis", 1);
   KILN_ASSIGN_OR_RETURN(Value* scale, QuantParam(in[1], xs, axis, "y_scale"));
@@ -122,6 +127,7 @@ Status Importer::DequantizeLinear(const onnx::NodeProto& n, const std::vector<Va
   if (r.ok()) r = Binary("tensor.mul", *r, scale);
   fold_ = saved_fold;
   KILN_ASSIGN_OR_RETURN(out[0], std::move(r));
+  dq_info_[out[0]] = DqInfo{x, scale, zp};  // for QDQ convolutions (onnx_qdq_conv.cc)
   return OkStatus();
 }
 
