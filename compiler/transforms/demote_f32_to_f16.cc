@@ -27,7 +27,11 @@
 //  - the function's signature: arguments and results keep their dtype;
 //  - the operand of a tensor.cast (a cast reads any dtype: an f32 argument
 //    cast to an integer is not rounded through f16 first);
-//  - function declarations (`import = true`, no body).
+//  - function declarations (`import = true`, no body);
+//  - a function that holds 8-bit (u8/i8) tensors: a quantized model is
+//    already stored in 8 bits, and its f32 values include the integer sums of
+//    its QDQ convolutions (compiler/import/onnx/onnx_qdq_conv.cc), exact in
+//    f32 up to 2^24 but beyond f16's range (65504) and precision (remark).
 //
 // Preconditions: tensor level, before --fuse-dispatch-regions.
 //
@@ -55,6 +59,7 @@ namespace kiln::transforms {
 namespace {
 
 bool IsF32Tensor(const ir::Type& t) { return t.is_tensor() && t.dtype == DType::kF32; }
+bool Is8Bit(const ir::Type& t) { return t.is_tensor() && (t.dtype == DType::kU8 || t.dtype == DType::kI8); }
 bool IsTensorOp(const ir::Operation* op) { return op->name().rfind("tensor.", 0) == 0; }
 
 ir::Type AsF16(const ir::Type& t) { return ir::Type::Tensor(DType::kF16, t.shape); }
@@ -88,9 +93,16 @@ class DemoteF32ToF16Pass : public ir::Pass {
     for (ir::Operation* func : module.functions()) {
       if (func->num_regions() == 0 || func->region(0)->blocks().empty()) continue;  // a declaration
       std::vector<ir::Operation*> ops;
+      bool quantized = false;
       func->Walk([&](ir::Operation* op) {
         if (op != func && IsTensorOp(op)) ops.push_back(op);
+        for (ir::Value* r : op->results()) quantized = quantized || Is8Bit(r->type());
       });
+      for (ir::Value* a : func->region(0)->blocks().front()->arguments()) quantized = quantized || Is8Bit(a->type());
+      if (quantized) {
+        ctx.Remark(func, "holds 8-bit tensors (a quantized model): not demoted to f16");
+        continue;
+      }
       // 1. Retype: every f32 result of a tensor op becomes f16.
       std::set<ir::Value*> demoted;
       for (ir::Operation* op : ops) {
