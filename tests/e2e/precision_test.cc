@@ -3,10 +3,11 @@
 // tolerances):
 //   - an int8 QDQ model: embedding_model quantized by scripts/quantize_qdq.py
 //     (made by scripts/setup.sh into .cache/models), against ORT running the
-//     same int8 model, within one quantization step of the output's scale;
+//     same int8 model (on its calibration input and on other audio), within
+//     one quantization step of the output's scale;
 //     its module must keep the weights 8-bit (well under the f32 module's size);
-//   - kiln-compile --precision=f16 (f16 storage, f32 arithmetic) on cls and
-//     the wake-word embedding model, against ORT fp32 at the tolerance
+//   - kiln-compile --precision=f16 (f16 storage, f32 arithmetic) on cls, the
+//     wake-word embedding model and PP-OCRv4 rec, against ORT fp32 at the tolerance
 //     docs/precision.md states: |kiln - ort| <= 0.05 * max|ort| over the
 //     output, with the classifier's verdict unchanged; the f16 module is
 //     smaller than the f32 one (f16 constants).
