@@ -22,16 +22,18 @@ KILN_CROSS=1 scripts/setup.sh >/dev/null
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 bundle="$root/build/default/tools/kiln-test/node_bundle"
 [ -f "$bundle/manifest.txt" ] || { echo "error: no $bundle (run scripts/test.sh first)" >&2; exit 1; }
-# Left out by default (KILN_QEMU_BUNDLE_FILTER overrides): the node tests
-# of the dtypes added on 2026-11-26 (f16, f64, bf16, i16, u16, u32, u64:
-# test names with FLOAT16/float16/DOUBLE/float64/double/BFLOAT16/[u]int16/
-# uint32/uint64). Under qemu-aarch64 with lavapipe for aarch64, a run of the
-# whole bundle dies with SIGSEGV a few tests after the first f16 one
-# (each test passes when run alone; an f16 input alone also crashes). Not
-# yet diagnosed; every one of them passes on x86 lavapipe in the default
-# stage (OnnxNodeTest and kiln_test.node_bundle). An open defect, not a slow
-# test: see the issue notes.
-default_filter='^(?!node\.test_.*(FLOAT16|float16|DOUBLE|float64|double|BFLOAT16|uint16|uint32|uint64|int16))'
+# Left out by default (KILN_QEMU_BUNDLE_FILTER overrides): the 13 node tests
+# with an f16 input (names with FLOAT16/float16). Under qemu-aarch64 with
+# lavapipe for aarch64 each crashes with SIGSEGV inside the driver's shader
+# JIT, not in Kiln: gdb-multiarch on `qemu-aarch64 -g` shows the fault in
+# libLLVM-15.so.1, llvm::SelectionDAG::LegalizeTypes() <- SelectionDAGISel
+# <- MCJIT::emitObject, while llvmpipe compiles the shader's f16 -> f32
+# conversion for aarch64 (reproduce: kiln-test BUNDLE
+# --filter='test_cast_FLOAT16_to_FLOAT$'; a whole-bundle run dies at the
+# first). A driver (LLVM 15 AArch64 backend) defect; the 13 pass on x86
+# lavapipe in the default stage (OnnxNodeTest and kiln_test.node_bundle).
+# The other new dtypes (f64, bf16, i16, u16, u32, u64: 29 tests) run here.
+default_filter='^(?!node\.test_.*(FLOAT16|float16))'
 cmake --preset aarch64-runtime -DKILN_TEST_BUNDLE="$bundle" \
   -DKILN_TEST_BUNDLE_FILTER="${KILN_QEMU_BUNDLE_FILTER:-$default_filter}" >/dev/null
 cmake --build --preset aarch64-runtime

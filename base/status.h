@@ -29,6 +29,7 @@ enum class StatusCode : int {
   kFailedPrecondition = 6,// wrong state (aliasing violation, bad ordering)
   kInternal = 7,          // a Kiln bug or driver failure
   kOutOfRange = 8,        // index/offset beyond bounds
+  kDeadlineExceeded = 9,  // a bounded wait ran out of time (nothing changed)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -105,6 +106,7 @@ KILN_STATUS_CTOR(ResourceExhaustedError, kResourceExhausted)
 KILN_STATUS_CTOR(FailedPreconditionError, kFailedPrecondition)
 KILN_STATUS_CTOR(InternalError, kInternal)
 KILN_STATUS_CTOR(OutOfRangeError, kOutOfRange)
+KILN_STATUS_CTOR(DeadlineExceededError, kDeadlineExceeded)
 #undef KILN_STATUS_CTOR
 
 // StatusOr<T>: a value or an error. T must be movable.

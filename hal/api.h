@@ -59,11 +59,11 @@ class Semaphore : public RefObject {
   virtual StatusOr<uint64_t> Query() = 0;
   virtual Status Signal(uint64_t value) = 0;  // host signal
   // Blocks until payload >= value or `timeout_ns` elapses (kResourceExhausted
-  // is never used here: a timeout returns kFailedPrecondition "timeout").
+  // is never used here: a timeout returns kDeadlineExceeded).
   virtual Status Wait(uint64_t value, uint64_t timeout_ns) = 0;
   // Blocks until no submitted device work waits on or signals this
   // semaphore any more (what its destruction waits for, without a limit),
-  // or `timeout_ns` elapses: kFailedPrecondition "timeout" (0 polls).
+  // or `timeout_ns` elapses: kDeadlineExceeded (0 polls).
   virtual Status WaitUnused(uint64_t timeout_ns) = 0;
 };
 
@@ -97,6 +97,9 @@ class Buffer : public RefObject {
   // thread that uses the buffer's tensors.
   Ref<Semaphore> pending_write_semaphore;
   uint64_t pending_write_value = 0;
+  // The bound on those host waits: the writing context's wait timeout
+  // (kiln_context_options_t::wait_timeout_ns; UINT64_MAX: none).
+  uint64_t pending_write_timeout_ns = UINT64_MAX;
 };
 
 // Compiled SPIR-V with its entry points, created once per module load (with a
@@ -254,8 +257,10 @@ class Device : public RefObject {
   virtual Status QueueExecute(CommandBuffer* command_buffer,
                               const SemaphorePoint* waits, uint32_t wait_count,
                               const SemaphorePoint* signals, uint32_t signal_count) = 0;
-  // Blocks until all submitted work is done.
-  virtual Status WaitIdle() = 0;
+  // Blocks until all work submitted so far is done, or `timeout_ns`
+  // nanoseconds elapse (UINT64_MAX: no limit): then kFailedPrecondition with
+  // "timeout" in the message, and nothing changes (the work stays queued).
+  virtual Status WaitIdle(uint64_t timeout_ns = UINT64_MAX) = 0;
   virtual Stats& stats() = 0;
   // A pool of `count` (>= 1) timestamp queries (profiling only). Errors:
   // kUnimplemented when the device has no timestamps on its compute queue

@@ -46,6 +46,7 @@ KILN_CHECK_CODE(KILN_STATUS_RESOURCE_EXHAUSTED, kResourceExhausted)
 KILN_CHECK_CODE(KILN_STATUS_FAILED_PRECONDITION, kFailedPrecondition)
 KILN_CHECK_CODE(KILN_STATUS_INTERNAL, kInternal)
 KILN_CHECK_CODE(KILN_STATUS_OUT_OF_RANGE, kOutOfRange)
+KILN_CHECK_CODE(KILN_STATUS_DEADLINE_EXCEEDED, kDeadlineExceeded)
 #undef KILN_CHECK_CODE
 static_assert(KILN_MAX_RANK == kiln::vm::kMaxRank, "KILN_MAX_RANK");
 static_assert(static_cast<int>(KILN_OWNERSHIP_CONSUME) ==
@@ -374,7 +375,9 @@ kiln_status_t kiln_context_create_with_options(kiln_device_t device, const kiln_
                                                size_t module_count,
                                                const kiln_context_options_t* options,
                                                kiln_context_t* out_context) {
-  if (options && options->struct_size != sizeof(kiln_context_options_t)) {
+  // Older callers' struct ends before wait_timeout_ns.
+  if (options && options->struct_size != sizeof(kiln_context_options_t) &&
+      options->struct_size != offsetof(kiln_context_options_t, wait_timeout_ns)) {
     return Wrap(kiln::InvalidArgumentError(
         "kiln_context_create: options->struct_size is %zu, expected %zu", options->struct_size,
         sizeof(kiln_context_options_t)));
@@ -398,6 +401,9 @@ kiln_status_t kiln_context_create_with_options(kiln_device_t device, const kiln_
     kiln::vm::Context::Limits limits;
     limits.step_budget = options->step_budget;
     limits.device_memory_budget = options->device_memory_budget;
+    if (options->struct_size == sizeof(kiln_context_options_t) && options->wait_timeout_ns) {
+      limits.wait_timeout_ns = options->wait_timeout_ns;
+    }
     ctx->context->set_limits(limits);
   }
   for (size_t i = 0; i < module_count; ++i) {

@@ -180,7 +180,7 @@ TEST_P(AsyncTest, HostSignalledWaitFenceHoldsTheWork) {
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, wait, done, r, 3)), "OK");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(Signaled(done));
-  EXPECT_EQ(Str(kiln_fence_wait(done, 1000000)).rfind("FAILED_PRECONDITION: kiln_fence_wait: timeout", 0),
+  EXPECT_EQ(Str(kiln_fence_wait(done, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_fence_wait: timeout", 0),
             0u);
   // Before the wait fence, the results still hold what the device has not
   // written yet: c's buffer is fresh (allocate: contents undefined, zero on
@@ -216,9 +216,9 @@ TEST_P(AsyncTest, ReadOfAnInFlightResultWaitsForItsWork) {
   std::vector<kiln_invoke_arg_t> args = Args(a, b);
   args.push_back({row, KILN_ARG_OUTPUT_STORAGE, 0});
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 3, wait, done, r, 3)), "OK");
-  EXPECT_EQ(Str(kiln_tensor_wait(r[1], 1000000)).rfind("FAILED_PRECONDITION: kiln_tensor_wait: timeout", 0),
+  EXPECT_EQ(Str(kiln_tensor_wait(r[1], 1000000)).rfind("DEADLINE_EXCEEDED: kiln_tensor_wait: timeout", 0),
             0u);
-  EXPECT_EQ(Str(kiln_tensor_wait(batch, 0)).rfind("FAILED_PRECONDITION: kiln_tensor_wait: timeout", 0),
+  EXPECT_EQ(Str(kiln_tensor_wait(batch, 0)).rfind("DEADLINE_EXCEEDED: kiln_tensor_wait: timeout", 0),
             0u);
   EXPECT_EQ(Str(kiln_tensor_wait(a, 0)), "OK");  // an argument: nothing writes it
   std::thread signaller([&] {
@@ -259,9 +259,9 @@ TEST_P(AsyncTest, DeadlineReleaseOfAContextWithBlockedWork) {
   kiln_tensor_t r[3] = {};
   auto args = Args(a, b);
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3)), "OK");
-  EXPECT_EQ(Str(kiln_context_wait_idle(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_context_wait_idle(context_, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_context_wait_idle: timeout", 0), 0u);
   // The last reference: a timeout, nothing released.
-  EXPECT_EQ(Str(kiln_context_release_within(context_, 1000000)).rfind("FAILED_PRECONDITION: kiln_context_wait_idle: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_context_release_within(context_, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_context_wait_idle: timeout", 0), 0u);
   // Another reference: released at once without waiting.
   kiln_context_retain(context_);
   EXPECT_EQ(Str(kiln_context_release_within(context_, 0)), "OK");
@@ -292,8 +292,8 @@ TEST_P(AsyncTest, DeadlineReleaseOfAFenceWithBlockedWork) {
   kiln_tensor_t r[3] = {};
   auto args = Args(a, b);
   ASSERT_EQ(Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3)), "OK");
-  EXPECT_EQ(Str(kiln_fence_release_within(never, 0)).rfind("FAILED_PRECONDITION: kiln_fence_release_within: timeout", 0), 0u);
-  EXPECT_EQ(Str(kiln_fence_release_within(never, 1000000)).rfind("FAILED_PRECONDITION: kiln_fence_release_within: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_fence_release_within(never, 0)).rfind("DEADLINE_EXCEEDED: kiln_fence_release_within: timeout", 0), 0u);
+  EXPECT_EQ(Str(kiln_fence_release_within(never, 1000000)).rfind("DEADLINE_EXCEEDED: kiln_fence_release_within: timeout", 0), 0u);
   // Another reference: dropped at once.
   kiln_fence_retain(never);
   EXPECT_EQ(Str(kiln_fence_release_within(never, 0)), "OK");
@@ -344,6 +344,67 @@ TEST_P(AsyncTest, BuffersReleasedInFlightAreFreedAfterTheTimepoint) {
   EXPECT_EQ(after.device_bytes_live, start.device_bytes_live);
   EXPECT_EQ(after.deferred_frees - start.deferred_frees, 5u);
   kiln_fence_release(wait);
+  kiln_fence_release(done);
+}
+
+// kiln_context_options_t::wait_timeout_ns bounds every host wait on the
+// context's work: work queued behind a wait fence nobody signals makes
+// kiln_tensor_read of its result and a later synchronous kiln_invoke return
+// a timeout instead of hanging; with execute_and_wait (GetParam() false) the
+// asynchronous call itself blocks mid-program and times out, leaving its
+// command buffer in flight. Once the fence is signalled the queued work
+// runs, and the context gives right answers again.
+TEST_P(AsyncTest, ContextWaitTimeoutBoundsInvokeAndRead) {
+  kiln_context_release(context_);
+  kiln_context_options_t options = {};
+  options.struct_size = sizeof(options);
+  options.wait_timeout_ns = 20 * 1000 * 1000;  // 20 ms
+  context_ = nullptr;
+  ASSERT_EQ(Str(kiln_context_create_with_options(device_, &module_, 1, &options, &context_)), "OK");
+  ASSERT_EQ(Str(kiln_context_lookup_function(context_, "main", &main_)), "OK");
+  kiln_tensor_t a = Vector(a_), b = Vector(b_);
+  kiln_fence_t never = Fence(), done = Fence();
+  kiln_tensor_t r[3] = {};
+  auto args = Args(a, b);
+  std::string async = Str(kiln_invoke_async(context_, main_, args.data(), 2, never, done, r, 3));
+  if (GetParam()) {
+    ASSERT_EQ(async, "OK");
+    std::vector<float> v(kVaddCount);
+    std::string read = Str(kiln_tensor_read(r[0], v.data(), v.size() * 4));
+    EXPECT_EQ(read.rfind("DEADLINE_EXCEEDED: kiln_tensor_read: timeout", 0), 0u) << read;
+    std::string write = Str(kiln_tensor_write(r[0], v.data(), v.size() * 4));
+    EXPECT_EQ(write.rfind("DEADLINE_EXCEEDED: kiln_tensor_write: timeout", 0), 0u) << write;
+  } else {
+    EXPECT_EQ(async.rfind("DEADLINE_EXCEEDED", 0), 0u) << async;
+    EXPECT_NE(async.find("timeout"), std::string::npos) << async;
+    for (kiln_tensor_t t : r) EXPECT_EQ(t, nullptr);
+  }
+  kiln_tensor_t in[2] = {a, b}, s[3] = {};
+  std::string sync = Str(kiln_invoke(context_, main_, in, 2, s, 3));
+  EXPECT_EQ(sync.rfind("DEADLINE_EXCEEDED", 0), 0u) << sync;
+  EXPECT_NE(sync.find("timeout"), std::string::npos) << sync;
+  for (kiln_tensor_t t : s) EXPECT_EQ(t, nullptr);
+  EXPECT_FALSE(Signaled(done));
+
+  ASSERT_EQ(Str(kiln_fence_signal(never)), "OK");
+  ASSERT_EQ(Str(kiln_context_wait_idle(context_, UINT64_MAX)), "OK");
+  EXPECT_TRUE(Signaled(done));
+  if (GetParam()) {
+    std::vector<float> c = Read(r[0]);
+    for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(c[i], a_[i] + b_[i] + Bias(i)) << i;
+  }
+  ASSERT_EQ(Str(kiln_invoke(context_, main_, in, 2, s, 3)), "OK");
+  std::vector<float> c = Read(s[0]);
+  for (int i = 0; i < kVaddCount; ++i) EXPECT_FLOAT_EQ(c[i], a_[i] + b_[i] + Bias(i)) << i;
+  for (kiln_tensor_t t : s) kiln_tensor_release(t);
+  for (kiln_tensor_t t : r) kiln_tensor_release(t);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  // Nothing the timed-out calls left in flight outlives the context.
+  kiln_context_release(context_);
+  context_ = nullptr;
+  EXPECT_EQ(Stats().device_bytes_live, 0u);
+  kiln_fence_release(never);
   kiln_fence_release(done);
 }
 
@@ -398,9 +459,9 @@ TEST_P(AsyncTest, ErrorPaths) {
   EXPECT_EQ(Str(kiln_fence_reset(nullptr)), "INVALID_ARGUMENT: kiln_fence_reset: fence is NULL");
   // Timeout on a fence nobody signals.
   EXPECT_EQ(Str(kiln_fence_wait(g, 0)),
-            "FAILED_PRECONDITION: kiln_fence_wait: timeout: the fence was not signalled within 0 ns");
+            "DEADLINE_EXCEEDED: kiln_fence_wait: timeout: the fence was not signalled within 0 ns");
   EXPECT_EQ(Str(kiln_fence_wait(g, 2000000)),
-            "FAILED_PRECONDITION: kiln_fence_wait: timeout: the fence was not signalled within "
+            "DEADLINE_EXCEEDED: kiln_fence_wait: timeout: the fence was not signalled within "
             "2000000 ns");
   EXPECT_FALSE(Signaled(g));
   ASSERT_EQ(Str(kiln_fence_signal(g)), "OK");

@@ -227,7 +227,8 @@ inline kiln::hal::Buffer* RootOf(const kiln::vm::BufferView* view) {
 
 // Records that device work signalling `point` writes the storage of `view`
 // (kiln_tensor.cc).
-void MarkPendingWrite(const kiln::vm::BufferView* view, const kiln::hal::SemaphorePoint& point);
+void MarkPendingWrite(const kiln::vm::BufferView* view, const kiln::hal::SemaphorePoint& point,
+                      uint64_t timeout_ns);
 
 }  // namespace kiln::capi
 

@@ -44,11 +44,12 @@ kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, s
   uint64_t vm_allocations = kiln::vm::HostAllocationCount() - vm_before;
   if (s.ok() && fences && fences->signal_submitted) {
     // Asynchronous: host reads of the results and output storage wait for
-    // the signal point (kiln_tensor_read).
+    // the signal point (kiln_tensor_read), bounded by the context's timeout.
+    uint64_t timeout = context->context->limits().wait_timeout_ns;
     for (size_t i = 0; i < result_count; ++i) {
-      if (context->result_views[i]) MarkPendingWrite(context->result_views[i].get(), fences->signal);
+      if (context->result_views[i]) MarkPendingWrite(context->result_views[i].get(), fences->signal, timeout);
       if (with_storage && context->storage_views[i]) {
-        MarkPendingWrite(context->storage_views[i], fences->signal);
+        MarkPendingWrite(context->storage_views[i], fences->signal, timeout);
       }
     }
   }
@@ -290,7 +291,7 @@ kiln_status_t kiln_context_wait_idle(kiln_context_t context, uint64_t timeout_ns
     if (!s.ok()) {
       auto now = semaphore->Query();
       if (now.ok() && now.value() < value) {
-        return Wrap(kiln::FailedPreconditionError(
+        return Wrap(kiln::DeadlineExceededError(
             "kiln_context_wait_idle: timeout: the context's work has not finished within %llu "
             "ns (is it waiting on a fence nobody signalled?)",
             static_cast<unsigned long long>(timeout_ns)));
@@ -356,8 +357,8 @@ kiln_status_t kiln_fence_release_within(kiln_fence_t fence, uint64_t timeout_ns)
   if (fence->refcount() == 1 && fence->semaphore && fence->semaphore->refcount() == 1) {
     Status s = fence->semaphore->WaitUnused(timeout_ns);
     if (!s.ok()) {
-      if (s.code() != StatusCode::kFailedPrecondition) return Wrap(std::move(s));
-      return Wrap(kiln::FailedPreconditionError(
+      if (s.code() != StatusCode::kDeadlineExceeded) return Wrap(std::move(s));
+      return Wrap(kiln::DeadlineExceededError(
           "kiln_fence_release_within: timeout: device work that waits on or signals the fence "
           "has not finished within %llu ns (signal the fences it waits on, then release again)",
           static_cast<unsigned long long>(timeout_ns)));
@@ -412,7 +413,7 @@ kiln_status_t kiln_fence_wait(kiln_fence_t fence, uint64_t timeout_ns) {
   if (s.ok()) return nullptr;
   auto value = fence->semaphore->Query();
   if (value.ok() && value.value() < point) {
-    return Wrap(kiln::FailedPreconditionError(
+    return Wrap(kiln::DeadlineExceededError(
         "kiln_fence_wait: timeout: the fence was not signalled within %llu ns",
         static_cast<unsigned long long>(timeout_ns)));
   }

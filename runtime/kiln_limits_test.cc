@@ -143,6 +143,17 @@ TEST_F(LimitsTest, DeviceMemoryBudgetStopsAnAllocatingProgram) {
   EXPECT_EQ(LiveBytes(), before);
 }
 
+// A caller compiled against the header before wait_timeout_ns was appended
+// passes the shorter struct: accepted, and its limits hold.
+TEST_F(LimitsTest, OptionsFromBeforeTheWaitTimeoutAreAccepted) {
+  kiln_context_options_t options = {};
+  options.struct_size = offsetof(kiln_context_options_t, wait_timeout_ns);
+  options.step_budget = 100000;
+  options.wait_timeout_ns = 1;  // beyond the caller's struct: never read
+  EXPECT_EQ(Create(false, &options), "OK");
+  EXPECT_EQ(Invoke("spin").rfind("RESOURCE_EXHAUSTED", 0), 0u);
+}
+
 TEST_F(LimitsTest, UnknownOptionsSizeIsRefused) {
   kiln_context_options_t options = {};
   options.struct_size = sizeof(options) + 8;

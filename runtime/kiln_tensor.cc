@@ -10,12 +10,14 @@
 namespace kiln::capi {
 
 // Records that device work signalling `point` writes the storage of `view`.
-void MarkPendingWrite(const kiln::vm::BufferView* view, const kiln::hal::SemaphorePoint& point) {
+void MarkPendingWrite(const kiln::vm::BufferView* view, const kiln::hal::SemaphorePoint& point,
+                      uint64_t timeout_ns) {
   kiln::hal::Buffer* root = RootOf(view);
   if (root->pending_write_semaphore.get() != point.semaphore) {
     root->pending_write_semaphore = Ref<kiln::hal::Semaphore>::Retain(point.semaphore);
   }
   root->pending_write_value = point.value;
+  root->pending_write_timeout_ns = timeout_ns;
 }
 
 }  // namespace kiln::capi
@@ -28,12 +30,13 @@ namespace {
 // a host-visible staging buffer (used when `buffer` is not host visible), on
 // the device's readback timeline. Blocks until the copy is done.
 Status Staged(kiln_device_s* dev, kiln::hal::Buffer* buffer, uint64_t offset, void* host, uint64_t length,
-              bool to_device) {
+              bool to_device, uint64_t timeout_ns) {
   if (!dev->readback_semaphore) {
     KILN_ASSIGN_OR_RETURN(dev->readback_semaphore, dev->device->CreateSemaphore(0));
   }
   return kiln::vm::CopyStaged(dev->device.get(), buffer, offset, host, length, to_device,
-                              {dev->readback_semaphore.get(), ++dev->readback_value});
+                              {dev->readback_semaphore.get(), ++dev->readback_value}, nullptr,
+                              timeout_ns);
 }
 
 // Waits (at most `timeout_ns`) until device work submitted by an
@@ -50,7 +53,7 @@ Status WaitPendingWrite(const char* api, kiln_tensor_s* tensor, uint64_t timeout
     if (!s.ok()) {
       auto now = semaphore->Query();
       if (now.ok() && now.value() < value) {
-        return kiln::FailedPreconditionError(
+        return kiln::DeadlineExceededError(
             "%s: timeout: the invocation writing %s has not finished within %llu ns (its "
             "wait fence is not signalled yet?)",
             api, tensor->view->TypeString().c_str(), static_cast<unsigned long long>(timeout_ns));
@@ -145,12 +148,13 @@ kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes
   if (bytes == 0) return nullptr;
   if (!dst) return NullArg("kiln_tensor_read", "dst");
   // Results of kiln_invoke_async: wait for the work that writes them.
-  Status pending = WaitPendingWrite("kiln_tensor_read", tensor, UINT64_MAX);
+  uint64_t timeout_ns = RootOf(tensor->view.get())->pending_write_timeout_ns;
+  Status pending = WaitPendingWrite("kiln_tensor_read", tensor, timeout_ns);
   if (!pending.ok()) return Wrap(std::move(pending));
   kiln::hal::Buffer* buffer = tensor->view->buffer();
   Status s = buffer->Read(tensor->view->byte_offset(), dst, bytes);
   if (s.code() == StatusCode::kFailedPrecondition) {
-    s = Staged(tensor->device.get(), buffer, tensor->view->byte_offset(), dst, bytes, /*to_device=*/false);
+    s = Staged(tensor->device.get(), buffer, tensor->view->byte_offset(), dst, bytes, /*to_device=*/false, timeout_ns);
   }
   return Wrap(std::move(s));
 }
@@ -166,12 +170,13 @@ kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t sr
   if (bytes == 0) return nullptr;
   if (!src) return NullArg("kiln_tensor_write", "src");
   // Work still writing the storage (an asynchronous result) finishes first.
-  Status pending = WaitPendingWrite("kiln_tensor_write", tensor, UINT64_MAX);
+  uint64_t timeout_ns = RootOf(tensor->view.get())->pending_write_timeout_ns;
+  Status pending = WaitPendingWrite("kiln_tensor_write", tensor, timeout_ns);
   if (!pending.ok()) return Wrap(std::move(pending));
   kiln::hal::Buffer* buffer = tensor->view->buffer();
   Status s = buffer->Write(tensor->view->byte_offset(), src, bytes);
   if (s.code() == StatusCode::kFailedPrecondition) {
-    s = Staged(tensor->device.get(), buffer, tensor->view->byte_offset(), const_cast<void*>(src), bytes, /*to_device=*/true);
+    s = Staged(tensor->device.get(), buffer, tensor->view->byte_offset(), const_cast<void*>(src), bytes, /*to_device=*/true, timeout_ns);
   }
   return Wrap(std::move(s));
 }

@@ -54,7 +54,12 @@ set -euo pipefail
 # libc qsort, 926 B), and the borrowed-argument bind check, step budget and
 # device-memory budget (~1.5 KB). The SPIR-V check's messages are the first
 # place to win bytes back toward issue 16's 120 KiB.
-budget="${KILN_SIZE_BUDGET:-166800}"
+# Raised 166800 -> 167500 for bounded waits (issue 10): kiln_context_options_t
+# ::wait_timeout_ns bounds every host wait inside kiln_invoke and
+# kiln_tensor_read/write (HalModule::WaitTimeline and Park, the bounded
+# queue drain before a staged copy, the options' older struct_size, the
+# timeout message): 167,413 B measured (+676).
+budget="${KILN_SIZE_BUDGET:-167500}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"

@@ -89,6 +89,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--feedback", "R:A", "feed result R back as consumed argument A; repeatable"},
         {"--step-budget", "N", "fail an invocation after N bytecode branches and calls (0: no limit)"},
         {"--device-memory-budget", "BYTES", "fail an allocation past BYTES of live device memory"},
+        {"--wait-timeout-ms", "MS", "fail an invocation whose device work takes longer than MS (0: no limit)"},
         {"--print-device", nullptr, "print the device name"},
         {"--print-full", nullptr, "print every element (default: the first 16)"},
     },
@@ -106,7 +107,7 @@ struct Options {
   std::string device_name;
   int device_index = -1;
   long repeat = 1;
-  kiln_context_options_t limits = {sizeof(kiln_context_options_t), 0, 0};
+  kiln_context_options_t limits = {sizeof(kiln_context_options_t), 0, 0, 0};
   bool stats = false;
   bool stats_steady = false;
   bool print_device = false;
@@ -450,6 +451,9 @@ int main(int argc, char** argv) {
     } else if (ParseFlag(a, "--device-memory-budget", &v)) {
       if (!ParseInt(v, 0, LONG_MAX, &n)) return Error("bad --device-memory-budget '" + v + "' (>= 0)"), 2;
       opt.limits.device_memory_budget = static_cast<uint64_t>(n);
+    } else if (ParseFlag(a, "--wait-timeout-ms", &v)) {
+      if (!ParseInt(v, 0, LONG_MAX / 1000000, &n)) return Error("bad --wait-timeout-ms '" + v + "' (>= 0)"), 2;
+      opt.limits.wait_timeout_ns = static_cast<uint64_t>(n) * 1000000u;
     } else if (!std::strcmp(a, "--stats")) {
       opt.stats = true;
     } else if (!std::strcmp(a, "--stats-steady")) {

@@ -140,14 +140,19 @@ class Context : public RefObject {
   // device; an allocation by a module that would exceed it fails with
   // kResourceExhausted (the device's live bytes count, so contexts sharing
   // one device share the bound).
+  // `wait_timeout_ns` (UINT64_MAX: none) bounds every host wait of an
+  // invocation on the device (HalModule::set_wait_timeout).
   struct Limits {
     uint64_t step_budget = 0;
     uint64_t device_memory_budget = 0;
+    uint64_t wait_timeout_ns = UINT64_MAX;
   };
   void set_limits(const Limits& limits) {
     limits_ = limits;
     hal_.set_device_memory_budget(limits.device_memory_budget);
+    hal_.set_wait_timeout(limits.wait_timeout_ns);
   }
+  const Limits& limits() const { return limits_; }
 
   // Links `module` into this context (see the header comment). On error the
   // context is unchanged except that a failed initializer leaves the module

@@ -101,8 +101,8 @@ Status HalModule::RequireDevice() const {
   return OkStatus();
 }
 
-Status HalModule::Submit(hal::CommandBuffer* cb, bool wait,
-                         const hal::SemaphorePoint* extra_signal, bool ended) {
+Status HalModule::Submit(hal::CommandBuffer* cb, const hal::SemaphorePoint* extra_signal,
+                         bool ended) {
   if (cb && !ended) KILN_RETURN_IF_ERROR(cb->End());
   hal::SemaphorePoint waits[1];
   uint32_t wait_count = 0;
@@ -119,10 +119,29 @@ Status HalModule::Submit(hal::CommandBuffer* cb, bool wait,
   if (extra_signal) signals[signal_count++] = *extra_signal;
   KILN_RETURN_IF_ERROR(device_->QueueExecute(cb, waits, wait_count, signals, signal_count));
   ++timeline_value_;
-  if (!wait) return OkStatus();
+  return OkStatus();
+}
+
+Status HalModule::WaitTimeline(uint64_t value) {
   ++device_->stats().host_waits;
-  KILN_RETURN_IF_ERROR(timeline_->Wait(timeline_value_, UINT64_MAX));
-  completed_value_ = timeline_value_;
+  Status s = timeline_->Wait(value, wait_timeout_ns_);
+  if (!s.ok()) {
+    if (wait_timeout_ns_ == UINT64_MAX || s.code() != StatusCode::kDeadlineExceeded) return s;
+    return DeadlineExceededError(
+        "timeout: the context's device work did not finish within its wait timeout of %llu ns "
+        "(queued behind a wait fence not signalled yet?); it stays queued",
+        static_cast<unsigned long long>(wait_timeout_ns_));
+  }
+  completed_value_ = std::max(completed_value_, value);
+  return OkStatus();
+}
+
+Status HalModule::Park(CommandBufferState* cb, uint64_t value) {
+  if (in_flight_.size() == in_flight_.capacity()) {
+    KILN_RETURN_IF_ERROR(Retire());
+    if (in_flight_.size() == in_flight_.capacity()) CountHostAllocation();
+  }
+  in_flight_.push_back(InFlight{Ref<CommandBufferState>::Retain(cb), value});
   return OkStatus();
 }
 
@@ -132,14 +151,10 @@ Status HalModule::Execute(CommandBufferState* cb, bool final) {
   if (final && attach_signal_ && !signal_attached_ && invocation_signal_.semaphore) {
     signal = &invocation_signal_;
   }
-  if (in_flight_.size() == in_flight_.capacity()) {
-    KILN_RETURN_IF_ERROR(Retire());
-    if (in_flight_.size() == in_flight_.capacity()) CountHostAllocation();
-  }
   // A persistent (recorded) command buffer is already ended: resubmitted.
-  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get(), /*wait=*/false, signal, cb->persistent));
+  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get(), signal, cb->persistent));
   if (signal) signal_attached_ = true;
-  in_flight_.push_back(InFlight{Ref<CommandBufferState>::Retain(cb), timeline_value_});
+  KILN_RETURN_IF_ERROR(Park(cb, timeline_value_));
   if (capture_) {
     if (capture_->cb) capture_->single = false;  // a second submission: not replayable
     capture_->cb = cb;
@@ -180,12 +195,10 @@ Status HalModule::EndInvocation() {
         // No final execute carried the signal: an empty batch after all of
         // the invocation's work (it waits on the wait fence too, so the
         // signal never overtakes it even when nothing was submitted).
-        status = Submit(nullptr, /*wait=*/false, &invocation_signal_);
+        status = Submit(nullptr, &invocation_signal_);
       }
     } else if (timeline_value_ > completed_value_) {
-      ++device_->stats().host_waits;
-      status = timeline_->Wait(timeline_value_, UINT64_MAX);
-      if (status.ok()) completed_value_ = timeline_value_;
+      status = WaitTimeline(timeline_value_);
     }
   }
   invocation_wait_ = {};
@@ -264,13 +277,15 @@ StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, s
     KILN_RETURN_IF_ERROR(buffer->Write(0, data, size));
     return buffer;
   }
-  CountHostAllocation(2);
+  CountHostAllocation(3);  // staging buffer, hal command buffer, VM state
   KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> staging,
                         device_->AllocateBuffer(alloc_size, hal::MemoryKind::kHostVisible));
   KILN_RETURN_IF_ERROR(staging->Write(0, data, size));
   KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
   KILN_RETURN_IF_ERROR(cb->CopyBuffer(staging.get(), 0, buffer.get(), 0, size));
-  KILN_RETURN_IF_ERROR(Submit(cb.get(), /*wait=*/true));
+  Ref<CommandBufferState> state = MakeRef<CommandBufferState>(std::move(cb));
+  if (!state) return ResourceExhaustedError("out of host memory for a command buffer");
+  KILN_RETURN_IF_ERROR(ExecuteAndWait(state.get()));
   return buffer;
 }
 
@@ -313,12 +328,14 @@ StatusOr<Ref<CommandBufferState>> HalModule::AcquireCommandBuffer() {
 
 Status HalModule::ExecuteAndWait(CommandBufferState* cb) {
   cb->submitted = true;
-  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get(), /*wait=*/true));
-  // The work is done: release what the command buffer retained, so results
-  // and consumed buffers are held only by their views.
-  KILN_RETURN_IF_ERROR(cb->command_buffer->Reset());
-  cb->reset = true;
-  // Everything submitted before it is done too.
+  KILN_RETURN_IF_ERROR(Submit(cb->command_buffer.get()));
+  // In flight until the wait returns: a timed-out wait leaves it there,
+  // retaining what it uses, for a later Retire.
+  KILN_RETURN_IF_ERROR(Park(cb, timeline_value_));
+  KILN_RETURN_IF_ERROR(WaitTimeline(timeline_value_));
+  // The work is done, and everything submitted before it: retiring resets
+  // the command buffer, so results and consumed buffers are held only by
+  // their views.
   return Retire();
 }
 
@@ -583,7 +600,7 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
           KILN_ASSIGN_OR_RETURN(readback_, device_->AllocateBuffer(4, hal::MemoryKind::kHostVisible));
         }
         read = CopyStaged(device_.get(), buf.buffer, at, bytes, static_cast<uint64_t>(width), /*to_device=*/false,
-                          {timeline_.get(), ++timeline_value_}, readback_.get());
+                          {timeline_.get(), ++timeline_value_}, readback_.get(), wait_timeout_ns_);
         completed_value_ = timeline_value_;
       }
       KILN_RETURN_IF_ERROR(read);

@@ -110,7 +110,9 @@ class HalModule {
   // allocations, plus pool growth). Released by dropping the reference.
   StatusOr<Ref<CommandBufferState>> AcquireCommandBuffer();
   // Ends, submits, waits, then resets `cb` (it retains nothing afterwards)
-  // and marks it submitted. One host wait (stats host_waits).
+  // and marks it submitted. One host wait (stats host_waits). When the wait
+  // times out (set_wait_timeout), `cb` stays in the in-flight list, retaining
+  // what it uses, until Retire sees it finish.
   Status ExecuteAndWait(CommandBufferState* cb);
   // Ends and submits `cb` without blocking (hal.command_buffer.execute);
   // `cb` stays in the in-flight list until its timepoint is reached. `final`
@@ -145,6 +147,15 @@ class HalModule {
   // declare read-only is refused (kInvalidArgument): a module may read what
   // the caller lends it, never write it (docs/security.md).
   HostVector<hal::BufferBinding>& borrowed() { return borrowed_; }
+
+  // Bounds every blocking wait of an invocation on the context's timeline
+  // (the synchronous end of an invocation, execute_and_wait, staged
+  // readback) to `ns` nanoseconds (UINT64_MAX: no limit; the default). Past
+  // it the call fails with kDeadlineExceeded; the submitted
+  // work stays queued, parked in the in-flight list, and runs once whatever
+  // it is queued behind (e.g. an unsignalled wait fence) is done.
+  void set_wait_timeout(uint64_t ns) { wait_timeout_ns_ = ns; }
+  uint64_t wait_timeout() const { return wait_timeout_ns_; }
 
   // 0: unlimited. Otherwise an allocation by a module that would take the
   // device's live bytes past it fails with kResourceExhausted.
@@ -191,10 +202,15 @@ class HalModule {
   Status RequireDevice() const;
   // Ends and submits `cb` (null: an empty batch) waiting on the invocation's
   // wait fence (queue order orders it after earlier submissions); signals the next timepoint
-  // and `extra_signal` when non-null. Blocks when `wait` (host_waits += 1).
+  // and `extra_signal` when non-null. Never blocks.
   // `ended`: the command buffer was ended before (a recording's, resubmitted).
-  Status Submit(hal::CommandBuffer* cb, bool wait, const hal::SemaphorePoint* extra_signal = nullptr,
+  Status Submit(hal::CommandBuffer* cb, const hal::SemaphorePoint* extra_signal = nullptr,
                 bool ended = false);
+  // Blocks (one host wait) until the timeline reaches `value`, at most the
+  // wait timeout.
+  Status WaitTimeline(uint64_t value);
+  // Appends `cb` at `value` to the in-flight list (retiring first when full).
+  Status Park(CommandBufferState* cb, uint64_t value);
 
   Ref<hal::Device> device_;
   HostVector<Ref<CommandBufferState>> cb_pool_;
@@ -215,6 +231,7 @@ class HalModule {
   Capture* capture_ = nullptr;
   HostVector<hal::BufferBinding> bindings_;  // scratch, reused across calls
   uint64_t memory_budget_ = 0;
+  uint64_t wait_timeout_ns_ = UINT64_MAX;
   HostVector<hal::BufferBinding> borrowed_;  // (root allocation, absolute offset, length)
   HostVector<hal::BufferBarrier> barriers_;  // scratch, reused across calls
 };

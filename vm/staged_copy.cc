@@ -3,7 +3,11 @@
 namespace kiln::vm {
 
 Status CopyStaged(hal::Device* device, hal::Buffer* buffer, uint64_t offset, void* host, uint64_t length, bool to_device,
-                  const hal::SemaphorePoint& signal, hal::Buffer* reuse) {
+                  const hal::SemaphorePoint& signal, hal::Buffer* reuse, uint64_t timeout_ns) {
+  // Bounded: first wait (at most the timeout) for what is queued ahead, so the
+  // copy itself waits on nothing and its command buffer is never left
+  // pending past a failed wait.
+  if (timeout_ns != UINT64_MAX) KILN_RETURN_IF_ERROR(device->WaitIdle(timeout_ns));
   Ref<hal::Buffer> staging = Ref<hal::Buffer>::Retain(reuse);
   if (!staging) {
     KILN_ASSIGN_OR_RETURN(staging, device->AllocateBuffer(length, hal::MemoryKind::kHostVisible));

@@ -21,11 +21,14 @@ namespace kiln::vm {
 // runs after everything submitted to the queue before it. Counts one
 // stats().transfers (not copies). Allocates the command buffer (host) and,
 // without `reuse`, the staging buffer (device): callers on a steady-state
-// path pass `reuse`. Errors: RESOURCE_EXHAUSTED when the
+// path pass `reuse`. `timeout_ns` (UINT64_MAX: none) bounds the wait for
+// the work queued before the copy: past it, DEADLINE_EXCEEDED
+// and nothing is submitted. Errors: RESOURCE_EXHAUSTED when the
 // staging allocation fails, OUT_OF_RANGE for a range beyond `buffer`, and the
 // device's submission and wait errors.
 Status CopyStaged(hal::Device* device, hal::Buffer* buffer, uint64_t offset, void* host, uint64_t length, bool to_device,
-                  const hal::SemaphorePoint& signal, hal::Buffer* reuse = nullptr);
+                  const hal::SemaphorePoint& signal, hal::Buffer* reuse = nullptr,
+                  uint64_t timeout_ns = UINT64_MAX);
 
 }  // namespace kiln::vm
 

@@ -205,7 +205,7 @@ StatusOr<Topology> ParseTopologyFlag(const std::string& value) {
   if (value == "discrete") return Topology::Discrete();
   std::ifstream in(value, std::ios::binary);
   if (!in)
-    return NotFoundError("--topology: '%s' is neither `unified`, `discrete` nor a readable file",
+    return NotFoundError("'%s' is neither `unified`, `discrete` nor a readable file",
                          value.c_str());
   std::stringstream ss;
   ss << in.rdbuf();

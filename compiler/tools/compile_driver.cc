@@ -1,8 +1,61 @@
 #include "compiler/tools/compile_driver.h"
 
+#include <string>
+
 #include "compiler/ir/verifier.h"
 
 namespace kiln::driver {
+
+namespace {
+
+// The value of `flag` when it is "--NAME=VALUE" for `name` = "--NAME".
+bool Value(const std::string& flag, const char* name, std::string* value) {
+  size_t n = std::char_traits<char>::length(name);
+  if (flag.compare(0, n, name) != 0 || flag.size() <= n || flag[n] != '=') return false;
+  *value = flag.substr(n + 1);
+  return true;
+}
+
+}  // namespace
+
+Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
+  std::string v;
+  if (Value(flag, "--input-shape", &v)) {
+    KILN_RETURN_IF_ERROR(onnx_import::ParseInputShapeFlag(v, &options->import));
+  } else if (Value(flag, "--constant-input", &v)) {
+    KILN_RETURN_IF_ERROR(onnx_import::ParseConstantInputFlag(v, &options->import).Annotate("--constant-input"));
+  } else if (Value(flag, "--sequence-input", &v)) {
+    KILN_RETURN_IF_ERROR(onnx_import::ParseSequenceInputFlag(v, &options->import).Annotate("--sequence-input"));
+  } else if (Value(flag, "--consume", &v)) {
+    options->consume_args.push_back(v);
+  } else if (Value(flag, "--topology", &v)) {
+    auto topology = analysis::ParseTopologyFlag(v);
+    if (!topology.ok()) return topology.take_status().Annotate("--topology");
+    options->topology = std::move(topology).value();
+    options->has_topology = true;
+  } else if (Value(flag, "--module-name", &v)) {
+    if (v.empty() || v.find_first_of("/ \t") != std::string::npos)
+      return InvalidArgumentError("bad --module-name '%s' (want a name like mel, no '/' or spaces)", v.c_str());
+    options->emit.module_name = v;
+  } else if (flag == "--no-elision") {
+    options->pipeline.disable_elision = true;
+  } else if (flag == "--native-fma") {
+    options->emit.codegen.exact_fma = false;
+  } else if (Value(flag, "--precision", &v)) {
+    if (v != "f32" && v != "f16") return InvalidArgumentError("bad --precision '%s' (want f32 or f16)", v.c_str());
+    options->pipeline.precision_f16 = v == "f16";
+  } else {
+    return NotFoundError("not a compile flag: '%s'", flag.c_str());
+  }
+  return OkStatus();
+}
+
+Status PrepareModule(ir::Module& module, const CompileOptions& options) {
+  KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("invalid input IR"));
+  KILN_RETURN_IF_ERROR(MarkConsumedArguments(module, options.consume_args));
+  if (options.has_topology) analysis::SetModuleTopology(module, options.topology);
+  return OkStatus();
+}
 
 Status MarkConsumedArguments(ir::Module& module, const std::vector<std::string>& names) {
   for (const std::string& name : names) {
@@ -27,8 +80,7 @@ Status MarkConsumedArguments(ir::Module& module, const std::vector<std::string>&
 
 StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOptions& options,
                                              target::EmitReport* report) {
-  KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("invalid input IR"));
-  KILN_RETURN_IF_ERROR(MarkConsumedArguments(module, options.consume_args));
+  KILN_RETURN_IF_ERROR(PrepareModule(module, options));
   ir::PassContext ctx;
   KILN_RETURN_IF_ERROR(transforms::RunPasses(module, transforms::PipelineFor(options.pipeline), options.pipeline, ctx));
   return target::EmitModule(module, options.emit, report);
@@ -38,6 +90,14 @@ StatusOr<std::vector<uint8_t>> CompileOnnxFile(const std::string& path, const Co
                                                target::EmitReport* report) {
   auto imported = onnx_import::ImportOnnxFile(path, options.import);
   if (!imported.ok()) return imported.take_status().Annotate(path);
+  return CompileModule(*imported.value(), options, report);
+}
+
+StatusOr<std::vector<uint8_t>> CompileOnnxBytes(const void* data, size_t size,
+                                                const CompileOptions& options,
+                                                target::EmitReport* report) {
+  auto imported = onnx_import::ImportOnnxBytes(data, size, options.import);
+  if (!imported.ok()) return imported.take_status();
   return CompileModule(*imported.value(), options, report);
 }
 

@@ -68,20 +68,6 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-bool ParseDims(const std::string& s, std::vector<int64_t>* dims) {
-  dims->clear();
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, 'x')) {
-    if (part.empty()) return false;
-    char* end = nullptr;
-    long long v = std::strtoll(part.c_str(), &end, 10);
-    if (*end != '\0' || v < 0) return false;
-    dims->push_back(v);
-  }
-  return !dims->empty() || s.empty();
-}
-
 const kiln::tools::FlagTable kFlags = {
     "kiln-compile",
     "usage: kiln-compile MODEL.onnx|MODEL.kir -o OUT.kiln [flags]\n"
@@ -110,57 +96,31 @@ const kiln::tools::FlagTable kFlags = {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string input, output, emit = "kiln", dump_glsl, module_name;
-  bool print_after_all = false, report = false;
-  kiln::onnx_import::ImportOptions import_options;
-  std::vector<std::string> consume_args;
-  std::string topology_flag;
-  bool explain_copies = false;
-  bool pipeline_options_no_elision = false;
-  bool native_fma = false;
-  std::string precision = "f32";
+  std::string input, output, emit = "kiln", dump_glsl;
+  bool print_after_all = false, report = false, explain_copies = false;
+  // The flags that change the module go to the driver (shared with the
+  // compiler library); the rest choose what this tool writes.
+  kiln::driver::CompileOptions options;
+  bool named = false;
   std::vector<std::string> args;
   int exit_code = 0;
   if (!kiln::tools::NormalizeFlags(kFlags, argc, argv, &args, &exit_code)) return exit_code;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    kiln::Status applied = kiln::driver::ApplyCompileFlag(a, &options);
+    if (applied.ok()) {
+      named |= a.rfind("--module-name=", 0) == 0;
+      continue;
+    }
+    if (applied.code() != kiln::StatusCode::kNotFound) return Fail(applied.message());
     if (a == "-o" && i + 1 < args.size()) {
       output = args[++i];
-    } else if (a.rfind("--input-shape=", 0) == 0) {
-      std::string spec = a.substr(14);
-      size_t eq = spec.rfind('=');
-      std::vector<int64_t> dims;
-      if (eq == std::string::npos || !ParseDims(spec.substr(eq + 1), &dims))
-        return Fail("bad --input-shape '" + spec + "' (want NAME=DIMS, e.g. x=1x3x48x192)");
-      import_options.input_shapes[spec.substr(0, eq)] = dims;
-    } else if (a.rfind("--constant-input=", 0) == 0) {
-      kiln::Status c = kiln::onnx_import::ParseConstantInputFlag(a.substr(17), &import_options);
-      if (!c.ok()) return Fail("--constant-input: " + c.message());
-    } else if (a.rfind("--sequence-input=", 0) == 0) {
-      kiln::Status c = kiln::onnx_import::ParseSequenceInputFlag(a.substr(17), &import_options);
-      if (!c.ok()) return Fail("--sequence-input: " + c.message());
-    } else if (a.rfind("--topology=", 0) == 0) {
-      topology_flag = a.substr(11);
-    } else if (a == "--no-elision") {
-      pipeline_options_no_elision = true;
     } else if (a == "--explain-copies") {
       explain_copies = true;
-    } else if (a.rfind("--consume=", 0) == 0) {
-      consume_args.push_back(a.substr(10));
-    } else if (a.rfind("--module-name=", 0) == 0) {
-      module_name = a.substr(14);
-      if (module_name.empty() || module_name.find_first_of("/ \t") != std::string::npos)
-        return Fail("bad --module-name '" + module_name + "' (want a name like mel, no '/' or spaces)");
     } else if (a.rfind("--emit=", 0) == 0) {
       emit = a.substr(7);
     } else if (a.rfind("--dump-glsl=", 0) == 0) {
       dump_glsl = a.substr(12);
-    } else if (a.rfind("--precision=", 0) == 0) {
-      precision = a.substr(12);
-      if (precision != "f32" && precision != "f16")
-        return Fail("bad --precision '" + precision + "' (want f32 or f16)");
-    } else if (a == "--native-fma") {
-      native_fma = true;
     } else if (a == "--print-ir-after-all") {
       print_after_all = true;
     } else if (a == "--report") {
@@ -189,31 +149,22 @@ int main(int argc, char** argv) {
     if (!parsed.ok()) return Fail(parsed.status().message());
     module = std::move(parsed.value());
   } else {
-    auto imported = kiln::onnx_import::ImportOnnxFile(input, import_options);
+    auto imported = kiln::onnx_import::ImportOnnxFile(input, options.import);
     if (!imported.ok()) return Fail(input + ": " + imported.status().message());
     module = std::move(imported.value());
   }
-  kiln::Status verified = kiln::ir::Verify(*module);
-  if (!verified.ok()) return Fail("invalid input IR: " + verified.message());
-  kiln::Status consumed = kiln::driver::MarkConsumedArguments(*module, consume_args);
-  if (!consumed.ok()) return Fail(consumed.message());
-  if (!topology_flag.empty()) {
-    auto topology = kiln::analysis::ParseTopologyFlag(topology_flag);
-    if (!topology.ok()) return Fail("--topology: " + topology.status().message());
-    kiln::analysis::SetModuleTopology(*module, topology.value());
-  }
+  kiln::Status prepared = kiln::driver::PrepareModule(*module, options);
+  if (!prepared.ok()) return Fail(prepared.message());
   if (emit == "kir-tensor") {
     std::cout << kiln::ir::PrintModule(*module);
     return 0;
   }
 
   std::vector<std::string> after_each;
-  kiln::transforms::PipelineOptions pipeline_options;
+  kiln::transforms::PipelineOptions& pipeline_options = options.pipeline;
   if (print_after_all) pipeline_options.ir_after_each = &after_each;
   std::vector<std::string> copy_remarks;
   pipeline_options.last_copy_remarks = &copy_remarks;
-  pipeline_options.disable_elision = pipeline_options_no_elision;
-  pipeline_options.precision_f16 = precision == "f16";
   kiln::ir::PassContext ctx;
   kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::PipelineFor(pipeline_options), pipeline_options, ctx);
   for (const std::string& ir : after_each) std::cerr << ir << "\n";
@@ -228,7 +179,7 @@ int main(int argc, char** argv) {
     // The reasons the pipeline's last copy elision gave (on the program
     // before scheduling, whose values read as written); without elision
     // (--no-elision), the analysis run once on the final program.
-    if (pipeline_options_no_elision) {
+    if (pipeline_options.disable_elision) {
       kiln::ir::PassContext final_ctx;
       kiln::Status explained = kiln::ir::CreatePass("elide-async-copies")->Run(*module, final_ctx);
       if (!explained.ok()) return Fail(explained.message());
@@ -245,10 +196,9 @@ int main(int argc, char** argv) {
   }
   if (emit != "kiln") return Fail("unknown --emit '" + emit + "'");
 
-  kiln::target::EmitOptions emit_options;
+  kiln::target::EmitOptions& emit_options = options.emit;
   std::string base = input.substr(input.find_last_of('/') == std::string::npos ? 0 : input.find_last_of('/') + 1);
-  emit_options.module_name = module_name.empty() ? base.substr(0, base.find('.')) : module_name;
-  emit_options.codegen.exact_fma = !native_fma;
+  if (!named) emit_options.module_name = base.substr(0, base.find('.'));
   std::ofstream glsl;
   if (!dump_glsl.empty()) {
     glsl.open(dump_glsl);

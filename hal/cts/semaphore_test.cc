@@ -19,13 +19,13 @@ TEST_P(SemaphoreTest, QueryReturnsInitialValue) {
 
 TEST_P(SemaphoreTest, HostSignalAdvancesTheTimeline) {
   KILN_ASSERT_OK_AND_ASSIGN(Ref<Semaphore> semaphore, device()->CreateSemaphore(0));
-  KILN_EXPECT_CODE(semaphore->Wait(1, 0), kFailedPrecondition);  // poll
+  KILN_EXPECT_CODE(semaphore->Wait(1, 0), kDeadlineExceeded);  // poll
   KILN_ASSERT_OK(semaphore->Signal(7));
   KILN_ASSERT_OK_AND_ASSIGN(uint64_t value, semaphore->Query());
   EXPECT_EQ(value, 7u);
   KILN_EXPECT_OK(semaphore->Wait(7, 0));
   KILN_EXPECT_OK(semaphore->Wait(7, kShortTimeoutNs));
-  KILN_EXPECT_CODE(semaphore->Wait(8, 0), kFailedPrecondition);
+  KILN_EXPECT_CODE(semaphore->Wait(8, 0), kDeadlineExceeded);
   // Timeline values only move forward.
   KILN_EXPECT_CODE(semaphore->Signal(7), kInvalidArgument);
   KILN_EXPECT_CODE(semaphore->Signal(6), kInvalidArgument);
@@ -40,7 +40,7 @@ TEST_P(SemaphoreTest, WaitTimesOut) {
   // false VUID-VkSemaphoreSignalInfo-value-03259 when a semaphore that saw a
   // timed-out vkWaitSemaphores is host-signalled twice.
   KILN_ASSERT_OK_AND_ASSIGN(Ref<Semaphore> semaphore, device()->CreateSemaphore(2));
-  KILN_EXPECT_CODE(semaphore->Wait(3, kShortTimeoutNs), kFailedPrecondition);
+  KILN_EXPECT_CODE(semaphore->Wait(3, kShortTimeoutNs), kDeadlineExceeded);
   KILN_ASSERT_OK(semaphore->Signal(3));
   KILN_EXPECT_OK(semaphore->Wait(3, kShortTimeoutNs));
 }
@@ -76,11 +76,11 @@ TEST_P(SemaphoreTest, SubmissionWaitsForHostSignal) {
   SemaphorePoint signal{done.get(), 1};
   KILN_ASSERT_OK(device()->QueueExecute(cb.get(), &wait, 1, &signal, 1));
   // Blocked on gate >= 2.
-  KILN_EXPECT_CODE(done->Wait(1, kShortTimeoutNs), kFailedPrecondition);
+  KILN_EXPECT_CODE(done->Wait(1, kShortTimeoutNs), kDeadlineExceeded);
   // The host may not overtake the pending queue signal of `done`.
   KILN_EXPECT_CODE(done->Signal(5), kFailedPrecondition);
   KILN_ASSERT_OK(gate->Signal(1));
-  KILN_EXPECT_CODE(done->Wait(1, kShortTimeoutNs), kFailedPrecondition);
+  KILN_EXPECT_CODE(done->Wait(1, kShortTimeoutNs), kDeadlineExceeded);
   KILN_ASSERT_OK(gate->Signal(2));
   KILN_ASSERT_OK(done->Wait(1, kWaitTimeoutNs));
   uint32_t word = 0;
@@ -138,7 +138,7 @@ TEST_P(SemaphoreTest, EmptySubmissionForwardsSignals) {
   SemaphorePoint wait{in.get(), 1};
   SemaphorePoint signal{out.get(), 3};
   KILN_ASSERT_OK(device()->QueueExecute(nullptr, &wait, 1, &signal, 1));
-  KILN_EXPECT_CODE(out->Wait(3, kShortTimeoutNs), kFailedPrecondition);
+  KILN_EXPECT_CODE(out->Wait(3, kShortTimeoutNs), kDeadlineExceeded);
   KILN_ASSERT_OK(in->Signal(1));
   KILN_ASSERT_OK(out->Wait(3, kWaitTimeoutNs));
   KILN_ASSERT_OK(device()->WaitIdle());

@@ -87,7 +87,7 @@ class DispatchTimingDevice final : public Device {
   Status QueueExecute(CommandBuffer* command_buffer, const SemaphorePoint* waits,
                       uint32_t wait_count, const SemaphorePoint* signals,
                       uint32_t signal_count) override;
-  Status WaitIdle() override { return inner_->WaitIdle(); }
+  Status WaitIdle(uint64_t timeout_ns = UINT64_MAX) override { return inner_->WaitIdle(timeout_ns); }
   Stats& stats() override { return inner_->stats(); }
   StatusOr<Ref<QueryPool>> CreateTimestampQueryPool(uint32_t count) override {
     return inner_->CreateTimestampQueryPool(count);

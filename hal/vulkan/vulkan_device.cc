@@ -343,7 +343,7 @@ Status VulkanDevice::WaitSubmission(uint64_t value, uint64_t timeout_ns) {
   wait_info.pValues = &value;
   VkResult result = syms_.vkWaitSemaphores(device_, &wait_info, timeout_ns);
   if (result == VK_TIMEOUT) {
-    return FailedPreconditionError("timeout: device submission %llu has not retired",
+    return DeadlineExceededError("timeout: device submission %llu has not retired",
                                    static_cast<unsigned long long>(value));
   }
   KILN_VK_RETURN_IF_ERROR(result, "vkWaitSemaphores(internal timeline)");
@@ -428,7 +428,10 @@ Status VulkanDevice::QueueExecute(CommandBuffer* command_buffer, const Semaphore
   return OkStatus();
 }
 
-Status VulkanDevice::WaitIdle() {
+Status VulkanDevice::WaitIdle(uint64_t timeout_ns) {
+  // Bounded: every submission signals the internal timeline, so its last
+  // value covers all of them.
+  if (timeout_ns != UINT64_MAX) return WaitSubmission(submission_value_, timeout_ns);
   KILN_VK_RETURN_IF_ERROR(syms_.vkQueueWaitIdle(queue_), "vkQueueWaitIdle");
   return OkStatus();
 }

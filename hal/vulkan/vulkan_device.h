@@ -57,7 +57,7 @@ class VulkanDevice final : public Device {
   Status QueueExecute(CommandBuffer* command_buffer, const SemaphorePoint* waits,
                       uint32_t wait_count, const SemaphorePoint* signals,
                       uint32_t signal_count) override;
-  Status WaitIdle() override;
+  Status WaitIdle(uint64_t timeout_ns = UINT64_MAX) override;
   Stats& stats() override { return stats_; }
   // Profiling: a VulkanQueryPool (vulkan_query_pool.h).
   StatusOr<Ref<QueryPool>> CreateTimestampQueryPool(uint32_t count) override;
@@ -104,7 +104,7 @@ class VulkanDevice final : public Device {
 
   // Internal timeline (every QueueExecute signals the next value): whether
   // submission `value` has retired, and a blocking wait for it (0: no-op;
-  // kFailedPrecondition "timeout" when `timeout_ns` elapses first).
+  // kDeadlineExceeded when `timeout_ns` elapses first).
   StatusOr<bool> SubmissionRetired(uint64_t value);
   Status WaitSubmission(uint64_t value, uint64_t timeout_ns = UINT64_MAX);
 

@@ -95,7 +95,7 @@ Status VulkanSemaphore::WaitUnused(uint64_t timeout_ns) {
   if (timeout_ns == 0) {  // a poll (no vkWaitSemaphores; see Wait)
     KILN_ASSIGN_OR_RETURN(bool retired, device_->SubmissionRetired(last_use_));
     if (retired) return OkStatus();
-    return FailedPreconditionError("timeout: device work using the semaphore is still pending");
+    return DeadlineExceededError("timeout: device work using the semaphore is still pending");
   }
   return device_->WaitSubmission(last_use_, timeout_ns);
 }
@@ -108,7 +108,7 @@ Status VulkanSemaphore::Wait(uint64_t value, uint64_t timeout_ns) {
     // VUID-VkSemaphoreSignalInfo-value-03259.)
     KILN_ASSIGN_OR_RETURN(uint64_t current, Query());
     if (current >= value) return OkStatus();
-    return FailedPreconditionError("timeout: semaphore value %llu not reached (payload %llu)",
+    return DeadlineExceededError("timeout: semaphore value %llu not reached (payload %llu)",
                                    static_cast<unsigned long long>(value),
                                    static_cast<unsigned long long>(current));
   }
@@ -119,7 +119,7 @@ Status VulkanSemaphore::Wait(uint64_t value, uint64_t timeout_ns) {
   wait_info.pValues = &value;
   VkResult result = device_->syms().vkWaitSemaphores(device_->handle(), &wait_info, timeout_ns);
   if (result == VK_TIMEOUT) {
-    return FailedPreconditionError("timeout: semaphore value %llu not reached after %llu ns",
+    return DeadlineExceededError("timeout: semaphore value %llu not reached after %llu ns",
                                    static_cast<unsigned long long>(value),
                                    static_cast<unsigned long long>(timeout_ns));
   }

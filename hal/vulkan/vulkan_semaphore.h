@@ -35,7 +35,7 @@ class VulkanSemaphore final : public Semaphore {
   // overtaking it).
   Status Signal(uint64_t value) override;
   // Blocks until payload >= value or `timeout_ns` nanoseconds elapse
-  // (kFailedPrecondition "timeout"; timeout_ns 0 polls, UINT64_MAX waits
+  // (kDeadlineExceeded; timeout_ns 0 polls, UINT64_MAX waits
   // forever).
   Status Wait(uint64_t value, uint64_t timeout_ns) override;
   // Waits for the last device submission that used the semaphore.

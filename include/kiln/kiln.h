@@ -131,6 +131,7 @@ typedef enum kiln_status_code_e {
   KILN_STATUS_FAILED_PRECONDITION = 6,/* wrong state, e.g. aliasing violation */
   KILN_STATUS_INTERNAL = 7,           /* Kiln bug or driver failure */
   KILN_STATUS_OUT_OF_RANGE = 8,       /* index/offset beyond bounds */
+  KILN_STATUS_DEADLINE_EXCEEDED = 9,  /* a bounded wait timed out; nothing changed (appended) */
 } kiln_status_code_t;
 
 /* Code of `status`; KILN_STATUS_OK for NULL. */
@@ -420,11 +421,23 @@ KILN_API kiln_status_t kiln_context_create(kiln_device_t device, const kiln_modu
  *  - device_memory_budget: bytes of device memory that may be live on the
  *    context's device; an allocation a module makes past it fails with
  *    RESOURCE_EXHAUSTED. Contexts sharing one device share the bound.
- * Either way the context stays usable and nothing leaks. */
+ *  - wait_timeout_ns: the longest the host blocks on the context's device
+ *    work in one call: the end of kiln_invoke/kiln_invoke_ex (including
+ *    their reads back mid-program), and kiln_tensor_read/kiln_tensor_write
+ *    of tensors that a kiln_invoke_async of this context writes. Past it the
+ *    call fails with DEADLINE_EXCEEDED. A
+ *    synchronous invocation that timed out returns no results, but its
+ *    device work stays queued and runs once what it is queued behind (an
+ *    unsignalled wait fence of earlier asynchronous work) is done: module
+ *    state it updates then changes; its buffers are freed after it.
+ * Either way the context stays usable and nothing leaks. Callers built
+ * before wait_timeout_ns existed pass the shorter struct_size; it is
+ * accepted (no timeout). */
 typedef struct kiln_context_options_t {
   size_t struct_size; /* sizeof(kiln_context_options_t) */
   uint64_t step_budget;
   uint64_t device_memory_budget; /* bytes */
+  uint64_t wait_timeout_ns;      /* appended; 0: no limit */
 } kiln_context_options_t;
 /* kiln_context_create with `options` (NULL: no limits). The limits hold
  * from the first initializer on. Errors: those of kiln_context_create;
@@ -443,7 +456,7 @@ KILN_API void kiln_context_release(kiln_context_t context);
 /* Blocks until every invocation submitted on `context` has finished, or
  * `timeout_ns` nanoseconds elapse (0 polls; UINT64_MAX: no limit), then
  * frees what finished work released (kiln_context_collect).
- * Errors: FAILED_PRECONDITION with "timeout" in the message (nothing
+ * Errors: DEADLINE_EXCEEDED (nothing
  * changes; e.g. work waits on a wait fence not signalled yet), driver
  * errors. */
 KILN_API kiln_status_t kiln_context_wait_idle(kiln_context_t context, uint64_t timeout_ns);
@@ -521,8 +534,10 @@ KILN_API kiln_status_t kiln_tensor_create_view(kiln_tensor_t parent, size_t byte
  * data is on the host (a staging copy when the memory is not host visible).
  * A result (or output storage, or any view of that storage) of a
  * kiln_invoke_async whose work is still in flight is never read stale: the
- * call first waits, without a time limit, until that invocation's
- * signal_fence is reached (use kiln_tensor_wait for a bounded wait). */
+ * call first waits until that invocation's signal_fence is reached: without
+ * a time limit, or at most the context's wait_timeout_ns
+ * (kiln_context_options_t; DEADLINE_EXCEEDED, nothing read).
+ * kiln_tensor_wait bounds the wait per call. */
 KILN_API kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes);
 
 /* Copies `src_bytes` bytes from `src` into the tensor's existing storage (a
@@ -543,8 +558,7 @@ KILN_API kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, 
  * tensor's storage (as a result or output storage) has finished, or
  * `timeout_ns` nanoseconds elapse (0 polls; UINT64_MAX waits forever).
  * Returns at once for tensors with no such work in flight.
- * Errors: INVALID_ARGUMENT (NULL), FAILED_PRECONDITION with "timeout" in the
- * message when the time ran out (nothing changes: wait again), driver
+ * Errors: INVALID_ARGUMENT (NULL), DEADLINE_EXCEEDED when the time ran out (nothing changes: wait again), driver
  * errors. No host allocation. */
 KILN_API kiln_status_t kiln_tensor_wait(kiln_tensor_t tensor, uint64_t timeout_ns);
 
@@ -567,10 +581,11 @@ KILN_API size_t kiln_tensor_byte_size(kiln_tensor_t tensor);     /* 0 for NULL *
  * tensor<1x4xf32>", arity mismatch, NULL handles), FAILED_PRECONDITION (an
  * input aliases output storage), errors raised while running, annotated with
  * function, bytecode offset and source location.
- * Waiting: the call blocks until its device work is done, without a time
- * limit; it runs after earlier kiln_invoke_async work of the context, so
- * work held back by an unsignalled wait fence holds it too (bound that with
- * kiln_context_wait_idle first). */
+ * Waiting: the call blocks until its device work is done; it runs after
+ * earlier kiln_invoke_async work of the context, so work held back by an
+ * unsignalled wait fence holds it too. The block is bounded by the
+ * context's wait_timeout_ns (kiln_context_options_t; DEADLINE_EXCEEDED),
+ * else unbounded (kiln_context_wait_idle first bounds it). */
 KILN_API kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
                           const kiln_tensor_t* args, size_t arg_count,
                           kiln_tensor_t* out_results, size_t result_count);
@@ -668,7 +683,7 @@ KILN_API void kiln_fence_release(kiln_fence_t fence);
 /* kiln_fence_release with a deadline (as kiln_context_release_within): when
  * this release would block (see kiln_fence_release) and that work does not
  * retire within `timeout_ns` (0 polls; UINT64_MAX: no limit), returns
- * FAILED_PRECONDITION with "timeout" in the message and releases NOTHING
+ * DEADLINE_EXCEEDED and releases NOTHING
  * (the caller still owns its reference: signal the fences the work waits
  * on, then call again). Otherwise releases the reference and returns NULL.
  * NULL `fence` is ignored; a released handle gives INVALID_ARGUMENT. */

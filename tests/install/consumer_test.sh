@@ -8,13 +8,16 @@
 #      libkiln.a holds any vk* symbol, and libkiln.a defines no strong global
 #      symbol but kiln_* (no flatbuffers, no Kiln internals).
 #   3. alexa_v0.1.onnx (a real model; .cache/models from scripts/setup.sh) is
-#      compiled with the INSTALLED kiln-compile.
+#      compiled with the INSTALLED kiln-compile. libkiln_compiler.so exports
+#      exactly the functions of kiln/kiln_compiler.h.
 #   4. Four consumer builds, each linking libvulkan too and calling
 #      vkEnumerateInstanceVersion itself before and after running alexa:
 #        C99   + find_package(Kiln)  + Kiln::runtime (shared)
 #        C++17 + find_package(Kiln)  + Kiln::runtime_static
 #        C99   + pkg-config kiln-static (cc command line)
 #        C++17 + pkg-config kiln        (c++ command line, shared)
+#      and a fifth, C99 + find_package(Kiln) + Kiln::compiler + Kiln::runtime,
+#      that compiles alexa_v0.1.onnx in process with the compiler library.
 #      Each must match the ONNX Runtime golden in tests/golden/alexa_v0.1
 #      with no Vulkan validation message (validation is on in ctest).
 #
@@ -43,7 +46,8 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
 for f in include/kiln/kiln.h lib/libkiln.so lib/libkiln.so.1 lib/libkiln.a \
          lib/cmake/Kiln/KilnConfig.cmake lib/cmake/Kiln/KilnConfigVersion.cmake \
          lib/cmake/Kiln/KilnTargets.cmake lib/pkgconfig/kiln.pc lib/pkgconfig/kiln-static.pc \
-         bin/kiln-run bin/kiln-dump bin/kiln-compile; do
+         bin/kiln-run bin/kiln-dump bin/kiln-compile include/kiln/kiln_compiler.h \
+         lib/libkiln_compiler.so lib/libkiln_compiler.so.1 lib/pkgconfig/kiln-compiler.pc; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 soname=$(readelf -d "$prefix/lib/libkiln.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -66,6 +70,16 @@ for lib in libkiln.so libkiln.a; do
 done
 awk '{print $2}' <<<"$(nm -D --undefined-only "$prefix/lib/libkiln.so")" | grep -E '^vk' &&
   fail "libkiln.so needs vk* symbols from the app"
+sed -n 's/^KILN_COMPILER_API .*[ *]\(kiln_[a-z0-9_]*\)(.*/\1/p' "$prefix/include/kiln/kiln_compiler.h" |
+  sort -u >"$work/compiler_api.txt"
+nm -D --defined-only "$prefix/lib/libkiln_compiler.so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' |
+  sort -u >"$work/compiler_exports.txt"
+if ! diff -u "$work/compiler_api.txt" "$work/compiler_exports.txt" >"$work/compiler_exports.diff"; then
+  fail "libkiln_compiler.so exports differ from the kiln_compiler.h allow-list:"
+  cat "$work/compiler_exports.diff"
+fi
+[ "$(wc -l <"$work/compiler_api.txt")" -eq 4 ] ||
+  fail "allow-list from kiln_compiler.h looks wrong: $(wc -l <"$work/compiler_api.txt") names"
 # Strong global definitions in the archive: only the API (weak W/V symbols are
 # libstdc++ template instances, merged with the app's own copies).
 nm -g --defined-only "$prefix/lib/libkiln.a" | awk 'NF == 3 && $2 ~ /^[TDBR]$/ {print $3}' |
@@ -85,8 +99,11 @@ for p in consumer_c consumer_cxx; do
   cp -r "$here/$p" "$work/$p"
   cp "$src/samples/c_api/npy_read.c" "$src/samples/c_api/npy_read.h" "$work/$p/"
 done
-run_consumer() { # label, binary, want_static(0/1)
+run_consumer() { # label, binary, want_static(0/1) [model and compile flags]
   local label=$1 bin=$2 want_static=$3 out
+  shift 3
+  local model_args=("$@")
+  [ ${#model_args[@]} -gt 0 ] || model_args=("$work/alexa.kiln")
   if [ ! -x "$bin" ]; then fail "[$label] not built"; return; fi
   # ldd's output is captured first: `ldd | grep -q` under pipefail fails
   # whenever grep exits before ldd finishes writing (SIGPIPE).
@@ -98,7 +115,7 @@ run_consumer() { # label, binary, want_static(0/1)
     [ "$want_static" = 1 ] || fail "[$label] does not link libkiln.so"
   fi
   grep -q "libvulkan.so" <<<"$libs" || fail "[$label] does not link libvulkan"
-  out=$("$bin" "$work/alexa.kiln" "$golden/input_0.npy" "$golden/output_0.npy" 2>&1)
+  out=$("$bin" "${model_args[0]}" "$golden/input_0.npy" "$golden/output_0.npy" "${model_args[@]:1}" 2>&1)
   local rc=$?
   echo "[$label] $(grep '^ok:' <<<"$out")"
   if [ $rc -ne 0 ] || ! grep -q '^ok:' <<<"$out"; then
@@ -107,20 +124,28 @@ run_consumer() { # label, binary, want_static(0/1)
     fail "[$label] validation messages: $out"
   fi
 }
-cmake_consumer() { # label, project dir, kiln target, binary name, want_static
+cmake_consumer() { # label, project dir, kiln target, binary name, want_static [run args]
   local label=$1 dir=$2 target=$3 name=$4 want_static=$5 b="$work/build_$1"
+  shift 5
+  local with_compiler=OFF
+  [ $# -gt 0 ] && with_compiler=ON
   if cmake -S "$work/$dir" -B "$b" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
-       -DKILN_TARGET="$target" -DCMAKE_BUILD_TYPE=Release >"$b.log" 2>&1 &&
+       -DKILN_TARGET="$target" -DKILN_WITH_COMPILER=$with_compiler -DCMAKE_BUILD_TYPE=Release \
+       >"$b.log" 2>&1 &&
      cmake --build "$b" >>"$b.log" 2>&1; then
-    run_consumer "$label" "$b/$name" "$want_static"
+    run_consumer "$label" "$b/$name" "$want_static" "$@"
   else
     cat "$b.log"; fail "[$label] build"
   fi
 }
 cmake_consumer c99-find_package-shared consumer_c Kiln::runtime kiln-consumer-c 0
 cmake_consumer cxx17-find_package-static consumer_cxx Kiln::runtime_static kiln-consumer-cxx 1
+cmake_consumer c99-find_package-compiler consumer_c Kiln::runtime kiln-consumer-c 0 \
+  "$model" --input-shape="$shape"
 
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+grep -q -- "-lkiln_compiler" <<<"$(pkg-config --libs kiln-compiler)" ||
+  fail "pkg-config kiln-compiler: '$(pkg-config --libs kiln-compiler)'"
 pc_c="$work/pc_c99_static"
 if cc -std=c99 -Wall -Werror $(pkg-config --cflags kiln-static) -o "$pc_c" \
      "$work/consumer_c/consumer.c" "$work/consumer_c/npy_read.c" \
@@ -144,4 +169,4 @@ if [ $fails -ne 0 ]; then
   echo "$fails failure(s)"
   exit 1
 fi
-echo "PASS: installed Kiln ($(wc -l <"$work/api.txt") API functions exported, no vk* symbols); 4 consumers match the alexa golden"
+echo "PASS: installed Kiln ($(wc -l <"$work/api.txt") API functions exported, no vk* symbols); 5 consumers match the alexa golden (one compiled it in process)"

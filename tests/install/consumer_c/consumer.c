@@ -4,6 +4,10 @@
  * runs a one-input, one-output model and compares the result with a golden.
  *
  *   kiln-consumer-c MODEL.kiln INPUT.npy GOLDEN.npy
+ *   kiln-consumer-c MODEL.onnx INPUT.npy GOLDEN.npy [COMPILE FLAG...]
+ *
+ * The second form (built with KILN_WITH_COMPILER, linking Kiln::compiler)
+ * compiles the ONNX model in process with the compiler library first.
  *
  * Tolerance (as tests/e2e/model_golden_test.cc): 1e-4 absolute, or 1e-3
  * relative where |golden| > 1. Prints "ok: N values match" and exits 0;
@@ -12,7 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include <kiln/kiln.h>
+#ifdef KILN_WITH_COMPILER
+#include <kiln/kiln_compiler.h>
+#endif
 #include <vulkan/vulkan.h>
 
 #include "npy_read.h"
@@ -47,9 +56,15 @@ int main(int argc, char** argv) {
   char err[512];
   size_t i, bad = 0;
   int rc = 1;
+#ifdef KILN_WITH_COMPILER
+  kiln_compile_output_t compiled = {0};
+#endif
 
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s MODEL.kiln INPUT.npy GOLDEN.npy\n", argv[0]);
+  size_t name_len = argc > 1 ? strlen(argv[1]) : 0;
+  int from_onnx = name_len > 5 && strcmp(argv[1] + name_len - 5, ".onnx") == 0;
+  if (argc < 4 || (argc > 4 && !from_onnx)) {
+    fprintf(stderr, "usage: %s MODEL.kiln|MODEL.onnx INPUT.npy GOLDEN.npy [COMPILE FLAG...]\n",
+            argv[0]);
     return 2;
   }
   if (check_app_vulkan("before kiln")) return 1;
@@ -67,7 +82,25 @@ int main(int argc, char** argv) {
     rc = fail(status, "device");
     goto done;
   }
-  if ((status = kiln_module_load_from_file(instance, argv[1], &module))) {
+  if (from_onnx) {
+#ifdef KILN_WITH_COMPILER
+    if (kiln_compile_onnx_file(argv[1], (const char* const*)(argv + 4), (size_t)(argc - 4),
+                               &compiled) != 0) {
+      fprintf(stderr, "error: compile: %s\n", compiled.error);
+      goto done;
+    }
+    printf("compiled in process by libkiln_compiler %s: %zu bytes\n", kiln_compiler_version(),
+           compiled.module_size);
+    /* Zero-copy: the bytes stay alive until the module is released. */
+    status = kiln_module_load_from_memory(instance, compiled.module, compiled.module_size, &module);
+#else
+    fprintf(stderr, "error: built without KILN_WITH_COMPILER: compile %s first\n", argv[1]);
+    goto done;
+#endif
+  } else {
+    status = kiln_module_load_from_file(instance, argv[1], &module);
+  }
+  if (status) {
     rc = fail(status, "module");
     goto done;
   }
@@ -118,6 +151,9 @@ done:
   kiln_tensor_release(input);
   kiln_context_release(context);
   kiln_module_release(module);
+#ifdef KILN_WITH_COMPILER
+  kiln_compile_output_free(&compiled);
+#endif
   kiln_device_release(device);
   kiln_instance_release(instance);
   npy_array_free(&golden);
