@@ -48,6 +48,11 @@ const GOLDENS = [
   ['cls_rotated', 'ch_ppocr_mobile_v2.0_cls_infer.onnx'],
   ['melspectrogram', 'melspectrogram.onnx'],
   ['embedding_model', 'embedding_model.onnx'],
+  // embedding_model quantized to int8 QDQ by scripts/setup.sh (quantize_qdq.py),
+  // on embedding_model's input (its calibration input).
+  ['embedding_int8', 'embedding_model_int8.onnx'],
+  // ... and on other audio, outside its calibration set (activations may saturate).
+  ['embedding_int8_other', 'embedding_model_int8.onnx'],
   ['alexa_v0.1', 'alexa_v0.1.onnx'],
   ['hey_mycroft_v0.1', 'hey_mycroft_v0.1.onnx'],
   ['hey_rhasspy_v0.1', 'hey_rhasspy_v0.1.onnx'],
@@ -154,11 +159,17 @@ async function makeInputs(tmp) {
   if (mel.length !== 76 * 32) throw new Error(`expected 76 mel frames, got ${mel.length / 32}`);
   fs.mkdirSync(path.join(GOLDEN_DIR, 'embedding_model'), { recursive: true });
   writeNpy(path.join(GOLDEN_DIR, 'embedding_model', 'input_0.npy'), 'float32', [1, 76, 32, 1], mel);
+  fs.mkdirSync(path.join(GOLDEN_DIR, 'embedding_int8'), { recursive: true });
+  writeNpy(path.join(GOLDEN_DIR, 'embedding_int8', 'input_0.npy'), 'float32', [1, 76, 32, 1], mel);
 
   // Heads: (1-t) * real embeddings + t * noise. Real embeddings of non-speech give
   // scores near 0 and pure noise saturates some heads at 1.0 (useless as a golden);
   // t was picked per head so the output lands mid-range (checked in all()).
   const headMel = await melFrames(readNpy(path.join(tmp, 'head_audio.npy')));
+  // embedding_int8_other: the last 76 frames of the head audio.
+  fs.mkdirSync(path.join(GOLDEN_DIR, 'embedding_int8_other'), { recursive: true });
+  writeNpy(path.join(GOLDEN_DIR, 'embedding_int8_other', 'input_0.npy'), 'float32', [1, 76, 32, 1],
+    headMel.slice(headMel.length - 76 * 32));
   const emb = await session(path.join(MODELS_DIR, 'embedding_model.onnx'));
   const frames = headMel.length / 32;
   const embs = [];

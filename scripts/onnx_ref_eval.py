@@ -9,8 +9,9 @@ Float initializers and float inputs are cast to `dtype` (np.float64 gives an
 independent high-precision reference; np.float32 a plain float32 one), so
 every op runs in that precision. `env` maps every value name (subgraph values
 included) to its array, for bisecting where two implementations diverge.
-Only the op set of the models in .cache/models that were investigated with
-it (silero_vad) is covered; any other op raises NotImplementedError. Needs
+Only the op set of the models in .cache/models that use it (silero_vad,
+investigated with it; embedding_model, calibrated with it by
+quantize_qdq.py) is covered; any other op raises NotImplementedError. Needs
 /usr/bin/python3 (numpy + onnx).
 """
 import numpy as np
@@ -150,7 +151,17 @@ class Evaluator:
             axes = tuple(at['axes']) if 'axes' in at else None
             return [np.mean(x[0], axis=axes, keepdims=bool(at.get('keepdims', 1))).astype(x[0].dtype)]
         if op == 'Conv':
-            return [self._conv1d(x, at)]
+            return [self._conv2d(x, at) if x[0].ndim == 4 else self._conv1d(x, at)]
+        if op == 'LeakyRelu':
+            a = at.get('alpha', 0.01)
+            return [np.where(x[0] >= 0, x[0], x[0] * a).astype(x[0].dtype)]
+        if op == 'Max':
+            r = x[0]
+            for v in x[1:]:
+                r = np.maximum(r, v)
+            return [r.astype(x[0].dtype)]
+        if op == 'MaxPool':
+            return [self._maxpool2d(x[0], at)]
         if op == 'LSTM':
             return self._lstm(x, at)
         raise NotImplementedError(op)
@@ -178,6 +189,50 @@ class Evaluator:
             out[:, gi * mg:(gi + 1) * mg] = np.einsum('nckl,mck->nml', xs, ws)
         if b is not None:
             out += b[None, :, None]
+        return out
+
+    def _conv2d(self, x, at):
+        # NCHW, explicit pads (auto_pad NOTSET only), groups, strides, dilations.
+        inp, w = x[0], x[1]
+        b = x[2] if len(x) > 2 and x[2] is not None else None
+        if at.get('auto_pad', b'NOTSET') not in (b'NOTSET', 'NOTSET'):
+            raise NotImplementedError('Conv auto_pad')
+        g = at.get('group', 1)
+        sh, sw = at.get('strides', [1, 1])
+        dh, dw = at.get('dilations', [1, 1])
+        pt, pl, pb, pr = at.get('pads', [0, 0, 0, 0])
+        xp = np.pad(inp, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+        n, c, hh, ww = xp.shape
+        m, cg, kh, kw = w.shape
+        oh = (hh - dh * (kh - 1) - 1) // sh + 1
+        ow = (ww - dw * (kw - 1) - 1) // sw + 1
+        iy = np.arange(oh)[None, :] * sh + np.arange(kh)[:, None] * dh  # [KH, OH]
+        ix = np.arange(ow)[None, :] * sw + np.arange(kw)[:, None] * dw  # [KW, OW]
+        cols = xp[:, :, iy[:, :, None, None], ix[None, None, :, :]]  # [N, C, KH, OH, KW, OW]
+        mg = m // g
+        out = np.empty((n, m, oh, ow), dtype=self.dtype)
+        for gi in range(g):
+            xs = cols[:, gi * cg:(gi + 1) * cg]
+            ws = w[gi * mg:(gi + 1) * mg]  # [mg, cg, KH, KW]
+            out[:, gi * mg:(gi + 1) * mg] = np.einsum('ncyhxw,mcyx->nmhw', xs, ws)
+        if b is not None:
+            out += b[None, :, None, None]
+        return out
+
+    def _maxpool2d(self, inp, at):
+        # NCHW, explicit pads (padding never wins), strides; no dilations/ceil_mode.
+        if at.get('ceil_mode', 0) or any(d != 1 for d in at.get('dilations', [1, 1])) or inp.ndim != 4:
+            raise NotImplementedError('MaxPool variant')
+        kh, kw = at['kernel_shape']
+        sh, sw = at.get('strides', [1, 1])
+        pt, pl, pb, pr = at.get('pads', [0, 0, 0, 0])
+        xp = np.pad(inp, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-np.inf)
+        oh = (xp.shape[2] - kh) // sh + 1
+        ow = (xp.shape[3] - kw) // sw + 1
+        out = np.full(inp.shape[:2] + (oh, ow), -np.inf, dtype=inp.dtype)
+        for y in range(kh):
+            for x in range(kw):
+                out = np.maximum(out, xp[:, :, y:y + sh * (oh - 1) + 1:sh, x:x + sw * (ow - 1) + 1:sw])
         return out
 
     def _lstm(self, x, at):

@@ -23,7 +23,7 @@ packages=(
   llvm-15-tools libgtest-dev libgmock-dev libbenchmark-dev
   imagemagick fonts-dejavu-core fonts-dejavu-extra fonts-liberation espeak-ng sox
   libopencv-dev libpolyclipping-dev
-  python3-numpy
+  python3-numpy python3-onnx
 )
 
 if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
@@ -86,6 +86,25 @@ while read -r sum rel; do
     ww/*)  check_copy "$ww/${rel#ww/}" "$sum" "$cache/models/$(basename "$rel")" ;;
   esac
 done < "$root/scripts/models.sha256"
+
+# embedding_model_int8.onnx: embedding_model quantized in QDQ form (int8
+# per-channel weights, u8 per-tensor activations) by scripts/quantize_qdq.py,
+# calibrated on tests/golden/embedding_model's input. ONNX Runtime's quantizer
+# (onnxruntime.quantization) is not packaged in Debian; this uses python3-onnx.
+int8="$cache/models/embedding_model_int8.onnx"
+int8_sum=$(awk '$2 == "gen/embedding_model_int8.onnx" {print $1}' "$root/scripts/models.sha256")
+if [ ! -f "$int8" ]; then
+  if /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null; then
+    /usr/bin/python3 "$root/scripts/quantize_qdq.py" "$cache/models/embedding_model.onnx" "$int8.tmp" \
+      input_1="$root/tests/golden/embedding_model/input_0.npy" >/dev/null && mv -f "$int8.tmp" "$int8"
+  else
+    echo "setup: python3-onnx missing: $int8 not made (the int8 golden test skips)"
+  fi
+fi
+if [ -f "$int8" ] && [ "$(sha256sum "$int8" | cut -d' ' -f1)" != "$int8_sum" ]; then
+  echo "setup: warning: $int8 differs from the model tests/golden/embedding_int8 was made from" \
+       "(sha256 $int8_sum); regenerate the golden (tests/golden/README.md)" >&2
+fi
 
 # onnxruntime-node: the golden oracle (scripts/gen_golden.mjs); optional for tests.
 if [ ! -d "$cache/ort/node_modules/onnxruntime-node" ]; then

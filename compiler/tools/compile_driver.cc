@@ -41,6 +41,9 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
     options->pipeline.disable_elision = true;
   } else if (flag == "--native-fma") {
     options->emit.codegen.exact_fma = false;
+  } else if (Value(flag, "--precision", &v)) {
+    if (v != "f32" && v != "f16") return InvalidArgumentError("bad --precision '%s' (want f32 or f16)", v.c_str());
+    options->pipeline.precision_f16 = v == "f16";
   } else {
     return NotFoundError("not a compile flag: '%s'", flag.c_str());
   }
@@ -79,7 +82,7 @@ StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOp
                                              target::EmitReport* report) {
   KILN_RETURN_IF_ERROR(PrepareModule(module, options));
   ir::PassContext ctx;
-  KILN_RETURN_IF_ERROR(transforms::RunPasses(module, transforms::DefaultPipeline(), options.pipeline, ctx));
+  KILN_RETURN_IF_ERROR(transforms::RunPasses(module, transforms::PipelineFor(options.pipeline), options.pipeline, ctx));
   return target::EmitModule(module, options.emit, report);
 }
 

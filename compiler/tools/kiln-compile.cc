@@ -6,7 +6,12 @@
 //                [--topology=unified|discrete|FILE]
 //                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
-//                [--module-name=NAME] [--native-fma]
+//                [--module-name=NAME] [--native-fma] [--precision=f32|f16]
+//
+// --precision=f16: weights and activations are stored as f16, arithmetic and
+// accumulation stay f32, inputs and outputs keep their declared dtypes
+// (compiler/transforms/demote_f32_to_f16.cc; docs/precision.md gives the
+// error to expect). Default f32.
 //
 // --native-fma: f32 dot products (conv, matmul) use GLSL fma(), one
 // instruction where the GPU fuses it, instead of the default kiln_fma (a
@@ -82,6 +87,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--report", nullptr, "print module size, dispatches, executables, constant and arena bytes"},
         {"--module-name", "NAME", "the module's name, which other modules import it by"},
         {"--native-fma", nullptr, "dot products use GLSL fma() instead of the once-rounded kiln_fma"},
+        {"--precision", "f32|f16", "f16: store weights and activations as f16 (f32 arithmetic; ABI unchanged)"},
     },
     "--sequence-input: =[2x3,4] lists element shapes, =[] is empty, =none an absent optional;\n"
     "its elements become arguments NAME.0, NAME.1, ...\n"};
@@ -160,7 +166,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> copy_remarks;
   pipeline_options.last_copy_remarks = &copy_remarks;
   kiln::ir::PassContext ctx;
-  kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::DefaultPipeline(), pipeline_options, ctx);
+  kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::PipelineFor(pipeline_options), pipeline_options, ctx);
   for (const std::string& ir : after_each) std::cerr << ir << "\n";
   if (!piped.ok()) return Fail(piped.message());
   if (explain_copies) {

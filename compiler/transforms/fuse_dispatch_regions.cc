@@ -7,7 +7,7 @@
 //     tensor op starts a group of its own) followed by elementwise consumers
 //     (an epilogue: bias, activation, folded batch-norm, residual add), and
 //     for conv2d and matmul optionally preceded by a short elementwise
-//     prologue on a data operand, or
+//     prologue on a data or weight operand, or
 //   - a chain of elementwise ops.
 //
 // Epilogue. An elementwise op joins its producer's group when
@@ -38,7 +38,10 @@
 // conv's input load it costs a load of s[c] and a multiply per input element
 // loaded, and saves writing and re-reading the whole [C,H,W] product and one
 // dispatch. A prologue that holds an anchor is never merged (the anchor would
-// be recomputed for every element the consumer loads).
+// be recomputed for every element the consumer loads). The conv2d weight
+// (operand 1) takes a prologue too: a QDQ model's dequantized 8-bit weight,
+// f32(w_i8) * scale[o] (the importer keeps it unfolded, onnx_quantize.cc), so
+// the weight stays 8-bit in the constant pool and is dequantized at each load.
 //
 // This is the producer-consumer elementwise fusion of XLA and IREE's
 // dispatch-region formation, restricted to what needs no tiling analysis.
@@ -270,7 +273,8 @@ class FuseDispatchRegionsPass : public ir::Pass {
   static bool IsCheapElementwise(const std::string& n) {
     static const std::set<std::string> k = {"tensor.add", "tensor.sub", "tensor.mul",
                                             "tensor.div", "tensor.neg", "tensor.relu",
-                                            "tensor.clamp", "tensor.max", "tensor.min"};
+                                            "tensor.clamp", "tensor.max", "tensor.min",
+                                            "tensor.cast"};
     return k.count(n) != 0;
   }
 
@@ -284,7 +288,7 @@ class FuseDispatchRegionsPass : public ir::Pass {
       if (g.ops.empty()) continue;
       ir::Operation* anchor = g.ops.front();
       std::vector<unsigned> data_operands;
-      if (anchor->is("tensor.conv2d")) data_operands = {0};
+      if (anchor->is("tensor.conv2d")) data_operands = {0, 1};
       else if (anchor->is("tensor.matmul")) data_operands = {0, 1};
       for (unsigned i : data_operands) {
         if (i >= anchor->num_operands()) continue;

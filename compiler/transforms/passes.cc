@@ -16,6 +16,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("elide-timepoints", CreateElideTimepointsPass);
   ir::RegisterPass("convert-to-stream", CreateConvertToStreamPass);
   ir::RegisterPass("resource-lifetime", CreateResourceLifetimePass);
+  ir::RegisterPass("demote-f32-to-f16", CreateDemoteF32ToF16Pass);
 }
 
 }  // namespace kiln::transforms

@@ -49,6 +49,10 @@ std::unique_ptr<ir::Pass> CreateElideDeadWritesPass();
 
 std::unique_ptr<ir::Pass> CreateResourceLifetimePass();  // --resource-lifetime: dealloca / retain / release
 
+// --demote-f32-to-f16: f32 tensors are stored as f16 (f32 arithmetic), the
+// ABI keeps its dtypes (kiln-compile --precision=f16).
+std::unique_ptr<ir::Pass> CreateDemoteF32ToF16Pass();
+
 }  // namespace kiln::transforms
 
 #endif  // KILN_COMPILER_TRANSFORMS_PASSES_H_

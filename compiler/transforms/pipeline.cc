@@ -31,6 +31,12 @@ const std::vector<std::string>& DefaultPipeline() {
   return kPipeline;
 }
 
+std::vector<std::string> PipelineFor(const PipelineOptions& options) {
+  std::vector<std::string> flags = DefaultPipeline();
+  if (options.precision_f16) flags.insert(flags.begin(), "demote-f32-to-f16");
+  return flags;
+}
+
 Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, const PipelineOptions& options,
                  ir::PassContext& ctx) {
   RegisterAllPasses();

@@ -24,10 +24,17 @@ struct PipelineOptions {
   // on (before scheduling wraps the program in execution regions). The
   // passes after it add and remove no copies (--explain-copies).
   std::vector<std::string>* last_copy_remarks = nullptr;
+  // Store f32 tensors as f16, arithmetic in f32 (--demote-f32-to-f16 first;
+  // kiln-compile --precision=f16).
+  bool precision_f16 = false;
 };
 
 // Pass flags of the tensor-to-dispatch pipeline, in order.
 const std::vector<std::string>& DefaultPipeline();
+
+// DefaultPipeline() with the passes `options` asks for added
+// (--demote-f32-to-f16 first when precision_f16).
+std::vector<std::string> PipelineFor(const PipelineOptions& options);
 
 // Runs `flags` in order on `module`.
 Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, const PipelineOptions& options,

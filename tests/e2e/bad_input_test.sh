@@ -68,6 +68,9 @@ expect_error "garbage onnx" "" "$compile" "$work/garbage.onnx" -o "$work/x.kiln"
 # A wrong --input-shape name lists the graph's real inputs (test_relu: x).
 expect_error "input-shape name" "--input-shape names 'y', which is not a graph input (graph inputs: 'x')" \
   "$compile" "$node/test_relu/model.onnx" --input-shape=y=3x4x5 -o "$work/x.kiln"
+# An unknown --precision is named, with the ones there are.
+expect_error "precision" "bad --precision 'f8' (want f32 or f16)" \
+  "$compile" "$node/test_relu/model.onnx" --precision=f8 -o "$work/x.kiln"
 # kiln-compile's flags: space form, --version, suggestions, described --help.
 "$compile" "$node/test_relu/model.onnx" --input-shape x=3x4x5 -o "$work/relu_space.kiln" >/dev/null 2>&1 &&
   cmp -s "$work/relu.kiln" "$work/relu_space.kiln" ||

@@ -212,6 +212,11 @@ std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::s
   return RunModuleBytes(bytes.value(), inputs, outputs);
 }
 
+std::string RunModule(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
+                      std::vector<HostTensor>* outputs) {
+  return RunModuleBytes(module_bytes, inputs, outputs);
+}
+
 Program::~Program() {
   kiln_context_release(context);
   kiln_module_release(module);

@@ -68,6 +68,11 @@ std::string CompileAndRun(const std::string& onnx_path, const onnx_import::Impor
                           const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs,
                           std::vector<std::string>* result_names);
 
+// Runs main of the compiled module `module_bytes` on `inputs` (as the above,
+// for callers that compile with their own driver::CompileOptions).
+std::string RunModule(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
+                      std::vector<HostTensor>* outputs);
+
 // Parses `kir` (textual IR at the tensor, dispatch or stream level), runs the
 // default pipeline and emission, and runs main on `inputs`.
 std::string CompileTextAndRun(const std::string& kir, const std::vector<HostTensor>& inputs,

@@ -215,7 +215,7 @@ Value* Importer::Emit(const std::string& name, const std::vector<Value*>& operan
     if (!cs.back()) all_const = false;
   }
   int64_t count = SafeNumElements(type.shape);
-  if (all_const && count >= 0 && (name == "tensor.reshape" || count <= kMaxFoldElements)) {
+  if (fold_ && all_const && count >= 0 && (name == "tensor.reshape" || count <= kMaxFoldElements)) {
     DenseElements folded;
     if (EvaluateOp(name, cs, type, attrs, &folded)) return Constant(std::move(folded));
   }
@@ -1001,6 +1001,9 @@ Status Importer::Conv(const onnx::NodeProto& n, const std::vector<Value*>& in,
     if (b->type().shape != Shape{ws[0]}) return Invalid("Conv bias must be [" + std::to_string(ws[0]) + "]");
     if (b->type().dtype != x->type().dtype) return Invalid("Conv bias dtype differs");
   }
+  // A QDQ convolution runs on its integers, exactly (onnx_qdq_conv.cc).
+  std::vector<float> sxsw;
+  KILN_ASSIGN_OR_RETURN(bool exact_qdq, ExactQdqConvOperands(&x, &w, &b, &sxsw));
   if (r == 3) {  // 1-D: conv2d with H = 1
     x = Reshape(x, {xs[0], xs[1], 1, xs[2]});
     w = Reshape(w, {ws[0], ws[1], 1, ws[2]});
@@ -1015,6 +1018,11 @@ Status Importer::Conv(const onnx::NodeProto& n, const std::vector<Value*>& in,
   Value* y = Emit("tensor.conv2d", ops, Type::Tensor(x->type().dtype, os),
                   {{"strides", strides}, {"pads", pads}, {"dilations", dil}, {"group", group}});
   if (r == 3) y = Reshape(y, {xs[0], ws[0], out_sp[1]});
+  if (exact_qdq) {
+    Value* acc = y;
+    KILN_ASSIGN_OR_RETURN(y, ScaleChannels(acc, sxsw));
+    qdq_convs_[y] = QdqConv{acc, sxsw};
+  }
   out[0] = y;
   return OkStatus();
 }

@@ -29,6 +29,9 @@ using Shape = std::vector<int64_t>;
 // Ops whose results have more elements than this are not folded (the op is
 // kept and runs on the device). Reshapes of constants are always folded (free).
 constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+// 8-bit constants at least this large stay 8-bit when dequantized
+// (DequantizeLinear, onnx_quantize.cc; QDQ convolutions, onnx_qdq_conv.cc).
+constexpr int64_t kMinInt8WeightElements = 256;
 // Constants the importer creates from scratch (ConstantOfShape, Range) are
 // capped so that a hostile model cannot make the compiler allocate unbounded memory.
 constexpr int64_t kMaxCreatedElements = int64_t{1} << 28;
@@ -186,7 +189,8 @@ class Importer {
   }
 
   // --- emission ----------------------------------------------------------------
-  // Creates `name` (or folds it into a constant when every operand is constant).
+  // Creates `name` (or folds it into a constant when every operand is
+  // constant, unless fold_ is false: see DequantizeLinear).
   Value* Emit(const std::string& name, const std::vector<Value*>& operands, const Type& type,
               Attrs attrs = {});
   Value* Constant(DenseElements d, const std::string& loc);
@@ -434,6 +438,29 @@ class Importer {
   StatusOr<Value*> IntegerMatMul(Value* a, Value* a_zp, Value* b, Value* b_zp);
   StatusOr<Value*> IntegerConv(Value* x, Value* x_zp, Value* w, Value* w_zp);
 
+  // QDQ convolutions computed exactly (onnx_qdq_conv.cc). A DequantizeLinear
+  // result's quantized input, shaped scale and f32 zero point (may be null).
+  struct DqInfo {
+    Value* q;
+    Value* scale;
+    Value* zp;
+  };
+  // A Conv run on zero-point-shifted integers: its f32 integer sums (bias
+  // included) and s_x * s_w[o] per output channel.
+  struct QdqConv {
+    Value* acc;
+    std::vector<float> sxsw;
+  };
+  // When Conv's x, w, b are DequantizeLinear results that qualify, replaces
+  // them by the zero-point-shifted integers (f32) and sets *sxsw; false
+  // (operands untouched) otherwise.
+  StatusOr<bool> ExactQdqConvOperands(Value** x, Value** w, Value** b, std::vector<float>* sxsw);
+  // acc * v[o] along axis 1.
+  StatusOr<Value*> ScaleChannels(Value* acc, const std::vector<float>& v);
+  // QuantizeLinear of a QdqConv result: saturate(round(acc * (sxsw[o] / s_y))
+  // + zp) as `dt`; nullptr when s_y or zp is not a per-tensor constant.
+  StatusOr<Value*> QdqConvRequantize(const QdqConv& c, Value* y_scale, Value* y_zp, DType dt);
+
   // re/im of the DFT of xr (+ i xi, xi may be null) along the last axis: N
   // points, K bins (onnx_signal.cc).
   StatusOr<std::pair<Value*, Value*>> DftLastAxis(Value* xr, Value* xi, int64_t N, int64_t K, bool inverse);
@@ -457,6 +484,11 @@ class Importer {
   std::string loc_prefix_;
   int depth_ = 0;
   int64_t nodes_imported_ = 0;
+  // Emit folds constant operands while true. DequantizeLinear clears it for an
+  // 8-bit weight so that the weight stays 8-bit in the module (onnx_quantize.cc).
+  bool fold_ = true;
+  std::map<Value*, DqInfo> dq_info_;       // DequantizeLinear results
+  std::map<Value*, QdqConv> qdq_convs_;    // Conv results computed exactly
 };
 
 // Sets the importer's insertion block for a scope (RAII).

@@ -77,6 +77,14 @@ Status Importer::QuantizeLinear(const onnx::NodeProto& n, const std::vector<Valu
   else if (HasAttr("output_dtype")) dt = ConvertDType(static_cast<int32_t>(AttrInt("output_dtype", 2)));
   if (!IsQuantDType(dt))
     return Unimpl(std::string("QuantizeLinear to ") + DTypeName(dt) + " (u8 and i8 only)");
+  // The requantization of a QDQ convolution computed exactly (onnx_qdq_conv.cc).
+  if (auto qc = qdq_convs_.find(x); qc != qdq_convs_.end()) {
+    KILN_ASSIGN_OR_RETURN(Value* r, QdqConvRequantize(qc->second, in[1], zp, dt));
+    if (r) {
+      out[0] = r;
+      return OkStatus();
+    }
+  }
   const Shape& xs = x->type().shape;
   const int64_t axis = AttrInt("axis", 1);
   KILN_ASSIGN_OR_RETURN(Value* scale, QuantParam(in[1], xs, axis, "y_scale"));
@@ -101,12 +109,25 @@ Status Importer::DequantizeLinear(const onnx::NodeProto& n, const std::vector<Va
   const int64_t axis = AttrInt("axis", 1);
   KILN_ASSIGN_OR_RETURN(Value* scale, QuantParam(in[1], xs, axis, "x_scale"));
   if (scale->type().dtype != DType::kF32) return Unimpl("x_scale must be f32");
-  Value* y = Cast(x, DType::kF32);
   if (zp) {
     KILN_ASSIGN_OR_RETURN(zp, QuantParam(zp, xs, axis, "x_zero_point"));
-    KILN_ASSIGN_OR_RETURN(y, Binary("tensor.sub", y, Cast(zp, DType::kF32)));
+    zp = Cast(zp, DType::kF32);  // (Binary drops a subtraction of an all-zero constant)
   }
-  KILN_ASSIGN_OR_RETURN(out[0], Binary("tensor.mul", y, scale));
+  // An 8-bit constant (a QDQ model's weight) is not folded into an f32
+  // constant: it stays 8-bit in the module's constant pool (4x smaller), and
+  // the cast / sub / mul below fuse into the consuming conv2d or matmul as a
+  // weight prologue (fuse_dispatch_regions.cc), evaluated at each weight load.
+  // Small ones (< kMinInt8WeightElements) fold: they would cost a binding for
+  // a few bytes saved.
+  const bool keep_8bit = IsQuantDType(xt) && GetConst(x) && Product(xs) >= kMinInt8WeightElements;
+  const bool saved_fold = fold_;
+  if (keep_8bit) fold_ = false;
+  Value* y = Cast(x, DType::kF32);
+  StatusOr<Value*> r = zp ? Binary("tensor.sub", y, zp) : StatusOr<Value*>(y);
+  if (r.ok()) r = Binary("tensor.mul", *r, scale);
+  fold_ = saved_fold;
+  KILN_ASSIGN_OR_RETURN(out[0], std::move(r));
+  dq_info_[out[0]] = DqInfo{x, scale, zp};  // for QDQ convolutions (onnx_qdq_conv.cc)
   return OkStatus();
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/import/onnx/onnx_test_model.h"
+#include "compiler/ir/printer.h"
 
 namespace kiln::onnx_import::testing {
 namespace {
@@ -107,6 +108,82 @@ TEST(OnnxQuantize, UnsupportedIsAClearError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("node 'n' (QuantizeLinear): block quantization"), std::string::npos)
       << r.status().ToString();
+}
+
+// A QDQ convolution (onnx_qdq_conv.cc): DQ(x u8) -> Conv(DQ(w i8 per
+// channel), DQ(b i32)) -> Q(u8). x - zp = [0, 10]; channel 0: 3 * x + 4 =
+// [4, 34], times (0.5 * 0.25) / 0.25 = 0.5 -> [2, 17] + 100; channel 1:
+// -4 * x - 2 = [-2, -42], times (0.5 * 0.5) / 0.25 = 1 -> [-2, -42] + 100.
+// With the bias scale s_x * s_w it runs on the integers (the requantization
+// multipliers [0.5, 1] appear as one constant); with another bias scale
+// (0.3 for channel 1: not QLinearConv's) it must not: DequantizeLinear's f32
+// path gives (-0.6 + [0, -10]) / 0.25 = [-2.4, -42.4] -> the same codes.
+onnx::ModelProto QdqConvModel(float bias_scale1) {
+  onnx::ModelProto m;
+  m.set_ir_version(9);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto init = [&](const char* name, int dtype, std::vector<int64_t> dims, std::vector<double> v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(dtype);
+    for (int64_t d : dims) t->add_dims(d);
+    for (double x : v) {
+      if (dtype == kF) t->add_float_data(static_cast<float>(x));
+      else t->add_int32_data(static_cast<int32_t>(x));
+    }
+  };
+  auto node = [&](const char* op, std::vector<std::string> ins, const char* out, int64_t axis = -100) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    if (axis != -100) {
+      auto* a = n->add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto_AttributeType_INT);
+      a->set_i(axis);
+    }
+  };
+  auto* in = g->add_input();
+  in->set_name("xq");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(kU8);
+  for (int64_t d : {1, 1, 1, 2}) in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  init("sx", kF, {}, {0.5});
+  init("zx", kU8, {}, {10});
+  init("wq", kI8, {2, 1, 1, 1}, {3, -4});
+  init("sw", kF, {2}, {0.25, 0.5});
+  init("zw", kI8, {2}, {0, 0});
+  init("bq", kI32, {2}, {4, -2});
+  init("sb", kF, {2}, {0.125, bias_scale1});
+  init("sy", kF, {}, {0.25});
+  init("zy", kU8, {}, {100});
+  node("DequantizeLinear", {"xq", "sx", "zx"}, "x");
+  node("DequantizeLinear", {"wq", "sw", "zw"}, "w", 0);
+  node("DequantizeLinear", {"bq", "sb"}, "b", 0);
+  node("Conv", {"x", "w", "b"}, "c");
+  node("QuantizeLinear", {"c", "sy", "zy"}, "y");
+  g->add_output()->set_name("y");
+  return m;
+}
+
+TEST(OnnxQuantize, QdqConvRunsOnItsIntegersOnlyWithQLinearConvsBiasScale) {
+  for (float sb1 : {0.25f, 0.3f}) {
+    std::string bytes = QdqConvModel(sb1).SerializeAsString();
+    ImportOptions o;
+    o.onnx_checker = false;
+    auto r = ImportOnnxBytes(bytes.data(), bytes.size(), o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(ir::Verify(*r.value()).ok());
+    const std::string text = ir::PrintModule(*r.value());
+    EXPECT_EQ(text.find("dense<[0.5, 1.0]>") != std::string::npos, sb1 == 0.25f) << "bias scale " << sb1 << "\n" << text;
+    auto out = InterpretFunction(r.value()->functions()[0],
+                                 {MakeDenseFromDoubles(ir::Type::Tensor(DType::kU8, {1, 1, 1, 2}), {10, 20})});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(Values(out.value()[0]), (std::vector<double>{102, 117, 98, 58})) << "bias scale " << sb1;
+  }
 }
 
 }  // namespace
