@@ -59,7 +59,9 @@ set -euo pipefail
 # kiln_tensor_read/write (HalModule::WaitTimeline and Park, the bounded
 # queue drain before a staged copy, the options' older struct_size, the
 # timeout message): 167,413 B measured (+676).
-budget="${KILN_SIZE_BUDGET:-167500}"
+# Lowered 167500 -> 167300 when the staged initializer upload took a pooled
+# command buffer instead of creating one and a state object: 167,253 B.
+budget="${KILN_SIZE_BUDGET:-167300}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"

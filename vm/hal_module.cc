@@ -277,15 +277,14 @@ StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, s
     KILN_RETURN_IF_ERROR(buffer->Write(0, data, size));
     return buffer;
   }
-  CountHostAllocation(3);  // staging buffer, hal command buffer, VM state
+  CountHostAllocation();  // the staging buffer
   KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> staging,
                         device_->AllocateBuffer(alloc_size, hal::MemoryKind::kHostVisible));
   KILN_RETURN_IF_ERROR(staging->Write(0, data, size));
-  KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device_->CreateCommandBuffer());
-  KILN_RETURN_IF_ERROR(cb->CopyBuffer(staging.get(), 0, buffer.get(), 0, size));
-  Ref<CommandBufferState> state = MakeRef<CommandBufferState>(std::move(cb));
-  if (!state) return ResourceExhaustedError("out of host memory for a command buffer");
-  KILN_RETURN_IF_ERROR(ExecuteAndWait(state.get()));
+  // A pooled command buffer (AcquireCommandBuffer counts any it creates).
+  KILN_ASSIGN_OR_RETURN(Ref<CommandBufferState> cb, AcquireCommandBuffer());
+  KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(staging.get(), 0, buffer.get(), 0, size));
+  KILN_RETURN_IF_ERROR(ExecuteAndWait(cb.get()));
   return buffer;
 }
 
