@@ -84,8 +84,7 @@ int kiln_compile_onnx(const void* onnx, size_t onnx_size, const char* const* fla
 int kiln_compile_onnx_file(const char* path, const char* const* flags, size_t flag_count,
                            kiln_compile_output_t* out) {
   std::string p = path ? path : "";
-  std::string base = p.substr(p.find_last_of('/') == std::string::npos ? 0 : p.find_last_of('/') + 1);
-  return Run(out, flags, flag_count, base.substr(0, base.find('.')),
+  return Run(out, flags, flag_count, kiln::driver::DefaultModuleName(p),
              [&](const kiln::driver::CompileOptions& options) {
                if (!path) return kiln::StatusOr<std::vector<uint8_t>>(kiln::InvalidArgumentError("path is NULL"));
                return kiln::driver::CompileOnnxFile(p, options);

@@ -50,6 +50,12 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
   return OkStatus();
 }
 
+std::string DefaultModuleName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string base = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  return base.substr(0, base.find('.'));
+}
+
 Status PrepareModule(ir::Module& module, const CompileOptions& options) {
   KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("invalid input IR"));
   KILN_RETURN_IF_ERROR(MarkConsumedArguments(module, options.consume_args));

@@ -41,6 +41,10 @@ struct CompileOptions {
 // output flags, or unknown), kInvalidArgument naming the flag for a bad value.
 Status ApplyCompileFlag(const std::string& flag, CompileOptions* options);
 
+// The module name for a model file when --module-name is not given: the file
+// name without its directory, up to its first '.' ("a/mel.v1.onnx" -> "mel").
+std::string DefaultModuleName(const std::string& path);
+
 // Verifies the imported module, then applies the options that annotate it
 // before the pipeline: consumed arguments and the topology.
 Status PrepareModule(ir::Module& module, const CompileOptions& options);

@@ -197,8 +197,7 @@ int main(int argc, char** argv) {
   if (emit != "kiln") return Fail("unknown --emit '" + emit + "'");
 
   kiln::target::EmitOptions& emit_options = options.emit;
-  std::string base = input.substr(input.find_last_of('/') == std::string::npos ? 0 : input.find_last_of('/') + 1);
-  if (!named) emit_options.module_name = base.substr(0, base.find('.'));
+  if (!named) emit_options.module_name = kiln::driver::DefaultModuleName(input);
   std::ofstream glsl;
   if (!dump_glsl.empty()) {
     glsl.open(dump_glsl);
