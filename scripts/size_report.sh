@@ -61,7 +61,13 @@ set -euo pipefail
 # timeout message): 167,413 B measured (+676).
 # Lowered 167500 -> 167300 when the staged initializer upload took a pooled
 # command buffer instead of creating one and a state object: 167,253 B.
-budget="${KILN_SIZE_BUDGET:-167300}"
+# Raised 167300 -> 167700 for two features (issues 17 and 14): a device-
+# memory budget per context (hal::MemoryAccount charged by every module
+# allocation and credited in ~Buffer, +480 B) and the f16-arithmetic SPIR-V
+# variant chosen at context creation (+180 B: the pick, and the verifier of
+# Executable.spirv_f16); the SPIR-V layout check's length and storage-class
+# messages were merged to pay for part of it (-225 B). 167,686 B measured.
+budget="${KILN_SIZE_BUDGET:-167700}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"

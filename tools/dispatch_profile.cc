@@ -57,11 +57,14 @@ bool ProfileDispatches(kiln_device_t device, kiln_module_t module, kiln_context_
   const format::Module* def = module->module->def();
   const auto* exes = def->executables();
   // Executable* -> module executable index, through the SPIR-V pointer the
-  // context created it from (it points into the module's FlatBuffer).
+  // context created it from (it points into the module's FlatBuffer: the
+  // executable's `spirv`, or its `spirv_f16` on a device with shaderFloat16).
   std::map<const hal::Executable*, int> index_of;
   for (const hal::CreatedExecutable& c : timing->created_executables()) {
     for (flatbuffers::uoffset_t i = 0; exes && i < exes->size(); ++i) {
-      if (exes->Get(i)->spirv() && exes->Get(i)->spirv()->data() == c.spirv) {
+      const format::Executable* exe = exes->Get(i);
+      if ((exe->spirv() && exe->spirv()->data() == c.spirv) ||
+          (exe->spirv_f16() && exe->spirv_f16()->data() == c.spirv)) {
         index_of[c.executable] = static_cast<int>(i);
       }
     }

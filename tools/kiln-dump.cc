@@ -150,6 +150,9 @@ void Dump(const Module& m) {
                 exe->spirv()->size(), exe->spirv()->size() * 4,
                 static_cast<unsigned long long>(
                     reinterpret_cast<const uint8_t*>(exe->spirv()->data()) - base));
+    if (exe->spirv_f16() && exe->spirv_f16()->size())
+      std::printf("     f16-arithmetic SPIR-V (devices with shaderFloat16): %u words (%u bytes)\n",
+                  exe->spirv_f16()->size(), exe->spirv_f16()->size() * 4);
     for (uint32_t e = 0; e < exe->entry_points()->size(); ++e) {
       const kiln::format::EntryPoint* ep = exe->entry_points()->Get(e);
       std::string bindings;

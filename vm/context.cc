@@ -232,6 +232,10 @@ Status Context::RegisterModule(Ref<Module> module) {
   }
   // 2. Executables.
   if (auto* exes = def->executables()) {
+    bool float16 = false;
+    if (hal_.device())
+      for (const HostString& f : hal_.device()->info().features)
+        float16 |= std::strcmp(f.c_str(), "shaderFloat16") == 0;
     if (exes->size() && !hal_.device()) {
       return FailedPreconditionError("%s: has executables but the context has no device",
                                      ctx.c_str());
@@ -266,8 +270,11 @@ Status Context::RegisterModule(Ref<Module> module) {
           info.specialization.assign(ep->specialization()->begin(), ep->specialization()->end());
         entries.push_back(std::move(info));
       }
-      auto created = hal_.device()->CreateExecutable(exe->spirv()->data(), exe->spirv()->size(),
-                                                     entries);
+      // The f16-arithmetic variant where the device computes in float16_t
+      // (compiler/codegen/f16_arithmetic.h); both declare the same entry points.
+      const flatbuffers::Vector<uint32_t>* spirv = exe->spirv();
+      if (exe->spirv_f16() && exe->spirv_f16()->size() && float16) spirv = exe->spirv_f16();
+      auto created = hal_.device()->CreateExecutable(spirv->data(), spirv->size(), entries);
       if (!created.ok()) {
         Status s = created.take_status();
         return s.Annotatef("%s: executable %u", ctx.c_str(), i);

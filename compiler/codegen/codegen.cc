@@ -58,6 +58,7 @@
 // runtime checks the SPIR-V capabilities against the device at load
 // (hal/vulkan/vulkan_executable.cc).
 #include "compiler/codegen/codegen.h"
+#include "compiler/codegen/f16_arithmetic.h"
 
 #include <glslang/Include/glslang_c_interface.h>
 #include <glslang/Public/resource_limits_c.h>
@@ -75,6 +76,7 @@
 #include <mutex>
 #include <set>
 
+#include "compiler/codegen/f16_arithmetic.h"
 #include "compiler/codegen/generator.h"
 #include "compiler/codegen/spirv_edit.h"
 
@@ -299,6 +301,8 @@ StatusOr<CompiledDispatch> Generator::Run() {
     g += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
   }
   if (bit16) g += "#extension GL_EXT_shader_16bit_storage : require\n";
+  if (options_.f16_arithmetic)
+    g += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
   g += "layout(local_size_x = " + std::to_string(kWorkgroupSize) +
        ", local_size_y = 1, local_size_z = 1) in;\n";
   for (unsigned i = 0; i < N; ++i) {
@@ -366,8 +370,18 @@ std::mutex g_glslang_mutex;
 }  // namespace
 
 StatusOr<CompiledDispatch> CompileDispatch(ir::Operation* dispatch, const CodegenOptions& options) {
-  detail::Generator gen(dispatch, options);
-  return gen.Run();
+  CodegenOptions base = options;
+  base.f16_arithmetic = false;
+  detail::Generator gen(dispatch, base);
+  KILN_ASSIGN_OR_RETURN(CompiledDispatch out, gen.Run());
+  if (options.f16_arithmetic_variants && F16ArithmeticApplies(dispatch)) {
+    CodegenOptions f16 = base;
+    f16.f16_arithmetic = true;
+    detail::Generator variant(dispatch, f16);
+    KILN_ASSIGN_OR_RETURN(CompiledDispatch v, variant.Run());
+    out.spirv_f16 = std::move(v.spirv);
+  }
+  return out;
 }
 
 StatusOr<std::vector<uint32_t>> CompileGlslToSpirv(const std::string& glsl, const std::string& name) {

@@ -19,7 +19,8 @@
 //        arg_reduce/cumsum/gather_elements/scatter_elements/scatter_nd/top_k, plus
 //        tensor.reshape and small tensor.constant (<= 4096 elements).
 //   dtypes: every DType (base/dtype.h). f16 and bf16 are stored 16-bit and
-//        computed in f32; i8/i16 in i32, u8/u16 in u32; i64, u64 and f64 in
+//        computed in f32 (all-f16 elementwise regions also get a float16_t
+//        variant, f16_arithmetic.h); i8/i16 in i32, u8/u16 in u32; i64, u64 and f64 in
 //        64 bits (generator.h ComputeType). conv2d/conv_transpose/pool2d/
 //        softmax and the transcendental ops take f32, f16 and bf16.
 // Any DAG of these is correct (producers are recomputed per use index).
@@ -45,6 +46,10 @@ struct CompiledDispatch {
   std::string debug_name;            // "dispatch_3_conv2d_leaky_relu"
   std::string glsl;                  // the generated source (for --dump-glsl)
   std::vector<uint32_t> spirv;       // validated SPIR-V words
+  // The same entry point computing f16 values in float16_t (Float16
+  // capability), for devices with shaderFloat16; empty when the dispatch
+  // gets no such variant (f16_arithmetic.h says which do).
+  std::vector<uint32_t> spirv_f16;
   std::string entry_point = "main";
   uint32_t binding_count = 0;        // operands + results
   std::vector<bool> binding_readonly;
@@ -87,6 +92,13 @@ struct CodegenOptions {
   // whose llvmpipe backend lowers every ffma to fmul + fadd (NIR option
   // lower_ffma32), so no fused instruction is reachable there.
   bool exact_fma = true;
+  // Also compile an f16-arithmetic variant (CompiledDispatch::spirv_f16) of
+  // each dispatch that f16_arithmetic.h's rule admits. `kiln-compile
+  // --no-f16-arithmetic` turns it off (one SPIR-V module per executable).
+  bool f16_arithmetic_variants = true;
+  // Internal to CompileDispatch: generate the variant itself (f16 values
+  // compute in float16_t).
+  bool f16_arithmetic = false;
 };
 
 // Compiles `dispatch` (a "flow.dispatch" op whose region holds tensor-level

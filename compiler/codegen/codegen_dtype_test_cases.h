@@ -35,6 +35,31 @@ void AddDTypeCases(Add& add) {
     c.atol = c.rtol = 0;
     return c;
   });
+  // f16 (a + b) - a: the f16-arithmetic variant rounds after each op, the
+  // f32 one only at the store (compiler/codegen/f16_arithmetic.h). (llvmpipe
+  // evaluates float16_t at f32 precision: there both give `expected`.)
+  //   2048 + 1 = 2049, halfway between the f16s 2048 and 2050 -> 2048 (even),
+  //     - 2048 = 0; in f32: 1.
+  //   1 + 2048 -> 2048, - 1 = 2047 (exact: f16 spacing is 1 below 2048); in
+  //     f32: 2048.
+  //   65504 + 65504 is past the largest f16 -> inf, - 65504 = inf; in f32:
+  //     65504.
+  //   0.5 + 0.25 - 0.5 = 0.25 in both (exact).
+  add([=] {
+    Case c("f16_add_sub_rounds_per_op");
+    T a{{4}, {2048, 1, 65504, 0.5}};
+    T b{{4}, {1, 2048, 65504, 0.25}};
+    c.In(a, DType::kF16);
+    c.In(b, DType::kF16);
+    c.Out(T{{4}, {1, 2048, 65504, 0.25}}, DType::kF16);
+    c.expected_f16 = {T{{4}, {0, 2047, INFINITY, 0.25}}};
+    auto& bld = c.Build();
+    auto* s = bld.Op("tensor.add", {bld.arg(0), bld.arg(1)}, type(DType::kF16, {4}));
+    auto* d = bld.Op("tensor.sub", {s, bld.arg(0)}, type(DType::kF16, {4}));
+    c.Return({d});
+    c.atol = c.rtol = 0;
+    return c;
+  });
   // f32 -> f16 inside the region -> f32 out: the cast rounds as f16 storage
   // would. 0.1 -> 0.0999755859375 (the nearest f16, 1638 / 2^14);
   // 1/3 -> 0.333251953125 (2730 / 2^13); 70000 -> inf; 2^-25 (half the

@@ -22,6 +22,9 @@ struct Case {
   std::vector<DType> input_dtypes;
   std::vector<T> expected;
   std::vector<DType> result_dtypes;
+  // The f16-arithmetic variant's results (CompiledDispatch::spirv_f16),
+  // where they differ from `expected`; empty: the same.
+  std::vector<T> expected_f16;
   CodegenOptions options;
   double rtol = 1e-5, atol = 1e-6;
   std::string schedule;  // expected prefix of the "// schedule:" comment

@@ -87,75 +87,95 @@ TEST_P(CodegenVulkanTest, MatchesReference) {
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
   const CompiledDispatch& cd = compiled.value();
 
-  hal::EntryPointInfo ep;
-  ep.name = cd.entry_point;
-  ep.binding_count = cd.binding_count;
-  ep.push_constant_bytes = static_cast<uint32_t>(cd.push_constants.size() * 4);
-  for (int i = 0; i < 3; ++i) ep.workgroup_size[i] = cd.workgroup_size[i];
-  auto exe = dev->CreateExecutable(cd.spirv.data(), cd.spirv.size(), {ep});
-  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
-
-  std::vector<Ref<hal::Buffer>> buffers;
-  std::vector<hal::BufferBinding> bindings;
-  auto add_buffer = [&](const std::vector<uint8_t>& bytes, size_t size) {
-    auto b = dev->AllocateBuffer(std::max<size_t>(size, 16), hal::MemoryKind::kHostVisible);
-    EXPECT_TRUE(b.ok()) << b.status().ToString();
-    if (!b.ok()) return false;
-    if (!bytes.empty()) {
-      EXPECT_TRUE(b.value()->Write(0, bytes.data(), bytes.size()).ok());
-    }
-    hal::BufferBinding bb;
-    bb.buffer = b.value().get();
-    bb.offset = 0;
-    bb.length = size;  // exactly the tensor's bytes (codegen.h contract)
-    bindings.push_back(bb);
-    buffers.push_back(std::move(b.value()));
-    return true;
+  // Both SPIR-V variants where codegen made an f16-arithmetic one and the
+  // device can run it (f16_arithmetic.h), each against its own expectation.
+  bool float16 = false;
+  for (const HostString& f : dev->info().features) float16 |= f == "shaderFloat16";
+  struct Variant {
+    const char* name;
+    const std::vector<uint32_t>* spirv;
+    const std::vector<T>* expected;
   };
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    std::vector<uint8_t> bytes = ToBytes(c.inputs[i], c.input_dtypes[i]);
-    ASSERT_TRUE(add_buffer(bytes, bytes.size()));
-  }
-  for (size_t k = 0; k < c.expected.size(); ++k) {
-    size_t size = c.expected[k].v.size() * DTypeSize(c.result_dtypes[k]);
-    std::vector<uint8_t> poison(size, 0xcd);
-    ASSERT_TRUE(add_buffer(poison, size));
-  }
+  // llvmpipe runs float16_t operations at f32 precision and rounds only at
+  // the store, so there the variant's results are the f32 variant's.
+  const bool widens_f16 = std::string(dev->info().name.c_str()).find("llvmpipe") != std::string::npos;
+  std::vector<Variant> variants = {{"f32 arithmetic", &cd.spirv, &c.expected}};
+  if (!cd.spirv_f16.empty() && float16)
+    variants.push_back({"f16 arithmetic", &cd.spirv_f16,
+                        c.expected_f16.empty() || widens_f16 ? &c.expected : &c.expected_f16});
+  if (!c.expected_f16.empty()) EXPECT_FALSE(cd.spirv_f16.empty()) << "no f16-arithmetic variant";
+  for (const Variant& variant : variants) {
+    SCOPED_TRACE(variant.name);
+    hal::EntryPointInfo ep;
+    ep.name = cd.entry_point;
+    ep.binding_count = cd.binding_count;
+    ep.push_constant_bytes = static_cast<uint32_t>(cd.push_constants.size() * 4);
+    for (int i = 0; i < 3; ++i) ep.workgroup_size[i] = cd.workgroup_size[i];
+    auto exe = dev->CreateExecutable(variant.spirv->data(), variant.spirv->size(), {ep});
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
 
-  auto cmd = dev->CreateCommandBuffer();
-  ASSERT_TRUE(cmd.ok()) << cmd.status().ToString();
-  ASSERT_TRUE(cmd.value()
-                  ->Dispatch(exe.value().get(), 0, cd.workgroup_count,
-                             cd.push_constants.empty() ? nullptr : cd.push_constants.data(),
-                             ep.push_constant_bytes, bindings.data(),
-                             static_cast<uint32_t>(bindings.size()))
-                  .ok());
-  ASSERT_TRUE(cmd.value()->End().ok());
-  auto sem = dev->CreateSemaphore(0);
-  ASSERT_TRUE(sem.ok()) << sem.status().ToString();
-  hal::SemaphorePoint signal{sem.value().get(), 1};
-  Status st = dev->QueueExecute(cmd.value().get(), nullptr, 0, &signal, 1);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  st = sem.value()->Wait(1, 30ull * 1000 * 1000 * 1000);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-
-  for (size_t k = 0; k < c.expected.size(); ++k) {
-    const T& want = c.expected[k];
-    DType dt = c.result_dtypes[k];
-    std::vector<uint8_t> got(want.v.size() * DTypeSize(dt));
-    hal::Buffer* out = buffers[c.inputs.size() + k].get();
-    ASSERT_TRUE(out->Read(0, got.data(), got.size()).ok());
-    int bad = 0;
-    for (size_t i = 0; i < want.v.size(); ++i) {
-      double g = FromBytes(got.data() + i * DTypeSize(dt), dt), w = want.v[i];
-      bool ok = (std::isnan(g) && std::isnan(w)) || g == w ||
-                std::abs(g - w) <= c.rtol * std::abs(w) + c.atol;
-      if (!ok && ++bad <= 5) {
-        ADD_FAILURE() << c.name << " result " << k << " element " << i << ": got " << g
-                      << ", want " << w;
+    std::vector<Ref<hal::Buffer>> buffers;
+    std::vector<hal::BufferBinding> bindings;
+    auto add_buffer = [&](const std::vector<uint8_t>& bytes, size_t size) {
+      auto b = dev->AllocateBuffer(std::max<size_t>(size, 16), hal::MemoryKind::kHostVisible);
+      EXPECT_TRUE(b.ok()) << b.status().ToString();
+      if (!b.ok()) return false;
+      if (!bytes.empty()) {
+        EXPECT_TRUE(b.value()->Write(0, bytes.data(), bytes.size()).ok());
       }
+      hal::BufferBinding bb;
+      bb.buffer = b.value().get();
+      bb.offset = 0;
+      bb.length = size;  // exactly the tensor's bytes (codegen.h contract)
+      bindings.push_back(bb);
+      buffers.push_back(std::move(b.value()));
+      return true;
+    };
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      std::vector<uint8_t> bytes = ToBytes(c.inputs[i], c.input_dtypes[i]);
+      ASSERT_TRUE(add_buffer(bytes, bytes.size()));
     }
-    EXPECT_EQ(bad, 0) << c.name << " result " << k << ": " << bad << " mismatches\n" << cd.glsl;
+    for (size_t k = 0; k < c.expected.size(); ++k) {
+      size_t size = c.expected[k].v.size() * DTypeSize(c.result_dtypes[k]);
+      std::vector<uint8_t> poison(size, 0xcd);
+      ASSERT_TRUE(add_buffer(poison, size));
+    }
+
+    auto cmd = dev->CreateCommandBuffer();
+    ASSERT_TRUE(cmd.ok()) << cmd.status().ToString();
+    ASSERT_TRUE(cmd.value()
+                    ->Dispatch(exe.value().get(), 0, cd.workgroup_count,
+                               cd.push_constants.empty() ? nullptr : cd.push_constants.data(),
+                               ep.push_constant_bytes, bindings.data(),
+                               static_cast<uint32_t>(bindings.size()))
+                    .ok());
+    ASSERT_TRUE(cmd.value()->End().ok());
+    auto sem = dev->CreateSemaphore(0);
+    ASSERT_TRUE(sem.ok()) << sem.status().ToString();
+    hal::SemaphorePoint signal{sem.value().get(), 1};
+    Status st = dev->QueueExecute(cmd.value().get(), nullptr, 0, &signal, 1);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    st = sem.value()->Wait(1, 30ull * 1000 * 1000 * 1000);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+
+    for (size_t k = 0; k < c.expected.size(); ++k) {
+      const T& want = (*variant.expected)[k];
+      DType dt = c.result_dtypes[k];
+      std::vector<uint8_t> got(want.v.size() * DTypeSize(dt));
+      hal::Buffer* out = buffers[c.inputs.size() + k].get();
+      ASSERT_TRUE(out->Read(0, got.data(), got.size()).ok());
+      int bad = 0;
+      for (size_t i = 0; i < want.v.size(); ++i) {
+        double g = FromBytes(got.data() + i * DTypeSize(dt), dt), w = want.v[i];
+        bool ok = (std::isnan(g) && std::isnan(w)) || g == w ||
+                  std::abs(g - w) <= c.rtol * std::abs(w) + c.atol;
+        if (!ok && ++bad <= 5) {
+          ADD_FAILURE() << c.name << " result " << k << " element " << i << ": got " << g
+                        << ", want " << w;
+        }
+      }
+      EXPECT_EQ(bad, 0) << c.name << " result " << k << ": " << bad << " mismatches\n" << cd.glsl;
+    }
   }
   EXPECT_EQ(hal::ValidationMessageCount(), messages_before) << "Vulkan validation messages";
 }

@@ -74,7 +74,9 @@ inline std::string Sanitize(const std::string& s) {
 // --------------------------------------------------------------------------
 // Element types
 // --------------------------------------------------------------------------
-enum class CT { kF32, kI32, kI64, kU32, kBool, kU64, kF64 };
+// kF16: float16_t arithmetic, only in a dispatch's f16-arithmetic variant
+// (CodegenOptions::f16_arithmetic); f16 values compute in kF32 otherwise.
+enum class CT { kF32, kI32, kI64, kU32, kBool, kU64, kF64, kF16 };
 
 inline const char* CTName(CT t) {
   switch (t) {
@@ -85,11 +87,12 @@ inline const char* CTName(CT t) {
     case CT::kBool: return "bool";
     case CT::kU64: return "uint64_t";
     case CT::kF64: return "double";
+    case CT::kF16: return "float16_t";
   }
   return "?";
 }
 
-inline bool IsFloatCT(CT t) { return t == CT::kF32 || t == CT::kF64; }
+inline bool IsFloatCT(CT t) { return t == CT::kF32 || t == CT::kF64 || t == CT::kF16; }
 inline bool IsUnsignedCT(CT t) { return t == CT::kU32 || t == CT::kU64; }
 
 inline bool SupportedDType(DType t) {
@@ -188,6 +191,7 @@ inline std::string Literal(CT t, double v) {
   switch (t) {
     case CT::kF32: return FloatLit(v);
     case CT::kF64: return DoubleLit(v);
+    case CT::kF16: return "float16_t(" + FloatLit(v) + ")";
     case CT::kU64: {
       if (v <= 0) return "0ul";
       if (v >= 18446744073709551615.0) return "18446744073709551615ul";
@@ -229,6 +233,7 @@ inline std::string Lowest(CT t) {
     case CT::kBool: return "false";
     case CT::kU64: return "0ul";
     case CT::kF64: return "double(uintBitsToFloat(0xff800000u))";
+    case CT::kF16: return "float16_t(uintBitsToFloat(0xff800000u))";
   }
   return "0";
 }
@@ -242,6 +247,7 @@ inline std::string Highest(CT t) {
     case CT::kBool: return "true";
     case CT::kU64: return "18446744073709551615ul";
     case CT::kF64: return "double(uintBitsToFloat(0x7f800000u))";
+    case CT::kF16: return "float16_t(uintBitsToFloat(0x7f800000u))";
   }
   return "0";
 }
@@ -539,7 +545,12 @@ class Generator {
     return c;
   }
 
-  CT CTOf(Value* v) { return ComputeType(v->type().dtype); }
+  // The compute type of `v`: ComputeType(dtype), except f16 values in the
+  // f16-arithmetic variant, which compute in float16_t.
+  CT CTOf(Value* v) {
+    DType t = v->type().dtype;
+    return options_.f16_arithmetic && t == DType::kF16 ? CT::kF16 : ComputeType(t);
+  }
   const Shape& ShapeOf(Value* v) { return v->type().shape; }
 
   // Row-major offset of `idx` in a tensor of `shape`.

@@ -62,7 +62,8 @@ std::string Generator::EvalArg(Value* v, const Idx& idx) {
   }
   DType dt = v->type().dtype;
   std::string e = "in" + std::to_string(it->second) + "[" + Offset(idx, ShapeOf(v)) + "]";
-  return Decl(CTOf(v), LoadConvert(dt, e));
+  CT ct = CTOf(v);
+  return Decl(ct, ct == CT::kF16 ? e : LoadConvert(dt, e));
 }
 
 std::string Generator::EvalConstant(Operation* op, const Idx& idx) {

@@ -68,6 +68,10 @@ void Generator::StoreResults(const Idx& idx, const Shape& shape) {
     if (ShapeOf(v) != shape) continue;
     std::string e = Eval(v, idx);
     DType dt = dispatch_->result(static_cast<unsigned>(k))->type().dtype;
+    if (CTOf(v) == CT::kF16 && dt == DType::kF16) {  // f16 arithmetic: stored as computed
+      Line("out" + std::to_string(k) + "[" + Offset(idx, shape) + "] = " + e + ";");
+      continue;
+    }
     e = Convert(e, CTOf(v), ComputeType(dt));
     switch (dt) {
       case DType::kI8: e = "int8_t(" + e + ")"; break;

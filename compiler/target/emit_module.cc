@@ -256,7 +256,15 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
       for (const ir::Attribute& l : **list)
         if (auto* s = std::get_if<std::string>(&l.value)) locs += (locs.empty() ? "" : ", ") + *s;
   }
-  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, compiled.push_constants);
+  // A dispatch with an f16-arithmetic variant shares its executable only
+  // with dispatches whose variant is the same word for word (so nothing in
+  // the group is specialized, and the variant serves every member as is).
+  std::vector<uint32_t> key = compiled.push_constants;
+  if (!compiled.spirv_f16.empty()) {
+    key.push_back(0xF16F16u);
+    key.insert(key.end(), compiled.spirv_f16.begin(), compiled.spirv_f16.end());
+  }
+  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, key);
   if (p.shader == executables_.size()) executables_.push_back({compiled, {}, {}, {}});
   ExecutableEntry& e = executables_[p.shader];
   if (p.entry == e.debug_names.size()) {
@@ -2503,7 +2511,8 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
                                                specializations[k].empty() ? nullptr : &specializations[k]));
     report_->entry_points += static_cast<int>(eps.size());
     exes.push_back(fb::CreateExecutable(fbb, fbb.CreateVector(spirv), fbb.CreateVector(eps),
-                                        fbb.CreateVectorOfStrings(e.locs)));
+                                        fbb.CreateVectorOfStrings(e.locs),
+                                        c.spirv_f16.empty() ? 0 : fbb.CreateVector(c.spirv_f16)));
   }
   std::vector<flatbuffers::Offset<fb::Global>> globals;
   // Global 0 is the constant pool (null when there are no constants).

@@ -41,6 +41,8 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
     options->pipeline.disable_elision = true;
   } else if (flag == "--native-fma") {
     options->emit.codegen.exact_fma = false;
+  } else if (flag == "--no-f16-arithmetic") {
+    options->emit.codegen.f16_arithmetic_variants = false;
   } else if (Value(flag, "--precision", &v)) {
     if (v != "f32" && v != "f16") return InvalidArgumentError("bad --precision '%s' (want f32 or f16)", v.c_str());
     options->pipeline.precision_f16 = v == "f16";

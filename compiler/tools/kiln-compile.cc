@@ -7,11 +7,17 @@
 //                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
 //                [--module-name=NAME] [--native-fma] [--precision=f32|f16]
+//                [--no-f16-arithmetic]
 //
 // --precision=f16: weights and activations are stored as f16, arithmetic and
 // accumulation stay f32, inputs and outputs keep their declared dtypes
 // (compiler/transforms/demote_f32_to_f16.cc; docs/precision.md gives the
 // error to expect). Default f32.
+//
+// --no-f16-arithmetic: no f16-arithmetic variants. By default an
+// elementwise dispatch whose tensors are all f16 also gets a SPIR-V variant
+// computing in float16_t, which the runtime picks on devices with
+// shaderFloat16 (compiler/codegen/f16_arithmetic.h).
 //
 // --native-fma: f32 dot products (conv, matmul) use GLSL fma(), one
 // instruction where the GPU fuses it, instead of the default kiln_fma (a
@@ -87,7 +93,8 @@ const kiln::tools::FlagTable kFlags = {
         {"--report", nullptr, "print module size, dispatches, executables, constant and arena bytes"},
         {"--module-name", "NAME", "the module's name, which other modules import it by"},
         {"--native-fma", nullptr, "dot products use GLSL fma() instead of the once-rounded kiln_fma"},
-        {"--precision", "f32|f16", "f16: store weights and activations as f16 (f32 arithmetic; ABI unchanged)"},
+        {"--precision", "f32|f16", "f16: store weights and activations as f16 (ABI unchanged)"},
+        {"--no-f16-arithmetic", nullptr, "no float16_t variants of all-f16 elementwise dispatches"},
     },
     "--sequence-input: =[2x3,4] lists element shapes, =[] is empty, =none an absent optional;\n"
     "its elements become arguments NAME.0, NAME.1, ...\n"};

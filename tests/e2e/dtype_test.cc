@@ -13,6 +13,10 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/tools/compile_driver.h"
+#include "hal/driver.h"
+#include "hal/profiling/dispatch_timing_device.h"
+#include "kiln_module_generated.h"
+#include "runtime/kiln_internal.h"
 #include "include/kiln/kiln.h"
 #include "tests/e2e/e2e_util.h"
 
@@ -100,6 +104,114 @@ TEST(DTypeTest, UnsignedAndBf16ThroughTheCApi) {
   EXPECT_EQ(q, 1333333333u);
   EXPECT_EQ(out[2].dtype, KILN_DTYPE_BF16);
   EXPECT_EQ(out[2].data, (std::vector<uint8_t>{0x49, 0x40}));
+}
+
+// y = (a + b) - a on f16: one fused elementwise dispatch, which gets an
+// f16-arithmetic variant (compiler/codegen/f16_arithmetic.h). The runtime
+// builds its pipeline from that variant where the device has shaderFloat16
+// (lavapipe does) and from the f32 one where it does not
+// (KILN_VULKAN_DISABLE_FEATURES=shaderFloat16). Hand-derived:
+//   f16 arithmetic: 2048 + 1 = 2049 -> 2048 (halfway, to even), - 2048 = 0;
+//                   1 + 2048 -> 2048, - 1 = 2047.
+//   f32 arithmetic: 1 and 2048, each rounded once at the store (exact).
+// llvmpipe (lavapipe) evaluates float16_t at f32 precision, so there both
+// pipelines give the f32 results; which SPIR-V the pipeline was created from
+// is checked directly, through the device's record of its executables
+// (hal::DispatchTimingDevice, as kiln-bench --per-dispatch uses it).
+const char* kF16RoundingProgram = R"(
+"func.func"() ({
+^bb0(%a: tensor<2xf16>, %b: tensor<2xf16>):
+  %0 = "tensor.add"(%a, %b) : (tensor<2xf16>, tensor<2xf16>) -> tensor<2xf16>
+  %1 = "tensor.sub"(%0, %a) : (tensor<2xf16>, tensor<2xf16>) -> tensor<2xf16>
+  "func.return"(%1) : (tensor<2xf16>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(DTypeTest, F16ArithmeticIsChosenPerDevice) {
+  auto parsed = ir::ParseModule(kF16RoundingProgram, "<test>");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  auto bytes = driver::CompileModule(*parsed.value(), driver::CompileOptions());
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  constexpr uint16_t kHalf1 = 0x3c00, kHalf2048 = 0x6800, kHalf0 = 0x0000, kHalf2047 = 0x67ff;
+  // Runs the module on a device created with `disable` features left off;
+  // returns the result's f16 bits (empty, with a failure, on error) and
+  // sets `*from_f16` when the pipeline came from the f16-arithmetic SPIR-V.
+  auto run = [&](const char* disable, bool* from_f16) {
+    std::vector<uint16_t> bits;
+    *from_f16 = false;
+    if (disable) EXPECT_EQ(setenv("KILN_VULKAN_DISABLE_FEATURES", disable, 1), 0);
+    kiln_instance_t instance = nullptr;
+    kiln_device_t device = nullptr;
+    kiln_status_t s = kiln_instance_create(&instance);
+    if (!s) s = kiln_device_create(instance, "vulkan", nullptr, -1, &device);
+    unsetenv("KILN_VULKAN_DISABLE_FEATURES");
+    kiln_module_t module = nullptr;
+    kiln_context_t context = nullptr;
+    kiln_function_t fn = nullptr;
+    kiln_tensor_t args[2] = {nullptr, nullptr}, result = nullptr;
+    const int64_t dims[1] = {2};
+    const uint16_t a[2] = {kHalf2048, kHalf1}, b[2] = {kHalf1, kHalf2048};
+    hal::DispatchTimingDevice* recorder = nullptr;
+    if (!s) {
+      auto wrapped = hal::DispatchTimingDevice::Create(device->device);
+      EXPECT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+      if (wrapped.ok()) {
+        recorder = static_cast<hal::DispatchTimingDevice*>(wrapped.value().get());
+        device->device = std::move(wrapped).value();
+      }
+    }
+    if (!s) s = kiln_module_load_from_memory(instance, bytes.value().data(), bytes.value().size(), &module);
+    if (!s) s = kiln_context_create(device, &module, 1, &context);
+    if (!s && recorder) {
+      const format::Executable* exe = module->module->def()->executables()->Get(0);
+      EXPECT_EQ(recorder->created_executables().size(), 1u);
+      for (const hal::CreatedExecutable& c : recorder->created_executables())
+        *from_f16 = exe->spirv_f16() && c.spirv == exe->spirv_f16()->data();
+    }
+    if (!s) s = kiln_context_lookup_function(context, "main", &fn);
+    if (!s) s = kiln_tensor_create(device, KILN_DTYPE_F16, 1, dims, a, sizeof(a), &args[0]);
+    if (!s) s = kiln_tensor_create(device, KILN_DTYPE_F16, 1, dims, b, sizeof(b), &args[1]);
+    if (!s) s = kiln_invoke(context, fn, args, 2, &result, 1);
+    bits.resize(2);
+    if (!s) s = kiln_tensor_read(result, bits.data(), 4);
+    if (s) {
+      ADD_FAILURE() << kiln_status_message(s);
+      kiln_status_free(s);
+      bits.clear();
+    }
+    kiln_tensor_release(result);
+    for (kiln_tensor_t t : args) kiln_tensor_release(t);
+    kiln_context_release(context);
+    kiln_module_release(module);
+    kiln_device_release(device);
+    kiln_instance_release(instance);
+    return bits;
+  };
+  bool widens_f16 = false;
+  {
+    auto hal_device = hal::CreateDevice("vulkan", hal::DeviceOptions{});
+    if (!hal_device.ok()) GTEST_SKIP() << "no Vulkan device";
+    bool float16 = false;
+    for (const HostString& f : hal_device.value()->info().features) float16 |= f == "shaderFloat16";
+    if (!float16) GTEST_SKIP() << "the device has no shaderFloat16";
+    widens_f16 = std::string(hal_device.value()->info().name.c_str()).find("llvmpipe") != std::string::npos;
+  }
+  const std::vector<uint16_t> f16_result = {kHalf0, kHalf2047}, f32_result = {kHalf1, kHalf2048};
+  bool from_f16 = false;
+  EXPECT_EQ(run(nullptr, &from_f16), widens_f16 ? f32_result : f16_result);
+  EXPECT_TRUE(from_f16);
+  // Without shaderFloat16 the f16 SPIR-V would be refused at context
+  // creation ("needs the device feature 'shaderFloat16'"): the f32 one runs.
+  EXPECT_EQ(run("shaderFloat16", &from_f16), f32_result);
+  EXPECT_FALSE(from_f16);
+
+  // Without the variant (kiln-compile --no-f16-arithmetic), f32 everywhere.
+  driver::CompileOptions no_variant;
+  no_variant.emit.codegen.f16_arithmetic_variants = false;
+  bytes = driver::CompileModule(*parsed.value(), no_variant);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(run(nullptr, &from_f16), f32_result);
+  EXPECT_FALSE(from_f16);
 }
 
 // A device without 16-bit storage refuses the f16 module when the context

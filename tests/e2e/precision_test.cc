@@ -15,6 +15,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <ostream>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -92,6 +93,9 @@ struct F16Case {
   const char* dir;  // golden under tests/golden/ (ORT fp32)
   bool classifier;  // argmax over the last axis must not change
 };
+
+// How gtest (and so ctest's test list) prints a case: its golden's name.
+void PrintTo(const F16Case& c, std::ostream* os) { *os << c.dir; }
 
 class F16PrecisionTest : public ::testing::TestWithParam<F16Case> {};
 
