@@ -21,8 +21,9 @@
 // every op in f16 arithmetic (as numpy's and ONNX's float16 references
 // do) and once at the store in f32 arithmetic. Reductions, convolutions and
 // matrix products keep f32 accumulation (a K-term f16 sum loses
-// log2(K) bits), transcendental ops keep f32 (their f16 built-ins have no
-// precision guarantee in Vulkan), and casts keep f32.
+// log2(K) bits), transcendental ops keep f32 (Vulkan lets their built-ins
+// err by several ulps, which at f16's 11 bits would dominate the error), and
+// casts keep f32.
 #ifndef KILN_COMPILER_CODEGEN_F16_ARITHMETIC_H_
 #define KILN_COMPILER_CODEGEN_F16_ARITHMETIC_H_
 
