@@ -58,7 +58,8 @@ if [ ! -f "$seeds/.done" ]; then
     fi
   }
   compile cls ch_ppocr_mobile_v2.0_cls_infer.onnx --input-shape=x=1x3x48x192
-  compile silero_vad silero_vad.onnx --constant-input=sr=16000
+  compile silero_vad silero_vad.onnx --constant-input=sr=16000 --input-shape=input=1x512 \
+    --input-shape=h=2x1x64 --input-shape=c=2x1x64
   compile alexa alexa_v0.1.onnx
   compile hey_rhasspy hey_rhasspy_v0.1.onnx
   compile melspectrogram melspectrogram.onnx --input-shape=input=1x1280

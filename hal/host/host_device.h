@@ -29,7 +29,10 @@
 //    reached runs at once, inside the call: copies and fills change the host
 //    bytes, then its signals are raised. One whose waits are not reached
 //    stays queued (and so does everything submitted after it) until a host
-//    Semaphore::Signal reaches them.
+//    Semaphore::Signal reaches them. A queued submission retains its command
+//    buffer and semaphores (and through them the device) until it runs, so
+//    one that waits on a value nobody signals keeps them alive; a Vulkan app
+//    must not release objects in use either.
 //  - Semaphore: a counter. Signal must advance the payload past every value
 //    already scheduled (kInvalidArgument), and is kFailedPrecondition while a
 //    queued submission is to signal it. Wait returns OK when the payload has
