@@ -18,7 +18,7 @@
 //  - SPIR-V: libFuzzer's byte mutations on the words, or one word set to an
 //    interesting value; entry point bindings (set, binding, readonly),
 //    push-constant bytes, workgroup size, specialization values;
-//  - rodata: bytes mutated, a segment resized or dropped; globals' is_ref.
+//  - rodata: bytes mutated, a segment shrunk or dropped; globals' is_ref.
 // Inputs that do not unpack, one time in eight, and outputs larger than
 // max_size fall back to LLVMFuzzerMutate on the whole buffer (the fuzzer's
 // harness reseals those too).
@@ -240,10 +240,16 @@ void MutateExecutables(ModuleT* m, Rng& rng) {
 }
 
 void MutateData(ModuleT* m, Rng& rng) {
-  switch (rng() % 4) {
+  switch (rng() % 5) {
     case 0:
     case 1:
       if (!m->rodata.empty()) MutateVector(&m->rodata[Pick(rng, m->rodata.size())]->data, 64);
+      break;
+    case 3:  // shrinks weights: smaller modules run faster
+      if (!m->rodata.empty()) {
+        std::vector<uint8_t>& d = m->rodata[Pick(rng, m->rodata.size())]->data;
+        d.resize(Pick(rng, d.size() / 16 + 1));
+      }
       break;
     case 2:
       if (!m->rodata.empty()) m->rodata.erase(m->rodata.begin() + Pick(rng, m->rodata.size()));

@@ -18,7 +18,8 @@
 # libonnx-testdata's node models; tests/golden/*/*.npy; a few --input specs.
 # Each target's corpus ($KILN_FUZZ_WORK/corpus/TARGET) persists between runs;
 # findings go to $KILN_FUZZ_WORK/findings/TARGET/ (crash-*, leak-*, timeout-*,
-# oom-*); reproduce one with build/fuzz/fuzz/kiln_fuzz_TARGET FILE.
+# oom-*; slow-unit-* for inputs over 10 s, reported but not failing the run);
+# reproduce one with build/fuzz/fuzz/kiln_fuzz_TARGET FILE.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -108,10 +109,11 @@ summary() { # target
   line=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
   rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
-  findings=$(find "$work/findings/$t" -type f | wc -l)
-  printf '%-13s execs %-9s exec/s %-6s %s | corpus %s files | findings %s (rc %s)\n' "$t" "$execs" \
-    "$rate" "$(echo "$line" | grep -oE 'cov: [0-9]+ ft: [0-9]+' || echo 'cov: ? ft: ?')" \
-    "$(find "$work/corpus/$t" -type f | wc -l)" "$findings" "$(cat "$work/logs/$t.rc")"
+  findings=$(find "$work/findings/$t" -type f ! -name 'slow-unit-*' | wc -l)
+  printf '%-13s execs %-9s exec/s %-6s %s | corpus %s files | findings %s, slow units %s (rc %s)\n' \
+    "$t" "$execs" "$rate" "$(echo "$line" | grep -oE 'cov: [0-9]+ ft: [0-9]+' || echo 'cov: ? ft: ?')" \
+    "$(find "$work/corpus/$t" -type f | wc -l)" "$findings" \
+    "$(find "$work/findings/$t" -type f -name 'slow-unit-*' | wc -l)" "$(cat "$work/logs/$t.rc")"
   if [ "$(cat "$work/logs/$t.rc")" != 0 ]; then
     grep -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|SUMMARY' "$log" | head -5
     grep -E 'Test unit written to' "$log" | head -3
