@@ -6,7 +6,7 @@
 #   KILN_SKIP_APT=1 scripts/setup.sh   models only
 #   KILN_CROSS=1 scripts/setup.sh      also the aarch64 cross toolchain, qemu and the
 #                                      arm64 multiarch libraries (default in CI=true)
-#   KILN_JAVA=1 scripts/setup.sh       also JDK 17, junit4, clang and Debian's Android
+#   KILN_JAVA=1 scripts/setup.sh       also JDK 17, junit4 and Debian's Android
 #                                      headers (the Android sample's host JNI test and
 #                                      its aarch64-linux-android syntax check; default
 #                                      in CI=true)
@@ -24,6 +24,7 @@ packages=(
   imagemagick fonts-dejavu-core fonts-dejavu-extra fonts-liberation espeak-ng sox
   libopencv-dev libpolyclipping-dev
   python3-numpy python3-onnx
+  clang libclang-rt-14-dev  # the fuzz preset (scripts/fuzz.sh): libFuzzer + sanitizer runtimes
 )
 
 if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
@@ -36,7 +37,7 @@ if [ "$cross" = 1 ]; then
              libflatbuffers-dev:arm64 libgtest-dev:arm64 libbenchmark-dev:arm64)
 fi
 if [ "$java" = 1 ]; then
-  packages+=(openjdk-17-jdk-headless junit4 clang
+  packages+=(openjdk-17-jdk-headless junit4
              android-libnativehelper-dev android-platform-frameworks-native-headers)
 fi
 if [ "${KILN_SKIP_APT:-0}" != 1 ]; then

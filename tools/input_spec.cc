@@ -215,8 +215,15 @@ bool ParseInput(const std::string& spec, NpyArray* out, std::string* error) {
     start = comma + 1;
   }
   if (items.size() == 1 && count != 1) {
-    for (size_t i = 0; i < count; ++i) {
-      if (!StoreLiteral(items[0], dtype, i, &out->data, error)) return false;
+    // A splat: parse the value once, then double the filled prefix (a
+    // per-element parse took 23 s for 33,333,333 i16 under ASan).
+    if (count == 0) return true;
+    if (!StoreLiteral(items[0], dtype, 0, &out->data, error)) return false;
+    size_t filled = kiln_dtype_size(dtype), total = out->data.size();
+    while (filled < total) {
+      size_t n = filled < total - filled ? filled : total - filled;
+      std::memcpy(out->data.data() + filled, out->data.data(), n);
+      filled += n;
     }
     return true;
   }
