@@ -28,8 +28,9 @@
 //    372 (tests/golden/wakeword/expected.txt, within 1e-4), and the new
 //    state equals the clean run's, bit for bit.
 //
-// Env KILN_ALLOC_FAILURE_STRIDE=S runs every S-th k only (local runs; the
-// registered tests run every k).
+// Env KILN_ALLOC_FAILURE_ONLY=K or K1-K2 sweeps only those k (to reproduce
+// one); KILN_ALLOC_FAILURE_TRACE=1 (ASan builds) prints the call stack of
+// each refused host allocation.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -38,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -45,6 +47,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include "hal/driver.h"
 #include "hal/testing/alloc_failure_device.h"
@@ -83,6 +89,12 @@ void* HostAllocate(void* user_data, size_t size, size_t alignment) {
   uint64_t n = c->calls.fetch_add(1) + 1;
   if (n == c->fail_at.load()) {
     c->refused.fetch_add(1);
+#if defined(__SANITIZE_ADDRESS__)
+    if (std::getenv("KILN_ALLOC_FAILURE_TRACE")) {
+      std::fprintf(stderr, "refusing host allocation %llu:\n", static_cast<unsigned long long>(n));
+      __sanitizer_print_stack_trace();
+    }
+#endif
     return nullptr;
   }
   void* p = nullptr;
@@ -503,7 +515,14 @@ class AllocFailureTest : public ::testing::Test {
     // The subset (see the file comment): every k outside context creation;
     // inside it every stride-th, from the offset.
     const uint64_t stride = Stride(), offset = Offset(stride);
+    uint64_t only_first = 1, only_last = total;  // KILN_ALLOC_FAILURE_ONLY=FIRST-LAST
+    if (const char* r = std::getenv("KILN_ALLOC_FAILURE_ONLY")) {
+      only_first = std::strtoull(r, nullptr, 10);
+      const char* dash = std::strchr(r, '-');
+      only_last = dash ? std::strtoull(dash + 1, nullptr, 10) : only_first;
+    }
     auto selected = [&](uint64_t k) {
+      if (k < only_first || k > only_last) return false;
       size_t i = stage_of(k);
       return stages[i].first != "context" || (k - stages[i].second) % stride == offset;
     };
@@ -512,6 +531,7 @@ class AllocFailureTest : public ::testing::Test {
     std::vector<uint64_t> swept_in(stages.size(), 0);
     uint64_t swept = 0;
     auto t0 = std::chrono::steady_clock::now();
+    std::clock_t c0 = std::clock();
     for (uint64_t k = 1; k <= total; ++k) {
       if (!selected(k)) continue;
       Arm(kind, k);
@@ -525,15 +545,23 @@ class AllocFailureTest : public ::testing::Test {
           << sc.name << ": device memory leaked after failing " << kind_name << " allocation " << k;
       EXPECT_EQ(kiln::hal::ValidationMessageCount(), validation_start_)
           << sc.name << ": validation messages after failing " << kind_name << " allocation " << k;
-      by_call[o.failed_call.empty() ? "(none: absorbed)" : o.failed_call] += 1;
+      // A refusal must surface as an error, except in a release (a void
+      // call: it must then simply not leak or crash).
+      if (o.failed_call.empty() && stages[stage_of(k)].first != "release") {
+        ADD_FAILURE() << sc.name << ": " << kind_name << " allocation " << k << " (stage "
+                      << stages[stage_of(k)].first << ") was refused, yet every call succeeded";
+      }
+      by_call[o.failed_call.empty() ? "(none: in a release)" : o.failed_call] += 1;
       ++swept_in[stage_of(k)];
       ++swept;
       if (HasFailure()) return;
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%s: %llu %s allocations per run; swept %llu of them in %.1f s (%.2f s per run)\n",
+    double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;  // every thread's
+    std::printf("%s: %llu %s allocations per run; swept %llu of them in %.1f s, CPU %.1f s "
+                "(%.2f s CPU per run)\n",
                 sc.name.c_str(), static_cast<unsigned long long>(total), kind_name,
-                static_cast<unsigned long long>(swept), seconds, swept ? seconds / swept : 0.0);
+                static_cast<unsigned long long>(swept), seconds, cpu, swept ? cpu / swept : 0.0);
     for (size_t i = 0; i + 1 < stages.size(); ++i) {
       std::printf("  stage %-8s k %5llu..%-5llu swept %llu\n", stages[i].first.c_str(),
                   static_cast<unsigned long long>(stages[i].second),
@@ -542,7 +570,7 @@ class AllocFailureTest : public ::testing::Test {
     }
     for (const auto& [call, n] : by_call)
       std::printf("  failed call %-30s %llu\n", call.c_str(), static_cast<unsigned long long>(n));
-    if (stride == 1) {
+    if (stride == 1 && only_first == 1 && only_last == total) {
       EXPECT_EQ(swept, total) << "the sweep missed allocations";
     } else {
       std::printf("  subset: context creation every %llu-th k from offset %llu "
