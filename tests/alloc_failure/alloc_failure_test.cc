@@ -14,8 +14,13 @@
 //
 // The allocations are counted first in a clean run (N device, M host); the
 // sweep then fails k = 1..N (and 1..M) and asserts that allocation k was
-// reached and refused exactly once. A new allocation path without clean
-// failure handling thus fails the test, however it is reached.
+// reached and refused exactly once, and that the sweep covered every k. A
+// new allocation path without clean failure handling thus fails the test,
+// however it is reached. Subset (the build's KILN_ALLOC_FAILURE_STRIDE S,
+// default 10; env KILN_ALLOC_FAILURE_STRIDE overrides): every k outside
+// context creation, and inside it every S-th from an offset (env
+// KILN_ALLOC_FAILURE_OFFSET, else the day number mod S), because each k
+// costs a whole context creation. S = 1 is the full sweep.
 //
 // Models (compiled by the default preset's kiln-compile into
 // KILN_ALLOC_FAILURE_MODULES; see tests/alloc_failure/CMakeLists.txt):
@@ -512,6 +517,13 @@ class AllocFailureTest : public ::testing::Test {
       while (i + 1 < stages.size() && stages[i + 1].second <= k) ++i;
       return i;
     };
+    std::printf("%s: %llu %s allocations per run:", sc.name.c_str(), static_cast<unsigned long long>(total),
+                kind_name);
+    for (size_t i = 0; i + 1 < stages.size(); ++i)
+      std::printf(" %s %llu", stages[i].first.c_str(),
+                  static_cast<unsigned long long>(stages[i + 1].second - stages[i].second));
+    std::printf("\n");
+    std::fflush(stdout);
     // The subset (see the file comment): every k outside context creation;
     // inside it every stride-th, from the offset.
     const uint64_t stride = Stride(), offset = Offset(stride);
