@@ -10,6 +10,7 @@
 #ifndef KILN_HAL_API_H_
 #define KILN_HAL_API_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -75,6 +76,14 @@ struct SemaphorePoint {
 // A device allocation. `size()` is in bytes. A buffer may be created as a
 // subspan of another (see Device::CreateSubspan); a subspan retains its
 // parent allocation until it is released.
+// Device bytes charged to one context's memory budget (vm::HalModule): the
+// live allocations its modules made. Buffers credit their bytes back when
+// freed, on whichever thread releases them.
+class MemoryAccount : public RefObject {
+ public:
+  std::atomic<uint64_t> live{0};  // bytes
+};
+
 class Buffer : public RefObject {
  public:
   virtual uint64_t size() const = 0;
@@ -100,6 +109,24 @@ class Buffer : public RefObject {
   // The bound on those host waits: the writing context's wait timeout
   // (kiln_context_options_t::wait_timeout_ns; UINT64_MAX: none).
   uint64_t pending_write_timeout_ns = UINT64_MAX;
+
+  // Set on a root allocation by the context that made it when that context
+  // has a memory budget: the account charged with `account_bytes`, credited
+  // back when the allocation is freed.
+  void Charge(Ref<MemoryAccount> to, uint64_t bytes) {
+    account_ = std::move(to);
+    account_bytes_ = bytes;
+    account_->live += bytes;
+  }
+
+ protected:
+  ~Buffer() override {
+    if (account_) account_->live -= account_bytes_;
+  }
+
+ private:
+  Ref<MemoryAccount> account_;
+  uint64_t account_bytes_ = 0;
 };
 
 // Compiled SPIR-V with its entry points, created once per module load (with a

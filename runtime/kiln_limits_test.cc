@@ -154,6 +154,32 @@ TEST_F(LimitsTest, OptionsFromBeforeTheWaitTimeoutAreAccepted) {
   EXPECT_EQ(Invoke("spin").rfind("RESOURCE_EXHAUSTED", 0), 0u);
 }
 
+// The budget counts the context's own allocations, not the device's: 1 MiB
+// the app holds on the device does not stop a context with a 512 KiB budget
+// from allocating 8 of hoard's 64 KiB buffers, and a second context on the
+// same device has a budget of its own.
+TEST_F(LimitsTest, DeviceMemoryBudgetIsPerContext) {
+  int64_t dims[] = {256 << 10};  // f32: 1 MiB
+  kiln_tensor_t app_memory = nullptr;
+  ASSERT_EQ(Str(kiln_tensor_create(device_, KILN_DTYPE_F32, 1, dims, nullptr, 0, &app_memory)), "OK");
+  kiln_context_options_t options = {};
+  options.struct_size = sizeof(options);
+  options.device_memory_budget = 512 << 10;
+  ASSERT_EQ(Create(false, &options), "OK");
+  kiln_context_t second = nullptr;
+  ASSERT_EQ(Str(kiln_context_create_with_options(device_, &module_, 1, &options, &second)), "OK");
+  const std::string want =
+      "device memory budget of 524288 bytes exceeded: 524288 live, 65536 more requested";
+  std::string s = Invoke("hoard");
+  EXPECT_NE(s.find(want), std::string::npos) << s;
+  kiln_function_t fn = nullptr;
+  ASSERT_EQ(Str(kiln_context_lookup_function(second, "hoard", &fn)), "OK");
+  s = Str(kiln_invoke(second, fn, nullptr, 0, nullptr, 0));
+  EXPECT_NE(s.find(want), std::string::npos) << s;
+  kiln_context_release(second);
+  kiln_tensor_release(app_memory);
+}
+
 TEST_F(LimitsTest, UnknownOptionsSizeIsRefused) {
   kiln_context_options_t options = {};
   options.struct_size = sizeof(options) + 8;

@@ -408,7 +408,6 @@ void Context::ClaimConsumed(Frame* frame, uint16_t index) {
 
 StatusOr<Ref<hal::Buffer>> Context::AllocateCached(uint32_t m, uint32_t function, int32_t slot,
                                                    uint64_t size, hal::MemoryKind kind) {
-  hal::Device* device = hal_.device();
   uint64_t alloc = size ? size : 4;
   // Up to kBuffersPerSlot buffers per slot (double buffering): a streaming
   // result the app hands back as the next call's consumed argument still
@@ -428,9 +427,8 @@ StatusOr<Ref<hal::Buffer>> Context::AllocateCached(uint32_t m, uint32_t function
     if (free && e.buffer->size() >= size && e.buffer->memory_kind() == kind) return e.buffer;
     if (!replace || free) replace = &e;  // prefer replacing one nobody holds (too small)
   }
-  KILN_RETURN_IF_ERROR(hal_.CheckBudget(alloc));
   CountHostAllocation();
-  KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, device->AllocateBuffer(alloc, kind));
+  KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, hal_.AllocateCharged(alloc, kind));
   if (replace && buffers >= kBuffersPerSlot) {
     replace->buffer = buffer;  // the old one is freed when its last holder lets go
     return buffer;
@@ -475,11 +473,10 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
         call.SetI32(1, offset);
         return OkStatus();
       }
-      KILN_RETURN_IF_ERROR(hal_.CheckBudget(size ? static_cast<uint64_t>(size) : 4));
       CountHostAllocation();
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            device->AllocateBuffer(size ? static_cast<uint64_t>(size) : 4,
-                                                   static_cast<hal::MemoryKind>(kind)));
+                            hal_.AllocateCharged(size ? static_cast<uint64_t>(size) : 4,
+                                                 static_cast<hal::MemoryKind>(kind)));
       if (note) NoteGuard(id, call, buffer.get(), true);
       call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
       call.SetI32(1, 0);
@@ -507,11 +504,9 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
         call.SetI32(1, offset);
         return OkStatus();
       }
-      KILN_RETURN_IF_ERROR(hal_.CheckBudget(length ? length : 4));
       CountHostAllocation();
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            device->AllocateBuffer(length ? length : 4,
-                                                   view->buffer()->memory_kind()));
+                            hal_.AllocateCharged(length ? length : 4, view->buffer()->memory_kind()));
       if (note) NoteGuard(id, call, buffer.get(), true);
       if (length) {
         KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(view->buffer(), view->byte_offset(),

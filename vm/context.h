@@ -136,10 +136,10 @@ class Context : public RefObject {
   // means unlimited. `step_budget`: branches and calls the interpreter runs
   // per invocation and per initializer; past it the call fails with
   // kResourceExhausted ("step budget ... exhausted") and the context stays
-  // usable. `device_memory_budget`: bytes of device memory live on the
-  // device; an allocation by a module that would exceed it fails with
-  // kResourceExhausted (the device's live bytes count, so contexts sharing
-  // one device share the bound).
+  // usable. `device_memory_budget`: bytes this context's modules may hold
+  // allocated; an allocation by a module that would exceed it fails with
+  // kResourceExhausted (HalModule::AllocateCharged; each context has its
+  // own account).
   // `wait_timeout_ns` (UINT64_MAX: none) bounds every host wait of an
   // invocation on the device (HalModule::set_wait_timeout).
   struct Limits {

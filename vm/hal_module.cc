@@ -253,23 +253,33 @@ Status HalModule::WaitIdle() {
   return Retire();
 }
 
-Status HalModule::CheckBudget(uint64_t bytes) const {
-  if (!memory_budget_ || !device_) return OkStatus();
-  uint64_t live = device_->stats().device_bytes_live;
-  if (live + bytes <= memory_budget_) return OkStatus();
-  return ResourceExhaustedError(
-      "device memory budget of %llu bytes exceeded: %llu live, %llu more requested",
-      static_cast<unsigned long long>(memory_budget_), static_cast<unsigned long long>(live),
-      static_cast<unsigned long long>(bytes));
+void HalModule::set_device_memory_budget(uint64_t bytes) {
+  memory_budget_ = bytes;
+  if (bytes && !account_) account_ = MakeRef<hal::MemoryAccount>();
+}
+
+StatusOr<Ref<hal::Buffer>> HalModule::AllocateCharged(uint64_t size, hal::MemoryKind kind) {
+  KILN_RETURN_IF_ERROR(RequireDevice());
+  if (memory_budget_ && account_) {
+    uint64_t live = account_->live.load();
+    if (live + size > memory_budget_) {
+      return ResourceExhaustedError(
+          "device memory budget of %llu bytes exceeded: %llu live, %llu more requested",
+          static_cast<unsigned long long>(memory_budget_), static_cast<unsigned long long>(live),
+          static_cast<unsigned long long>(size));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, device_->AllocateBuffer(size, kind));
+  if (account_) buffer->Charge(account_, size);
+  return buffer;
 }
 
 StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, size_t size) {
   KILN_RETURN_IF_ERROR(RequireDevice());
   uint64_t alloc_size = size ? size : 4;
-  KILN_RETURN_IF_ERROR(CheckBudget(alloc_size));
   CountHostAllocation();
   KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                        device_->AllocateBuffer(alloc_size, hal::MemoryKind::kDeviceLocal));
+                        AllocateCharged(alloc_size, hal::MemoryKind::kDeviceLocal));
   device_->stats().transfers++;
   if (size == 0) return buffer;
   if (device_->info().unified_memory) {
@@ -402,11 +412,10 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       int32_t kind = call.ArgI32(1);
       if (size < 0) return InvalidArgumentError("negative allocation size %d", size);
       if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
-      KILN_RETURN_IF_ERROR(CheckBudget(size ? static_cast<uint64_t>(size) : 4));
       CountHostAllocation();
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            device_->AllocateBuffer(size ? static_cast<uint64_t>(size) : 4,
-                                                    static_cast<hal::MemoryKind>(kind)));
+                            AllocateCharged(size ? static_cast<uint64_t>(size) : 4,
+                                            static_cast<hal::MemoryKind>(kind)));
       call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
       return OkStatus();
     }

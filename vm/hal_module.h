@@ -157,12 +157,20 @@ class HalModule {
   void set_wait_timeout(uint64_t ns) { wait_timeout_ns_ = ns; }
   uint64_t wait_timeout() const { return wait_timeout_ns_; }
 
-  // 0: unlimited. Otherwise an allocation by a module that would take the
-  // device's live bytes past it fails with kResourceExhausted.
-  void set_device_memory_budget(uint64_t bytes) { memory_budget_ = bytes; }
-  // OK when `bytes` more fit the budget; called before every allocation a
-  // module makes (hal.allocator.*, buffer_view.take_or_*, cached slots).
-  Status CheckBudget(uint64_t bytes) const;
+  // 0: unlimited. Otherwise an allocation by one of this context's modules
+  // that would take the context's live bytes (its allocations not yet
+  // freed, wherever they went: results the app holds count too) past it
+  // fails with kResourceExhausted. Other contexts on the device have their
+  // own budgets.
+  void set_device_memory_budget(uint64_t bytes);
+  // Every allocation a module makes (hal.allocator.*, buffer_view.take_or_*,
+  // cached slots, initializer uploads): checks the budget, allocates
+  // `size` bytes of `kind`, and charges them to the context's account.
+  // Errors: kResourceExhausted past the budget, the device's allocation
+  // errors.
+  StatusOr<Ref<hal::Buffer>> AllocateCharged(uint64_t size, hal::MemoryKind kind);
+  // Bytes live on the context's account (0 without a budget).
+  uint64_t charged_bytes() const { return account_ ? account_->live.load() : 0; }
   // References to `buffer` held by in-flight command buffers (one per
   // command buffer whose commands use it): holders that are queue-ordered
   // before any later submission of this context.
@@ -231,6 +239,7 @@ class HalModule {
   Capture* capture_ = nullptr;
   HostVector<hal::BufferBinding> bindings_;  // scratch, reused across calls
   uint64_t memory_budget_ = 0;
+  Ref<hal::MemoryAccount> account_;  // with a budget only
   uint64_t wait_timeout_ns_ = UINT64_MAX;
   HostVector<hal::BufferBinding> borrowed_;  // (root allocation, absolute offset, length)
   HostVector<hal::BufferBarrier> barriers_;  // scratch, reused across calls

@@ -418,9 +418,11 @@ KILN_API kiln_status_t kiln_context_create(kiln_device_t device, const kiln_modu
  *    invocation (and per initializer). Past it the call fails with
  *    RESOURCE_EXHAUSTED ("step budget ... exhausted"): a program that never
  *    returns is bounded. Kiln's own programs take a few per loop trip.
- *  - device_memory_budget: bytes of device memory that may be live on the
- *    context's device; an allocation a module makes past it fails with
- *    RESOURCE_EXHAUSTED. Contexts sharing one device share the bound.
+ *  - device_memory_budget: bytes of device memory the context's modules may
+ *    hold allocated (their allocations not yet freed, including results the
+ *    app still holds); an allocation a module makes past it fails with
+ *    RESOURCE_EXHAUSTED. Each context has its own budget; the app's own
+ *    tensors (kiln_tensor_create) do not count.
  *  - wait_timeout_ns: the longest the host blocks on the context's device
  *    work in one call: the end of kiln_invoke/kiln_invoke_ex (including
  *    their reads back mid-program), and kiln_tensor_read/kiln_tensor_write
