@@ -193,7 +193,7 @@ Outcome RunOnce(const Harness& h, Scenario& sc) {
     if (out.error.empty()) out.error = what;
   };
   // Calls `fn`; a failure must be RESOURCE_EXHAUSTED and the first one of
-  // the run, and the same call again must succeed.
+  // the run (call_retry then makes the same call again, which must succeed).
   auto call = [&](const char* name, const std::function<kiln_status_t()>& fn) -> bool {
     kiln_status_t s = fn();
     if (!s) return true;
