@@ -73,9 +73,6 @@ struct SemaphorePoint {
   uint64_t value = 0;
 };
 
-// A device allocation. `size()` is in bytes. A buffer may be created as a
-// subspan of another (see Device::CreateSubspan); a subspan retains its
-// parent allocation until it is released.
 // Device bytes charged to one context's memory budget (vm::HalModule): the
 // live allocations its modules made. Buffers credit their bytes back when
 // freed, on whichever thread releases them.
@@ -84,6 +81,9 @@ class MemoryAccount : public RefObject {
   std::atomic<uint64_t> live{0};  // bytes
 };
 
+// A device allocation. `size()` is in bytes. A buffer may be created as a
+// subspan of another (see Device::CreateSubspan); a subspan retains its
+// parent allocation until it is released.
 class Buffer : public RefObject {
  public:
   virtual uint64_t size() const = 0;

@@ -46,6 +46,7 @@
 #include "kiln/kiln.h"
 #include "tools/dispatch_profile.h"
 #include "tools/input_spec.h"
+#include "tools/module_file.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
 
@@ -114,6 +115,9 @@ bool ParseFlag(const char* arg, const char* name, std::string* value) {
 
 // Everything the benchmark needs, created once; owns every handle.
 struct Session {
+  // The module's bytes, read not mapped (tools/module_file.h); declared
+  // first, so they are freed after the module and the context.
+  kiln::tools::ModuleFile file;
   kiln_instance_t instance = nullptr;
   kiln_device_t device = nullptr;
   kiln_module_t module = nullptr;
@@ -139,10 +143,8 @@ struct Session {
 
 bool Open(const Options& opt, Session* s, std::string* error) {
   if (!Ok(kiln_instance_create(&s->instance), "creating the instance", error)) return false;
-  if (!Ok(kiln_module_load_from_file(s->instance, opt.module.c_str(), &s->module),
-          "loading " + opt.module, error)) {
-    return false;
-  }
+  if (!s->file.Read(opt.module, error)) return false;
+  if (!Ok(s->file.Load(s->instance, &s->module), "loading " + opt.module, error)) return false;
   if (!Ok(kiln_device_create(s->instance, opt.device.c_str(),
                              opt.device_name.empty() ? nullptr : opt.device_name.c_str(),
                              opt.device_index, &s->device),

@@ -57,6 +57,7 @@
 
 #include "kiln/kiln.h"
 #include "tools/input_spec.h"
+#include "tools/module_file.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
 
@@ -180,6 +181,9 @@ bool ParseInt(const std::string& s, long lo, long hi, long* out) {
 
 // Owns every handle; releases in any order at scope exit.
 struct Handles {
+  // The modules' bytes, read not mapped (tools/module_file.h); declared
+  // first, so they are freed after the modules and the context.
+  std::vector<kiln::tools::ModuleFile> files;
   kiln_instance_t instance = nullptr;
   kiln_device_t device = nullptr;
   std::vector<kiln_module_t> modules;  // in dependency order
@@ -233,7 +237,10 @@ int Run(const Options& opt) {
       return Error(path + " is an ONNX model; kiln-run runs compiled modules: run kiln-compile "
                    "first (kiln-compile " + path + " -o model.kiln), then kiln-run --module=model.kiln");
     }
-    if (!Check(kiln_module_load_from_file(h.instance, path.c_str(), &m), "loading " + path, &rc)) return rc;
+    std::string error;
+    h.files.emplace_back();
+    if (!h.files.back().Read(path, &error)) return Error(error);
+    if (!Check(h.files.back().Load(h.instance, &m), "loading " + path, &rc)) return rc;
     h.modules.push_back(m);
   }
   if (!Check(kiln_device_create(h.instance, opt.device.c_str(),

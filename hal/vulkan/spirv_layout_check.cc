@@ -45,6 +45,28 @@ struct IdInfo {
   uint8_t flags = 0;
 };
 
+constexpr char kBadLength[] = "opcode %u of %u words: too few, or past the module's end";
+constexpr char kBadStorageClass[] =
+    "storage class %u (a kernel may use Input, Workgroup, Private, Function, PushConstant and "
+    "StorageBuffer)";
+
+// The fewest words an instruction may have: for those the check reads, the
+// words it reads; for the rest, the opcode word itself.
+uint32_t MinWords(uint32_t op) {
+  switch (op) {
+    case kOpEntryPoint: case kOpMemberDecorate: case kOpVariable:
+      return 4;
+    case kOpExecutionMode: case kOpExecutionModeId: case kOpDecorate: case kOpTypePointer:
+    case kOpTypeForwardPointer: case kOpConstant: case kOpSpecConstant:
+    case kOpConstantComposite: case kOpSpecConstantComposite:
+      return 3;
+    case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeArray: case kOpTypeStruct:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
 bool AllowedStorageClass(uint32_t sc) {
   return sc == kInput || sc == kWorkgroup || sc == kPrivate || sc == kFunction ||
          sc == kPushConstant || sc == kStorageBuffer;
@@ -110,7 +132,7 @@ class Checker {
   Status Walk() {
     for (size_t at = 5; at < n_; at += Len(at)) {
       uint32_t len = Len(at), op = OpAt(at);
-      if (len == 0 || len > n_ - at) return Bad(at, "instruction length %u runs past the module", len);
+      if (len < MinWords(op) || len > n_ - at) return Bad(at, kBadLength, op, len);
       switch (op) {
         case kOpCapability: {
           uint32_t c = W(at, 1);
@@ -122,13 +144,11 @@ class Checker {
           if (W(at, 1) != 0) return Bad(at, "addressing model %u is not Logical", W(at, 1));
           break;
         case kOpEntryPoint:
-          if (len < 4) return Bad(at, "OpEntryPoint of %u words", len);
           KILN_RETURN_IF_ERROR(IdOk(at, W(at, 2)));
           entry_points_.push_back(static_cast<uint32_t>(at));
           break;
         case kOpExecutionMode:
         case kOpExecutionModeId:
-          if (len < 3) return Bad(at, "execution mode of %u words", len);
           KILN_RETURN_IF_ERROR(IdOk(at, W(at, 1)));
           if (W(at, 2) == kLocalSize || W(at, 2) == kLocalSizeId) {
             if (len != 6) return Bad(at, "LocalSize with %u operands", len - 3);
@@ -136,7 +156,6 @@ class Checker {
           }
           break;
         case kOpDecorate: {
-          if (len < 3) return Bad(at, "OpDecorate of %u words", len);
           uint32_t id = W(at, 1), d = W(at, 2);
           KILN_RETURN_IF_ERROR(IdOk(at, id));
           IdInfo& info = ids_[id];
@@ -153,7 +172,6 @@ class Checker {
           break;
         }
         case kOpMemberDecorate:
-          if (len < 4) return Bad(at, "OpMemberDecorate of %u words", len);
           KILN_RETURN_IF_ERROR(IdOk(at, W(at, 1)));
           if (W(at, 3) == kNonWritable) {
             IdInfo& s = ids_[W(at, 1)];
@@ -163,15 +181,11 @@ class Checker {
           break;
         case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeArray:
         case kOpTypeStruct:
-          if (len < 2) return Bad(at, "type of %u words", len);
           KILN_RETURN_IF_ERROR(Define(at, 1));
           break;
         case kOpTypePointer:
         case kOpTypeForwardPointer:
-          if (len < 3) return Bad(at, "pointer type of %u words", len);
-          if (!AllowedStorageClass(W(at, 2)))
-            return Bad(at, "storage class %u (a kernel may use Input, Workgroup, Private, Function, "
-                       "PushConstant and StorageBuffer)", W(at, 2));
+          if (!AllowedStorageClass(W(at, 2))) return Bad(at, kBadStorageClass, W(at, 2));
           if (op == kOpTypePointer) {
             KILN_RETURN_IF_ERROR(Define(at, 1));
             KILN_RETURN_IF_ERROR(IdOk(at, W(at, 3)));
@@ -179,14 +193,10 @@ class Checker {
           break;
         case kOpConstant: case kOpSpecConstant: case kOpConstantComposite:
         case kOpSpecConstantComposite:
-          if (len < 3) return Bad(at, "constant of %u words", len);
           KILN_RETURN_IF_ERROR(Define(at, 2));
           break;
         case kOpVariable:
-          if (len < 4) return Bad(at, "OpVariable of %u words", len);
-          if (!AllowedStorageClass(W(at, 3)))
-            return Bad(at, "variable in storage class %u (a kernel may use Input, Workgroup, "
-                       "Private, Function, PushConstant and StorageBuffer)", W(at, 3));
+          if (!AllowedStorageClass(W(at, 3))) return Bad(at, kBadStorageClass, W(at, 3));
           KILN_RETURN_IF_ERROR(IdOk(at, W(at, 1)));
           KILN_RETURN_IF_ERROR(Define(at, 2));
           if (W(at, 3) != kFunction) variables_.push_back(static_cast<uint32_t>(at));
@@ -307,7 +317,7 @@ class Checker {
           case kOpPhi: first = 3; break;
           default: continue;
         }
-        if (Len(at) < 3) return Bad(at, "opcode %u of %u words", op, Len(at));
+        if (Len(at) < 3) return Bad(at, kBadLength, op, Len(at));
         KILN_RETURN_IF_ERROR(IdOk(at, W(at, 2)));
         if (tainted(W(at, 2))) continue;
         for (uint32_t k = first; k < len; k += op == kOpPhi ? 2 : 1)

@@ -123,7 +123,16 @@ TEST(SpirvLayoutCheck, RefusesMalformedStreams) {
   EXPECT_NE(Check(w, VaddLayout()).find("id bound 0"), std::string::npos);
   w = Vadd();
   w[5] = (0xffffu << 16) | kOpCapability;
-  EXPECT_NE(Check(w, VaddLayout()).find("runs past the module"), std::string::npos);
+  EXPECT_NE(Check(w, VaddLayout()).find("past the module's end"), std::string::npos);
+  // An OpEntryPoint (opcode 15) of 2 words: too few for the words the check reads.
+  w = Vadd();
+  for (size_t at = 5; at < w.size(); at += w[at] >> 16) {
+    if ((w[at] & 0xffffu) == 15) {
+      w[at] = (2u << 16) | 15u;
+      break;
+    }
+  }
+  EXPECT_NE(Check(w, VaddLayout()).find("opcode 15 of 2 words: too few"), std::string::npos);
   w = Vadd();
   w.resize(4);
   EXPECT_NE(Check(w, VaddLayout()).find("header alone is 5"), std::string::npos);

@@ -119,5 +119,22 @@ expect_error "memory budget" "device memory budget of 16 bytes exceeded" "$run" 
 expect_result "memory budget, enough" "result[0]: tensor<4xf32> = [4001, 8002, 12003, 16004]" \
   --module="$work/chain.kiln" --device-memory-budget=100000000 --step-budget=1000 --input=4xf32=1,2,3,4
 
+# A module file truncated while kiln-run runs it: kiln-run reads the file
+# into memory (tools/module_file.h) instead of mapping it, so the invokes
+# after the truncation still run (with a mapping they died of SIGBUS).
+cp "$work/chain.kiln" "$work/trunc.kiln"
+"$run" --module="$work/trunc.kiln" --repeat=200000 --input=4xf32=1,2,3,4 >"$work/trunc.out" 2>&1 &
+pid=$!
+sleep 1
+if kill -0 $pid 2>/dev/null; then
+  : >"$work/trunc.kiln"  # truncate to 0 bytes under the running tool
+  sleep 1; kill -0 $pid 2>/dev/null && kill -INT $pid
+  wait $pid; rc=$?
+  # Still running when interrupted (130), or finished (0): not SIGBUS (135).
+  [ $rc -eq 0 ] || [ $rc -eq 130 ] || fail "truncated while running" "rc=$rc: $(tail -3 "$work/trunc.out")"
+else
+  wait $pid; fail "truncated while running" "kiln-run finished within 1 s: the test did not truncate under it"
+fi
+
 if [ $fails -ne 0 ]; then echo "$fails hostile-graph cases failed"; exit 1; fi
 echo "hostile graphs: all cases handled"
