@@ -27,12 +27,23 @@ void Grow(HostVector<T>* v, size_t n) {
   }
 }
 
+// Frees the C API's invoke scratch (it grows again on the next call): after
+// a refused allocation it may hold a block taken from malloc instead of the
+// app's allocator. Only null pointers are left in it between calls.
+void DropInvokeScratch(kiln_context_t context) {
+  HostVector<kiln::vm::InvokeArg>().swap(context->invoke_args);
+  HostVector<kiln::vm::BufferView*>().swap(context->storage_views);
+  HostVector<kiln_tensor_s*>().swap(context->storage_tensors);
+  HostVector<Ref<kiln::vm::BufferView>>().swap(context->result_views);
+}
+
 // The shared body of kiln_invoke and kiln_invoke_ex: context->invoke_args
 // (arguments; consumed ones already adopted) and, when `with_storage`,
 // context->storage_views/storage_tensors are filled in.
-kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, size_t arg_count,
-                             bool with_storage, kiln_tensor_t* out_results, size_t result_count,
-                             uint64_t allocations_before,
+kiln_status_t InvokePrepared(const char* api, kiln_context_t context, kiln_function_t function,
+                             size_t arg_count, bool with_storage, kiln_tensor_t* out_results,
+                             size_t result_count, uint64_t allocations_before,
+                             const HostFailureWatch& watch,
                              kiln::vm::InvokeFences* fences = nullptr) {
   Grow(&context->result_views, result_count);
   uint64_t vm_before = kiln::vm::HostAllocationCount();
@@ -52,6 +63,13 @@ kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, s
         MarkPendingWrite(context->storage_views[i], fences->signal, timeout);
       }
     }
+  }
+  if (s.ok() && watch.failed()) {
+    // The allocator refused a block that a container then took from malloc
+    // (host_alloc.h): the call fails, as every creating call does, and its
+    // results are dropped (the device work has run or is
+    // queued; output storage it writes stays marked for host reads).
+    s = kiln::ResourceExhaustedError("%s: out of host memory (the allocator returned NULL)", api);
   }
   if (s.ok()) {
     for (size_t i = 0; i < result_count; ++i) {
@@ -78,6 +96,7 @@ kiln_status_t InvokePrepared(kiln_context_t context, kiln_function_t function, s
   for (size_t i = 0; i < result_count; ++i) context->result_views[i].reset();
   context->device->device->stats().host_allocations_invoke +=
       kiln::vm::HostAllocationCount() - allocations_before - vm_allocations;
+  if (watch.failed()) DropInvokeScratch(context);
   return Wrap(std::move(s));
 }
 
@@ -97,8 +116,13 @@ kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
   }
   if (!args && arg_count) return NullArg("kiln_invoke", "args");
   if (!out_results && result_count) return NullArg("kiln_invoke", "out_results");
+  HostFailureWatch watch;
   uint64_t allocations_before = kiln::vm::HostAllocationCount();
   Grow(&context->invoke_args, arg_count);
+  if (watch.failed()) {
+    DropInvokeScratch(context);
+    return OutOfHostMemory("kiln_invoke");
+  }
   for (size_t i = 0; i < arg_count; ++i) {
     if (!args[i]) {
       return Wrap(kiln::InvalidArgumentError("kiln_invoke: args[%zu] is NULL", i));
@@ -109,8 +133,8 @@ kiln_status_t kiln_invoke(kiln_context_t context, kiln_function_t function,
     }
     context->invoke_args[i] = kiln::vm::InvokeArg{args[i]->view.get(), false};
   }
-  return InvokePrepared(context, function, arg_count, false, out_results, result_count,
-                        allocations_before);
+  return InvokePrepared("kiln_invoke", context, function, arg_count, false, out_results,
+                        result_count, allocations_before, watch);
 }
 
 }  // extern "C"
@@ -143,10 +167,15 @@ kiln_status_t InvokeExImpl(const char* api, kiln_context_t context, kiln_functio
         "%s: function '%s' returns %u results, %zu result slots given", api,
         function->info->name.data(), function->info->result_count, result_count));
   }
+  HostFailureWatch watch;
   uint64_t allocations_before = kiln::vm::HostAllocationCount();
   Grow(&context->invoke_args, arg_count);
   Grow(&context->storage_views, result_count);
   Grow(&context->storage_tensors, result_count);
+  if (watch.failed()) {  // before anything is adopted or run
+    DropInvokeScratch(context);
+    return fail(kiln::ResourceExhaustedError("%s: out of host memory (the allocator returned NULL)", api));
+  }
   for (size_t k = 0; k < result_count; ++k) {
     context->storage_views[k] = nullptr;
     context->storage_tensors[k] = nullptr;
@@ -221,8 +250,8 @@ kiln_status_t InvokeExImpl(const char* api, kiln_context_t context, kiln_functio
     }
     ++n;
   }
-  return InvokePrepared(context, function, n, any_storage, out_results, result_count,
-                        allocations_before, fences);
+  return InvokePrepared(api, context, function, n, any_storage, out_results, result_count,
+                        allocations_before, watch, fences);
 }
 
 }  // namespace
