@@ -67,7 +67,11 @@ set -euo pipefail
 # variant chosen at context creation (+180 B: the pick, and the verifier of
 # Executable.spirv_f16); the SPIR-V layout check's length and storage-class
 # messages were merged to pay for part of it (-225 B). 167,686 B measured.
-budget="${KILN_SIZE_BUDGET:-167700}"
+# Raised 167700 -> 168100 for clean failure on a refused host allocation in
+# kiln_invoke* (issue 17 item 5, found by tests/alloc_failure: the call used
+# to succeed with malloc'd scratch the context then kept): the C API checks
+# its scratch before running and after, +352 B. 168,038 B measured.
+budget="${KILN_SIZE_BUDGET:-168100}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
