@@ -17,10 +17,11 @@
 // reached and refused exactly once, and that the sweep covered every k. A
 // new allocation path without clean failure handling thus fails the test,
 // however it is reached. Subset (the build's KILN_ALLOC_FAILURE_STRIDE S,
-// default 100; env KILN_ALLOC_FAILURE_STRIDE overrides): every k outside
-// context creation, and inside it every S-th from an offset (env
-// KILN_ALLOC_FAILURE_OFFSET, else the day number mod S), because each k
-// costs a whole context creation. S = 1 is the full sweep.
+// default 100; env KILN_ALLOC_FAILURE_STRIDE overrides): inside context
+// creation every S-th k, in the other stages every (S / 10)-th, from an
+// offset (env KILN_ALLOC_FAILURE_OFFSET, else the day number, mod the
+// stride), because each k costs a whole context creation. S = 1 is the full
+// sweep. Device allocations are always swept in full.
 //
 // Models (compiled by the default preset's kiln-compile into
 // KILN_ALLOC_FAILURE_MODULES; see tests/alloc_failure/CMakeLists.txt):
@@ -39,6 +40,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -524,9 +526,11 @@ class AllocFailureTest : public ::testing::Test {
                   static_cast<unsigned long long>(stages[i + 1].second - stages[i].second));
     std::printf("\n");
     std::fflush(stdout);
-    // The subset (see the file comment): every k outside context creation;
-    // inside it every stride-th, from the offset.
-    const uint64_t stride = Stride(), offset = Offset(stride);
+    // The subset (see the file comment): inside context creation every
+    // stride-th k, elsewhere every (stride / 10)-th, each from the offset.
+    // Device allocations are few (cls 4, the driver 13): always every k.
+    const uint64_t stride = kind == Kind::kDevice ? 1 : Stride(), offset = Offset(stride);
+    const uint64_t other_stride = std::max<uint64_t>(stride / 10, 1), other_offset = offset % other_stride;
     uint64_t only_first = 1, only_last = total;  // KILN_ALLOC_FAILURE_ONLY=FIRST-LAST
     if (const char* r = std::getenv("KILN_ALLOC_FAILURE_ONLY")) {
       only_first = std::strtoull(r, nullptr, 10);
@@ -536,7 +540,8 @@ class AllocFailureTest : public ::testing::Test {
     auto selected = [&](uint64_t k) {
       if (k < only_first || k > only_last) return false;
       size_t i = stage_of(k);
-      return stages[i].first != "context" || (k - stages[i].second) % stride == offset;
+      if (stages[i].first == "context") return (k - stages[i].second) % stride == offset;
+      return (k - stages[i].second) % other_stride == other_offset;
     };
 
     std::map<std::string, uint64_t> by_call;  // failed call -> how many k
@@ -585,9 +590,10 @@ class AllocFailureTest : public ::testing::Test {
     if (stride == 1 && only_first == 1 && only_last == total) {
       EXPECT_EQ(swept, total) << "the sweep missed allocations";
     } else {
-      std::printf("  subset: context creation every %llu-th k from offset %llu "
-                  "(KILN_ALLOC_FAILURE_STRIDE=1 sweeps every k)\n",
-                  static_cast<unsigned long long>(stride), static_cast<unsigned long long>(offset));
+      std::printf("  subset: context creation every %llu-th k from offset %llu, the other stages "
+                  "every %llu-th (KILN_ALLOC_FAILURE_STRIDE=1 sweeps every k)\n",
+                  static_cast<unsigned long long>(stride), static_cast<unsigned long long>(offset),
+                  static_cast<unsigned long long>(other_stride));
     }
   }
 
