@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "hal/command_checks.h"
 #include "hal/vulkan/spirv_layout_check.h"
 
 namespace kiln::hal::host {
@@ -388,65 +389,13 @@ Status HostCommandBuffer::Dispatch(Executable* executable, uint32_t entry_point,
                                 entry_point, host_executable->entry_point_count());
   }
   const EntryPointInfo& info = host_executable->entry_point(entry_point);
-  if (!workgroup_count) return InvalidArgumentError("Dispatch: workgroup_count is null");
   const DeviceInfo& limits = device_->info();
-  uint64_t invocations = host_executable->invocations(entry_point);
-  for (int i = 0; i < 3; ++i) {
-    if (workgroup_count[i] > limits.max_compute_workgroup_count[i]) {
-      return InvalidArgumentError("Dispatch '%s': workgroup_count[%d] = %u exceeds the limit %u",
-                                  info.name.c_str(), i, workgroup_count[i],
-                                  limits.max_compute_workgroup_count[i]);
-    }
-    invocations *= workgroup_count[i];  // <= (2^32 - 1)^2 before the break: no overflow
-    if (invocations > UINT32_MAX) break;
-  }
-  if (invocations > UINT32_MAX) {
-    return InvalidArgumentError(
-        "Dispatch '%s': %ux%ux%u workgroups of %u invocations exceed 2^32 invocations",
-        info.name.c_str(), workgroup_count[0], workgroup_count[1], workgroup_count[2],
-        host_executable->invocations(entry_point));
-  }
-  if (push_constant_bytes != info.push_constant_bytes) {
-    return InvalidArgumentError("Dispatch '%s': %u push-constant bytes given, entry point takes %u",
-                                info.name.c_str(), push_constant_bytes, info.push_constant_bytes);
-  }
-  if (push_constant_bytes && !push_constants) {
-    return InvalidArgumentError("Dispatch '%s': push_constants is null", info.name.c_str());
-  }
-  if (binding_count != info.binding_count) {
-    return InvalidArgumentError("Dispatch '%s': %u bindings given, entry point takes %u",
-                                info.name.c_str(), binding_count, info.binding_count);
-  }
-  if (binding_count && !bindings) {
-    return InvalidArgumentError("Dispatch '%s': bindings is null", info.name.c_str());
-  }
+  KILN_RETURN_IF_ERROR(CheckDispatch(info, host_executable->invocations(entry_point), limits,
+                                     workgroup_count, push_constants, push_constant_bytes,
+                                     bindings, binding_count));
   for (uint32_t i = 0; i < binding_count; ++i) {
-    const BufferBinding& binding = bindings[i];
-    KILN_RETURN_IF_ERROR(CheckBuffer("Dispatch", binding.buffer));
-    HostBuffer* buffer = static_cast<HostBuffer*>(binding.buffer);
-    uint64_t length = binding.length;
-    if (length == 0 && binding.offset <= buffer->size()) length = buffer->size() - binding.offset;
-    if (!buffer->InBounds(binding.offset, length)) {
-      return OutOfRangeError(
-          "Dispatch '%s': binding %u range [%llu, +%llu) exceeds buffer of %llu bytes",
-          info.name.c_str(), i, U(binding.offset), U(length), U(buffer->size()));
-    }
-    if (length == 0) {
-      return InvalidArgumentError("Dispatch '%s': binding %u is empty", info.name.c_str(), i);
-    }
-    if (length > limits.max_storage_buffer_range) {
-      return InvalidArgumentError(
-          "Dispatch '%s': binding %u spans %llu bytes; max_storage_buffer_range is %llu",
-          info.name.c_str(), i, U(length), U(limits.max_storage_buffer_range));
-    }
-    uint64_t absolute = buffer->allocation_offset() + binding.offset;
-    if (absolute % limits.min_storage_buffer_offset_alignment != 0) {
-      return InvalidArgumentError(
-          "Dispatch '%s': binding %u offset %llu (allocation offset %llu) is not a multiple of "
-          "min_storage_buffer_offset_alignment (%u)",
-          info.name.c_str(), i, U(binding.offset), U(absolute),
-          limits.min_storage_buffer_offset_alignment);
-    }
+    KILN_RETURN_IF_ERROR(CheckBuffer("Dispatch", bindings[i].buffer));
+    KILN_RETURN_IF_ERROR(CheckBinding(info, i, limits, bindings[i]).status());
   }
   bool retained = false;
   for (const Ref<Executable>& r : retained_executables_) retained |= r.get() == executable;
@@ -462,15 +411,9 @@ Status HostCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t count)
   if (!barriers) return InvalidArgumentError("Barrier: barriers is null");
   for (uint32_t i = 0; i < count; ++i) {
     KILN_RETURN_IF_ERROR(CheckBuffer("Barrier", barriers[i].buffer));
-    HostBuffer* buffer = static_cast<HostBuffer*>(barriers[i].buffer);
-    uint64_t length = barriers[i].length;
-    if (length == 0 && barriers[i].offset <= buffer->size()) {
-      length = buffer->size() - barriers[i].offset;
-    }
-    if (!buffer->InBounds(barriers[i].offset, length)) {
-      return OutOfRangeError("Barrier: range %u [%llu, +%llu) exceeds buffer of %llu bytes", i,
-                             U(barriers[i].offset), U(length), U(buffer->size()));
-    }
+    KILN_ASSIGN_OR_RETURN(uint64_t length, CheckBarrierRange(i, *barriers[i].buffer,
+                                                             barriers[i].offset,
+                                                             barriers[i].length));
     if (length) RetainBuffer(barriers[i].buffer);
   }
   ++device_->stats().barriers;
@@ -490,20 +433,8 @@ Status HostCommandBuffer::CopyBuffer(Buffer* source, uint64_t source_offset, Buf
   KILN_RETURN_IF_ERROR(CheckBuffer("CopyBuffer", target));
   HostBuffer* src = static_cast<HostBuffer*>(source);
   HostBuffer* dst = static_cast<HostBuffer*>(target);
-  if (!src->InBounds(source_offset, length)) {
-    return OutOfRangeError("CopyBuffer: source range [%llu, +%llu) exceeds buffer of %llu bytes",
-                           U(source_offset), U(length), U(src->size()));
-  }
-  if (!dst->InBounds(target_offset, length)) {
-    return OutOfRangeError("CopyBuffer: target range [%llu, +%llu) exceeds buffer of %llu bytes",
-                           U(target_offset), U(length), U(dst->size()));
-  }
+  KILN_RETURN_IF_ERROR(CheckCopy(*src, source_offset, *dst, target_offset, length));
   if (length == 0) return OkStatus();
-  uint64_t s = src->allocation_offset() + source_offset;
-  uint64_t d = dst->allocation_offset() + target_offset;
-  if (src->root() == dst->root() && s < d + length && d < s + length) {
-    return InvalidArgumentError("CopyBuffer: source and target ranges overlap");
-  }
   commands_.push_back(Command{src, dst, source_offset, target_offset, length, 0});
   RetainBuffer(source);
   RetainBuffer(target);
@@ -518,16 +449,7 @@ Status HostCommandBuffer::FillBuffer(Buffer* target, uint64_t offset, uint64_t l
   KILN_RETURN_IF_ERROR(CheckRecording("FillBuffer"));
   KILN_RETURN_IF_ERROR(CheckBuffer("FillBuffer", target));
   HostBuffer* dst = static_cast<HostBuffer*>(target);
-  if (!dst->InBounds(offset, length)) {
-    return OutOfRangeError("FillBuffer: range [%llu, +%llu) exceeds buffer of %llu bytes",
-                           U(offset), U(length), U(dst->size()));
-  }
-  uint64_t absolute = dst->allocation_offset() + offset;
-  if (absolute % 4 != 0 || length % 4 != 0) {
-    return InvalidArgumentError(
-        "FillBuffer: offset (absolute %llu) and length (%llu) must be multiples of 4",
-        U(absolute), U(length));
-  }
+  KILN_RETURN_IF_ERROR(CheckFill(*dst, offset, length));
   if (length == 0) return OkStatus();
   commands_.push_back(Command{nullptr, dst, 0, offset, length, pattern});
   RetainBuffer(target);
@@ -589,26 +511,10 @@ StatusOr<Ref<Executable>> HostDevice::CreateExecutable(
     const uint32_t* spirv, size_t word_count, const HostVector<EntryPointInfo>& entry_points) {
   if (!spirv) return InvalidArgumentError("CreateExecutable: spirv is null");
   if (entry_points.empty()) return InvalidArgumentError("CreateExecutable: no entry points");
-  vulkan::SpirvLimits limits;
-  for (int d = 0; d < 3; ++d) limits.max_workgroup_size[d] = info_.max_compute_workgroup_size[d];
-  limits.max_workgroup_invocations = info_.max_compute_workgroup_invocations;
   HostVector<uint32_t> invocations;
-  KILN_RETURN_IF_ERROR(
-      vulkan::CheckSpirvLayout(spirv, word_count, entry_points, limits, &invocations));
-  for (const EntryPointInfo& entry : entry_points) {
-    if (entry.binding_count > info_.max_bound_storage_buffers) {
-      return InvalidArgumentError(
-          "CreateExecutable: entry point '%s' uses %u storage buffers; device limit is %u",
-          entry.name.c_str(), entry.binding_count, info_.max_bound_storage_buffers);
-    }
-    if (entry.push_constant_bytes % 4 != 0 ||
-        entry.push_constant_bytes > info_.max_push_constants_size) {
-      return InvalidArgumentError(
-          "CreateExecutable: entry point '%s' has %u push-constant bytes; must be a multiple "
-          "of 4 and at most %u",
-          entry.name.c_str(), entry.push_constant_bytes, info_.max_push_constants_size);
-    }
-  }
+  KILN_RETURN_IF_ERROR(vulkan::CheckSpirvLayout(spirv, word_count, entry_points,
+                                                vulkan::SpirvLimits(info_), &invocations));
+  KILN_RETURN_IF_ERROR(CheckEntryPointLimits(entry_points, info_));
   HostExecutable* executable =
       new (std::nothrow) HostExecutable(this, entry_points, std::move(invocations));
   if (!executable) return ResourceExhaustedError("CreateExecutable: out of host memory");
@@ -633,25 +539,12 @@ void HostDevice::Run(Submission& submission) {
 Status HostDevice::QueueExecute(CommandBuffer* command_buffer, const SemaphorePoint* waits,
                                 uint32_t wait_count, const SemaphorePoint* signals,
                                 uint32_t signal_count) {
-  if ((wait_count && !waits) || (signal_count && !signals)) {
-    return InvalidArgumentError("QueueExecute: null wait/signal array with nonzero count");
-  }
+  KILN_RETURN_IF_ERROR(CheckSubmission(waits, wait_count, signals, signal_count));
   HostCommandBuffer* cb = static_cast<HostCommandBuffer*>(command_buffer);
   if (cb) KILN_RETURN_IF_ERROR(cb->CheckSubmittable());
-  for (uint32_t i = 0; i < wait_count; ++i) {
-    if (!waits[i].semaphore) return InvalidArgumentError("QueueExecute: wait %u has no semaphore", i);
-  }
   for (uint32_t i = 0; i < signal_count; ++i) {
-    if (!signals[i].semaphore) {
-      return InvalidArgumentError("QueueExecute: signal %u has no semaphore", i);
-    }
     KILN_RETURN_IF_ERROR(
         static_cast<HostSemaphore*>(signals[i].semaphore)->CheckSignalValue(signals[i].value));
-    for (uint32_t j = 0; j < i; ++j) {
-      if (signals[j].semaphore == signals[i].semaphore) {
-        return InvalidArgumentError("QueueExecute: semaphore signalled twice in one submission");
-      }
-    }
   }
   ++stats_.submissions;
   bool ready = pending_.empty();

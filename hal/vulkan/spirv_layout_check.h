@@ -49,6 +49,12 @@ constexpr uint32_t kMaxSpirvIdBound = 1u << 20;
 struct SpirvLimits {
   uint32_t max_workgroup_size[3] = {0, 0, 0};  // VkPhysicalDeviceLimits::maxComputeWorkGroupSize
   uint32_t max_workgroup_invocations = 0;      // ...::maxComputeWorkGroupInvocations
+
+  SpirvLimits() = default;
+  explicit SpirvLimits(const DeviceInfo& info) : max_workgroup_invocations(
+      info.max_compute_workgroup_invocations) {
+    for (int d = 0; d < 3; ++d) max_workgroup_size[d] = info.max_compute_workgroup_size[d];
+  }
 };
 
 // Checks `count` words of SPIR-V against `entries` (the module's declared

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <new>
 
+#include "hal/command_checks.h"
 #include "hal/vulkan/vulkan_buffer.h"
 #include "hal/vulkan/vulkan_device.h"
 #include "hal/vulkan/vulkan_executable.h"
@@ -20,8 +21,6 @@ constexpr VkAccessFlags kDeviceAccesses = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_
                                           VK_ACCESS_TRANSFER_WRITE_BIT;
 constexpr uint32_t kPoolSets = 64;
 constexpr uint32_t kPoolDescriptors = 512;
-
-unsigned long long U(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 }  // namespace
 
@@ -177,72 +176,17 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
   }
   const EntryPointInfo& info = vk_executable->entry_point(entry_point);
   const VulkanExecutable::Pipeline& pipeline = vk_executable->pipeline(entry_point);
-  if (!workgroup_count) return InvalidArgumentError("Dispatch: workgroup_count is null");
-  const VkPhysicalDeviceLimits& limits = device_->limits();
-  uint64_t invocations = pipeline.workgroup_invocations;
-  for (int i = 0; i < 3; ++i) {
-    if (workgroup_count[i] > limits.maxComputeWorkGroupCount[i]) {
-      return InvalidArgumentError("Dispatch '%s': workgroup_count[%d] = %u exceeds the limit %u",
-                                  info.name.c_str(), i, workgroup_count[i],
-                                  limits.maxComputeWorkGroupCount[i]);
-    }
-    invocations *= workgroup_count[i];  // <= (2^32 - 1)^2 before the break: no overflow
-    if (invocations > UINT32_MAX) break;
-  }
-  // A global invocation index is 32 bits wide: beyond 2^32 invocations
-  // lavapipe silently miscounts, and a 65535^3 grid would run for hours.
-  if (invocations > UINT32_MAX) {
-    return InvalidArgumentError(
-        "Dispatch '%s': %ux%ux%u workgroups of %u invocations exceed 2^32 invocations",
-        info.name.c_str(), workgroup_count[0], workgroup_count[1], workgroup_count[2],
-        pipeline.workgroup_invocations);
-  }
-  if (push_constant_bytes != info.push_constant_bytes) {
-    return InvalidArgumentError("Dispatch '%s': %u push-constant bytes given, entry point takes %u",
-                                info.name.c_str(), push_constant_bytes, info.push_constant_bytes);
-  }
-  if (push_constant_bytes && !push_constants) {
-    return InvalidArgumentError("Dispatch '%s': push_constants is null", info.name.c_str());
-  }
-  if (binding_count != info.binding_count) {
-    return InvalidArgumentError("Dispatch '%s': %u bindings given, entry point takes %u",
-                                info.name.c_str(), binding_count, info.binding_count);
-  }
-  if (binding_count && !bindings) {
-    return InvalidArgumentError("Dispatch '%s': bindings is null", info.name.c_str());
-  }
-
-  const uint64_t alignment = limits.minStorageBufferOffsetAlignment
-                                 ? limits.minStorageBufferOffsetAlignment
-                                 : 1;
+  const DeviceInfo& limits = device_->info();
+  KILN_RETURN_IF_ERROR(CheckDispatch(info, pipeline.workgroup_invocations, limits,
+                                     workgroup_count, push_constants, push_constant_bytes,
+                                     bindings, binding_count));
   scratch_infos_.clear();
   for (uint32_t i = 0; i < binding_count; ++i) {
     const BufferBinding& binding = bindings[i];
     KILN_RETURN_IF_ERROR(CheckBuffer("Dispatch", binding.buffer));
+    KILN_ASSIGN_OR_RETURN(uint64_t length, CheckBinding(info, i, limits, binding));
     VulkanBuffer* buffer = static_cast<VulkanBuffer*>(binding.buffer);
-    uint64_t length = binding.length;
-    if (length == 0 && binding.offset <= buffer->size()) length = buffer->size() - binding.offset;
-    if (!buffer->InBounds(binding.offset, length)) {
-      return OutOfRangeError("Dispatch '%s': binding %u range [%llu, +%llu) exceeds buffer of "
-                             "%llu bytes",
-                             info.name.c_str(), i, U(binding.offset), U(length),
-                             U(buffer->size()));
-    }
-    if (length == 0) {
-      return InvalidArgumentError("Dispatch '%s': binding %u is empty", info.name.c_str(), i);
-    }
-    if (length > limits.maxStorageBufferRange) {
-      return InvalidArgumentError(
-          "Dispatch '%s': binding %u spans %llu bytes; maxStorageBufferRange is %u",
-          info.name.c_str(), i, U(length), limits.maxStorageBufferRange);
-    }
     uint64_t absolute = buffer->allocation_offset() + binding.offset;
-    if (absolute % alignment != 0) {
-      return InvalidArgumentError(
-          "Dispatch '%s': binding %u offset %llu (allocation offset %llu) is not a multiple of "
-          "minStorageBufferOffsetAlignment (%llu)",
-          info.name.c_str(), i, U(binding.offset), U(absolute), U(alignment));
-    }
     scratch_infos_.push_back(VkDescriptorBufferInfo{buffer->handle(), absolute, length});
   }
 
@@ -300,14 +244,8 @@ Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t coun
   for (uint32_t i = 0; i < count; ++i) {
     KILN_RETURN_IF_ERROR(CheckBuffer("Barrier", barriers[i].buffer));
     VulkanBuffer* buffer = static_cast<VulkanBuffer*>(barriers[i].buffer);
-    uint64_t length = barriers[i].length;
-    if (length == 0 && barriers[i].offset <= buffer->size()) {
-      length = buffer->size() - barriers[i].offset;
-    }
-    if (!buffer->InBounds(barriers[i].offset, length)) {
-      return OutOfRangeError("Barrier: range %u [%llu, +%llu) exceeds buffer of %llu bytes", i,
-                             U(barriers[i].offset), U(length), U(buffer->size()));
-    }
+    KILN_ASSIGN_OR_RETURN(uint64_t length,
+                          CheckBarrierRange(i, *buffer, barriers[i].offset, barriers[i].length));
     if (length == 0) continue;
     VkBufferMemoryBarrier barrier = {};
     barrier.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
@@ -352,23 +290,12 @@ Status VulkanCommandBuffer::CopyBuffer(Buffer* source, uint64_t source_offset, B
   KILN_RETURN_IF_ERROR(CheckBuffer("CopyBuffer", target));
   VulkanBuffer* src = static_cast<VulkanBuffer*>(source);
   VulkanBuffer* dst = static_cast<VulkanBuffer*>(target);
-  if (!src->InBounds(source_offset, length)) {
-    return OutOfRangeError("CopyBuffer: source range [%llu, +%llu) exceeds buffer of %llu bytes",
-                           U(source_offset), U(length), U(src->size()));
-  }
-  if (!dst->InBounds(target_offset, length)) {
-    return OutOfRangeError("CopyBuffer: target range [%llu, +%llu) exceeds buffer of %llu bytes",
-                           U(target_offset), U(length), U(dst->size()));
-  }
+  KILN_RETURN_IF_ERROR(CheckCopy(*src, source_offset, *dst, target_offset, length));
   if (length == 0) return OkStatus();
   VkBufferCopy region = {};
   region.srcOffset = src->allocation_offset() + source_offset;
   region.dstOffset = dst->allocation_offset() + target_offset;
   region.size = length;
-  if (src->handle() == dst->handle() && region.srcOffset < region.dstOffset + length &&
-      region.dstOffset < region.srcOffset + length) {
-    return InvalidArgumentError("CopyBuffer: source and target ranges overlap");
-  }
   device_->syms().vkCmdCopyBuffer(command_buffer_, src->handle(), dst->handle(), 1, &region);
   RetainBuffer(source);
   RetainBuffer(target);
@@ -384,16 +311,8 @@ Status VulkanCommandBuffer::FillBuffer(Buffer* target, uint64_t offset, uint64_t
   KILN_RETURN_IF_ERROR(CheckRecording("FillBuffer"));
   KILN_RETURN_IF_ERROR(CheckBuffer("FillBuffer", target));
   VulkanBuffer* dst = static_cast<VulkanBuffer*>(target);
-  if (!dst->InBounds(offset, length)) {
-    return OutOfRangeError("FillBuffer: range [%llu, +%llu) exceeds buffer of %llu bytes",
-                           U(offset), U(length), U(dst->size()));
-  }
+  KILN_RETURN_IF_ERROR(CheckFill(*dst, offset, length));
   uint64_t absolute = dst->allocation_offset() + offset;
-  if (absolute % 4 != 0 || length % 4 != 0) {
-    return InvalidArgumentError(
-        "FillBuffer: offset (absolute %llu) and length (%llu) must be multiples of 4",
-        U(absolute), U(length));
-  }
   if (length == 0) return OkStatus();
   device_->syms().vkCmdFillBuffer(command_buffer_, dst->handle(), absolute, length, pattern);
   RetainBuffer(target);

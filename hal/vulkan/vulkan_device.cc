@@ -5,6 +5,7 @@
 #include <new>
 #include <string>
 
+#include "hal/command_checks.h"
 #include "hal/vulkan/vulkan_buffer.h"
 #include "hal/vulkan/vulkan_command_buffer.h"
 #include "hal/vulkan/vulkan_executable.h"
@@ -353,27 +354,14 @@ Status VulkanDevice::WaitSubmission(uint64_t value, uint64_t timeout_ns) {
 Status VulkanDevice::QueueExecute(CommandBuffer* command_buffer, const SemaphorePoint* waits,
                                   uint32_t wait_count, const SemaphorePoint* signals,
                                   uint32_t signal_count) {
-  if ((wait_count && !waits) || (signal_count && !signals)) {
-    return InvalidArgumentError("QueueExecute: null wait/signal array with nonzero count");
-  }
+  KILN_RETURN_IF_ERROR(CheckSubmission(waits, wait_count, signals, signal_count));
   VulkanCommandBuffer* vk_command_buffer = static_cast<VulkanCommandBuffer*>(command_buffer);
   if (vk_command_buffer) {
     KILN_RETURN_IF_ERROR(vk_command_buffer->CheckSubmittable());
   }
-  for (uint32_t i = 0; i < wait_count; ++i) {
-    if (!waits[i].semaphore) return InvalidArgumentError("QueueExecute: wait %u has no semaphore", i);
-  }
   for (uint32_t i = 0; i < signal_count; ++i) {
-    if (!signals[i].semaphore) {
-      return InvalidArgumentError("QueueExecute: signal %u has no semaphore", i);
-    }
     KILN_RETURN_IF_ERROR(
         static_cast<VulkanSemaphore*>(signals[i].semaphore)->CheckSignalValue(signals[i].value));
-    for (uint32_t j = 0; j < i; ++j) {
-      if (signals[j].semaphore == signals[i].semaphore) {
-        return InvalidArgumentError("QueueExecute: semaphore signalled twice in one submission");
-      }
-    }
   }
 
   // Layout of the scratch arrays: [waits..., signals..., internal timeline].

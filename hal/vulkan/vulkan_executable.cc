@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 
+#include "hal/command_checks.h"
 #include "hal/vulkan/spirv_layout_check.h"
 #include "hal/vulkan/vulkan_device.h"
 #include "hal/vulkan/vulkan_status.h"
@@ -58,27 +59,11 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     const HostVector<EntryPointInfo>& entry_points) {
   if (!spirv) return InvalidArgumentError("CreateExecutable: spirv is null");
   if (entry_points.empty()) return InvalidArgumentError("CreateExecutable: no entry points");
-  const VkPhysicalDeviceLimits& limits = device->limits();
-  SpirvLimits spirv_limits;
-  for (int d = 0; d < 3; ++d) spirv_limits.max_workgroup_size[d] = limits.maxComputeWorkGroupSize[d];
-  spirv_limits.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
   HostVector<uint32_t> invocations;
-  KILN_RETURN_IF_ERROR(CheckSpirvLayout(spirv, word_count, entry_points, spirv_limits, &invocations));
+  KILN_RETURN_IF_ERROR(CheckSpirvLayout(spirv, word_count, entry_points,
+                                        SpirvLimits(device->info()), &invocations));
   KILN_RETURN_IF_ERROR(CheckCapabilities(device, spirv, word_count));
-  for (const EntryPointInfo& entry : entry_points) {
-    if (entry.binding_count > limits.maxPerStageDescriptorStorageBuffers) {
-      return InvalidArgumentError(
-          "CreateExecutable: entry point '%s' uses %u storage buffers; device limit is %u",
-          entry.name.c_str(), entry.binding_count, limits.maxPerStageDescriptorStorageBuffers);
-    }
-    if (entry.push_constant_bytes % 4 != 0 ||
-        entry.push_constant_bytes > limits.maxPushConstantsSize) {
-      return InvalidArgumentError(
-          "CreateExecutable: entry point '%s' has %u push-constant bytes; must be a multiple "
-          "of 4 and at most %u",
-          entry.name.c_str(), entry.push_constant_bytes, limits.maxPushConstantsSize);
-    }
-  }
+  KILN_RETURN_IF_ERROR(CheckEntryPointLimits(entry_points, device->info()));
 
   VulkanExecutable* self = new (std::nothrow) VulkanExecutable();
   if (!self) return ResourceExhaustedError("CreateExecutable: out of host memory");
