@@ -103,7 +103,9 @@ TEST_P(CodegenVulkanTest, MatchesReference) {
   if (!cd.spirv_f16.empty() && float16)
     variants.push_back({"f16 arithmetic", &cd.spirv_f16,
                         c.expected_f16.empty() || widens_f16 ? &c.expected : &c.expected_f16});
-  if (!c.expected_f16.empty()) EXPECT_FALSE(cd.spirv_f16.empty()) << "no f16-arithmetic variant";
+  if (!c.expected_f16.empty()) {
+    EXPECT_FALSE(cd.spirv_f16.empty()) << "no f16-arithmetic variant";
+  }
   for (const Variant& variant : variants) {
     SCOPED_TRACE(variant.name);
     hal::EntryPointInfo ep;

@@ -139,7 +139,9 @@ TEST(DTypeTest, F16ArithmeticIsChosenPerDevice) {
   auto run = [&](const char* disable, bool* from_f16) {
     std::vector<uint16_t> bits;
     *from_f16 = false;
-    if (disable) EXPECT_EQ(setenv("KILN_VULKAN_DISABLE_FEATURES", disable, 1), 0);
+    if (disable) {
+      EXPECT_EQ(setenv("KILN_VULKAN_DISABLE_FEATURES", disable, 1), 0);
+    }
     kiln_instance_t instance = nullptr;
     kiln_device_t device = nullptr;
     kiln_status_t s = kiln_instance_create(&instance);
