@@ -100,4 +100,8 @@ bool SetHostAllocator(const HostAllocatorHooks* hooks) noexcept {
 
 uint64_t HostAllocationsLive() noexcept { return g_live.load(std::memory_order_relaxed); }
 
+uint64_t HostAllocationsLiveOutsideHooks() noexcept {
+  return g_live.load(std::memory_order_relaxed) - g_live_hook.load(std::memory_order_relaxed);
+}
+
 }  // namespace kiln

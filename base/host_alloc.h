@@ -58,6 +58,11 @@ uint64_t HostAllocationFailures() noexcept;
 bool SetHostAllocator(const HostAllocatorHooks* hooks) noexcept;
 // Blocks allocated by HostAllocate* and not freed yet.
 uint64_t HostAllocationsLive() noexcept;
+// Of those, the blocks malloc made: all of them without hooks; with hooks,
+// the blocks made before the hooks were installed and the ones malloc gave
+// in place of a refused container request (HostAllocateOrFallBack). Tests
+// use it to check that a failed call keeps none of the latter.
+uint64_t HostAllocationsLiveOutsideHooks() noexcept;
 
 // Class-specific operator new/delete through HostAllocate/HostFree (inside a
 // class definition). `new T` yields null on failure (noexcept operator new).

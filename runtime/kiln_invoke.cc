@@ -27,10 +27,12 @@ void Grow(HostVector<T>* v, size_t n) {
   }
 }
 
-// Frees the C API's invoke scratch (it grows again on the next call): after
-// a refused allocation it may hold a block taken from malloc instead of the
-// app's allocator. Only null pointers are left in it between calls.
+// Frees the C API's and the VM's invoke scratch (it grows again on the next
+// call): after a refused allocation it may hold a block taken from malloc
+// instead of the app's allocator. Only null pointers are left in the C API's
+// between calls.
 void DropInvokeScratch(kiln_context_t context) {
+  context->context->DropInvokeScratch();
   HostVector<kiln::vm::InvokeArg>().swap(context->invoke_args);
   HostVector<kiln::vm::BufferView*>().swap(context->storage_views);
   HostVector<kiln_tensor_s*>().swap(context->storage_tensors);

@@ -888,4 +888,19 @@ Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count
   return status;
 }
 
+void Context::DropInvokeScratch() {
+  // Recordings become ordinary command buffers again: retirement resets them
+  // (releasing their buffers, queue-ordered when still in flight).
+  for (auto& r : recordings_) r->cb->persistent = false;
+  HostVector<std::unique_ptr<Recording>>().swap(recordings_);
+  recording_.reset();
+  HostVector<std::unique_ptr<Frame>>().swap(frames_);
+  HostVector<Ref<BufferView>>().swap(output_storage_);
+  HostVector<CacheEntry>().swap(cache_);  // cached transients: allocated again
+  HostVector<InvokeArg>().swap(scratch_args_);
+  HostVector<uint8_t>().swap(scratch_consumed_);
+  HostVector<uint8_t>().swap(scratch_owned_);
+  hal_.DropScratch();
+}
+
 }  // namespace kiln::vm

@@ -216,6 +216,17 @@ class Context : public RefObject {
   // Recorded command buffers kept for replay (vm/replay.h; tests).
   size_t recording_count() const { return recordings_.size(); }
 
+  // Frees what this context keeps between invocations to make the next one
+  // allocation-free: call frames and their registers, the argument,
+  // ownership and output-storage scratch, the cached allocations
+  // (allocate_cached), the HAL module's dispatch scratch and command-buffer
+  // pool, and the recorded command buffers (retired queue-ordered, as
+  // pruning does). All of it is rebuilt, counted, by the next invocation. The C API
+  // calls it after an invocation during which the allocator refused a block:
+  // a container's refused block came from malloc instead
+  // (base/host_alloc.h), and must not stay. Not during an invocation.
+  void DropInvokeScratch();
+
   // Releases frames and globals before modules and the device. Inline: see
   // ~Module.
   ~Context() override {

@@ -203,6 +203,15 @@ class HalModule {
   hal::Stats* stats() { return device_ ? &device_->stats() : nullptr; }
   // Drops pooled command buffers (and what they retain); context teardown.
   void ClearPools() { cb_pool_.clear(); }
+  // Frees the dispatch and barrier scratch and the command-buffer pool
+  // (command buffers still in flight stay alive until retired): all of it
+  // grows again on the next invocation. Between invocations only.
+  void DropScratch() {
+    HostVector<Ref<CommandBufferState>>().swap(cb_pool_);
+    HostVector<hal::BufferBinding>().swap(bindings_);
+    HostVector<hal::BufferBinding>().swap(borrowed_);
+    HostVector<hal::BufferBarrier>().swap(barriers_);
+  }
 
   static constexpr size_t kMaxPooledCommandBuffers = 16;
 

@@ -59,6 +59,7 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+#include "base/host_alloc.h"
 #include "hal/driver.h"
 #include "hal/testing/alloc_failure_device.h"
 #include "kiln/kiln.h"
@@ -197,10 +198,17 @@ Outcome RunOnce(const Harness& h, Scenario& sc) {
   // Calls `fn`; a failure must be RESOURCE_EXHAUSTED and the first one of
   // the run (call_retry then makes the same call again, which must succeed).
   auto call = [&](const char* name, const std::function<kiln_status_t()>& fn) -> bool {
+    const uint64_t stand_ins = kiln::HostAllocationsLiveOutsideHooks();
     kiln_status_t s = fn();
     if (!s) return true;
     kiln_status_code_t code = kiln_status_code(s);
     std::string text = Str(s);
+    // A container whose request the hook refused got its block from malloc
+    // (base/host_alloc.h); the failed call must not keep any such block.
+    if (uint64_t now = kiln::HostAllocationsLiveOutsideHooks(); now != stand_ins) {
+      fail(std::string(name) + " failed but kept " + std::to_string(now - stand_ins) +
+           " block(s) malloc gave in place of refused ones");
+    }
     if (!out.failed_call.empty()) {
       fail(std::string(name) + " failed after " + out.failed_call + " had failed: " + text);
       return false;
