@@ -187,14 +187,18 @@ void MutateExecutables(ModuleT* m, Rng& rng) {
   ExecutableT& e = *m->executables[Pick(rng, m->executables.size())];
   int which = rng() % 8;
   if (which >= 3 && e.entry_points.empty()) which = 0;
+  // The f16-arithmetic variant (chosen on devices with shaderFloat16): the
+  // seeds' models have none, so one is sometimes made from the f32 SPIR-V.
+  if (which < 3 && e.spirv_f16.empty() && rng() % 8 == 0) e.spirv_f16 = e.spirv;
+  std::vector<uint32_t>& spirv = !e.spirv_f16.empty() && rng() % 2 ? e.spirv_f16 : e.spirv;
   switch (which) {
     case 0:
-      MutateVector(&e.spirv, 8);
+      MutateVector(&spirv, 8);
       break;
     case 1:
     case 2:
-      if (!e.spirv.empty()) {
-        uint32_t& w = e.spirv[Pick(rng, e.spirv.size())];
+      if (!spirv.empty()) {
+        uint32_t& w = spirv[Pick(rng, spirv.size())];
         w = rng() % 2 ? (w & 0xffff0000u) | (Interesting(rng, w & 0xffff) & 0xffff)
                       : Interesting(rng, w);
       }

@@ -496,6 +496,7 @@ HostDevice::HostDevice(const HostDeviceOptions& options) : options_(options) {
   info_.name = "host";
   info_.driver = "host";
   info_.unified_memory = true;
+  if (options.shader_float16) info_.features.push_back(HostString("shaderFloat16"));
   info_.max_storage_buffer_range = options.max_allocation_bytes;
   info_.min_storage_buffer_offset_alignment = 16;
   info_.max_push_constants_size = 128;

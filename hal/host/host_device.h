@@ -60,6 +60,10 @@ struct HostDeviceOptions {
   // kResourceExhausted): a bound for fuzzing, where a module may ask for
   // terabytes. Also max_storage_buffer_range.
   uint64_t max_allocation_bytes = uint64_t{1} << 30;
+  // Reports the "shaderFloat16" feature (DeviceInfo::features), so that a
+  // context creates its executables from their f16-arithmetic SPIR-V
+  // (Executable.spirv_f16) where a module has it. No shader runs either way.
+  bool shader_float16 = false;
 };
 
 // Creates a host device. DeviceInfo: name "host", driver "host",
