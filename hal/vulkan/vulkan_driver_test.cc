@@ -221,7 +221,12 @@ TEST_F(VulkanDriverTest, VkResultMapping) {
             StatusCode::kResourceExhausted);
   EXPECT_EQ(VkResultToStatus(VK_ERROR_DEVICE_LOST, "x").code(), StatusCode::kInternal);
   EXPECT_TRUE(VkResultToStatus(VK_SUCCESS, "x").ok());
+  // The name table: first, middle and last entries, and a code without a name.
+  EXPECT_STREQ(VkResultName(VK_SUCCESS), "VK_SUCCESS");
   EXPECT_STREQ(VkResultName(VK_TIMEOUT), "VK_TIMEOUT");
+  EXPECT_STREQ(VkResultName(VK_ERROR_OUT_OF_POOL_MEMORY), "VK_ERROR_OUT_OF_POOL_MEMORY");
+  EXPECT_STREQ(VkResultName(VK_ERROR_NOT_PERMITTED_KHR), "VK_ERROR_NOT_PERMITTED_KHR");
+  EXPECT_STREQ(VkResultName(static_cast<VkResult>(-12345)), "VK_RESULT_-12345");
 }
 
 }  // namespace
