@@ -87,7 +87,19 @@ set -euo pipefail
 # libkiln.a, as apps do, instead of the internal archives (168,038 B
 # before); VkResultName became a table (-500 B). 150,605 B measured
 # (libkiln.a without LTO, the table included: 167,671 B, KILN_SIZE_LTO=OFF).
-budget="${KILN_SIZE_BUDGET:-150660}"
+# Raised 150660 -> 152220 for two changes made beside the LTO work:
+# - the command checks shared by the Vulkan and the host HAL
+#   (hal/command_checks.cc): one implementation, so the fuzzers' HAL checks
+#   exactly what ships, but out of line over the generic Buffer interface
+#   (virtual size()/allocation_offset()) instead of inline over VulkanBuffer
+#   (hal/vulkan +725 B);
+# - kiln_invoke* dropping the VM's invoke scratch after a refused host
+#   allocation (vm::Context::DropInvokeScratch: the vector destructors of
+#   frames, recordings, cache entries and the command-buffer pool, inlined
+#   into the C API's DropInvokeScratch, 660 B of code; issue 17's
+#   allocation-failure sweep found the kept malloc blocks).
+# 152,161 B measured.
+budget="${KILN_SIZE_BUDGET:-152220}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
