@@ -17,7 +17,7 @@
 // reached and refused exactly once, and that the sweep covered every k. A
 // new allocation path without clean failure handling thus fails the test,
 // however it is reached. Subset (the build's KILN_ALLOC_FAILURE_STRIDE S,
-// default 100; env KILN_ALLOC_FAILURE_STRIDE overrides): inside context
+// default 50; env KILN_ALLOC_FAILURE_STRIDE overrides): inside context
 // creation every S-th k, in the other stages every (S / 10)-th, from an
 // offset (env KILN_ALLOC_FAILURE_OFFSET, else the day number, mod the
 // stride), because each k costs a whole context creation. S = 1 is the full
