@@ -68,11 +68,7 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
       per_invoke_allocation = true;
       enc.CallImport(HalImport::kAllocatorAllocate,
                      {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
-      Sync(cmd, {RangeOf(s)}, {RangeOf(copy)});
-      enc.CallImport(HalImport::kCommandBufferCopy,
-                     {Reg::Ref(cmd), Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)), Reg::Ref(copy.buffer),
-                      Reg::I32(ConstReg(0)), Reg::I32(ConstReg(s.length))},
-                     {});
+      RecordCopy(cmd, s, copy, s.length);
       s = copy;
     }
     results.push_back({v->type(), s});

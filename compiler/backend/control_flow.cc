@@ -65,44 +65,65 @@ void FunctionEmitter::CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vec
   }
 }
 
+Status FunctionEmitter::RecordPaths(const std::vector<vm::Label>& labels,
+                                    const std::function<Status(unsigned)>& record_path) {
+  const PathState before = SaveState();
+  PathState after = before;
+  after.reads.clear();
+  after.writes.clear();
+  for (unsigned k = 0; k < labels.size(); ++k) {
+    enc.Bind(labels[k]);
+    RestoreState(before);
+    KILN_RETURN_IF_ERROR(record_path(k));
+    after.reads.insert(after.reads.end(), pending_reads_.begin(), pending_reads_.end());
+    after.writes.insert(after.writes.end(), pending_writes_.begin(), pending_writes_.end());
+  }
+  RestoreState(after);
+  return OkStatus();
+}
+
+Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region, uint16_t cmd) {
+  if (op->region(region)->empty()) {
+    if (op->num_results() == 0) return OkStatus();
+    return InvalidArgumentError("emit: empty %s region (%s)", op->name().c_str(), op->loc().c_str());
+  }
+  ir::Block* block = op->region(region)->block(0);
+  ir::Operation* yield = block->terminator();
+  if (yield && !yield->is("scf.yield")) yield = nullptr;
+  for (auto& owned : block->ops())
+    if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
+    ir::Value* y = yield->operand(i);
+    if (y->type().kind == ir::TypeKind::kResource) {
+      CopyInto(cmd, storage_.at(y), storage_.at(op->result(i)));
+    } else {
+      auto it = i32_values_.find(y);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.yield operand is not a host value (%s)", op->loc().c_str());
+      auto res = i32_values_.find(op->result(i));
+      if (res == i32_values_.end()) res = i32_values_.emplace(op->result(i), NewI32()).first;
+      enc.MovI32(res->second, it->second);
+    }
+  }
+  return OkStatus();
+}
+
 // scf.if on a host i1: each branch records into the same command buffer and
 // copies its yields into the scf.if's result storage (unless the yielded
 // value already lives there). Register caches and pending hazards are
-// branch-local: both branches start from the state before the scf.if and
-// the join continues from the union of what each left pending.
+// branch-local (RecordPaths).
 Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
   auto cond = i32_values_.find(op->operand(0));
   if (cond == i32_values_.end())
     return UnimplementedError("emit: scf.if condition is not a host value (%s)", op->loc().c_str());
   vm::Label then_label = enc.NewLabel(), else_label = enc.NewLabel(), join = enc.NewLabel();
   enc.CondBr(cond->second, then_label, else_label);
-  const auto consts = consts_;
-  const auto exes = executable_regs_;
-  const auto reads = pending_reads_, writes = pending_writes_;
-  std::vector<Range> after_reads, after_writes;
-  for (unsigned r = 0; r < 2; ++r) {
-    enc.Bind(r == 0 ? then_label : else_label);
-    consts_ = consts;
-    executable_regs_ = exes;
-    pending_reads_ = reads;
-    pending_writes_ = writes;
-    ir::Block* block = op->region(r)->block(0);
-    for (auto& owned : block->ops()) {
-      if (owned->is("scf.yield")) continue;
-      KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
-    }
-    ir::Operation* yield = block->terminator();
-    for (unsigned i = 0; yield && i < yield->num_operands(); ++i)
-      CopyInto(cmd, storage_.at(yield->operand(i)), storage_.at(op->result(i)));
-    if (r == 0) enc.Br(join);
-    after_reads.insert(after_reads.end(), pending_reads_.begin(), pending_reads_.end());
-    after_writes.insert(after_writes.end(), pending_writes_.begin(), pending_writes_.end());
-  }
+  KILN_RETURN_IF_ERROR(RecordPaths({then_label, else_label}, [&](unsigned r) -> Status {
+    KILN_RETURN_IF_ERROR(RecordYieldingRegion(op, r, cmd));
+    if (r == 0) enc.Br(join);  // the else branch falls through to the join
+    return OkStatus();
+  }));
   enc.Bind(join);
-  consts_ = consts;
-  executable_regs_ = exes;
-  pending_reads_ = after_reads;
-  pending_writes_ = after_writes;
   return OkStatus();
 }
 
@@ -144,8 +165,7 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   enc.MovI32(iv, bounds[0]);
   i32_values_[loop_body->argument(0)] = iv;
   vm::Label header = enc.NewLabel(), trip = enc.NewLabel(), exit = enc.NewLabel();
-  const auto consts = consts_;
-  const auto exes = executable_regs_;
+  const PathState before = SaveState();
   enc.Bind(header);
   enc.CmpLtI32(in_range, iv, bounds[1]);
   enc.CondBr(in_range, trip, exit);
@@ -153,7 +173,7 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
   // A zero-trip loop reaches the exit in this state: keep it for the join.
-  const auto header_reads = pending_reads_, header_writes = pending_writes_;
+  const PathState at_exit = SaveState();
   for (auto& owned : loop_body->ops()) {
     if (owned->is("scf.yield")) continue;
     KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
@@ -164,7 +184,7 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   enc.AddI32(iv, iv, bounds[2]);
   enc.Br(header);
   enc.Bind(exit);
-  JoinLoopExit(consts, exes, body_ranges, header_writes, header_reads);
+  JoinLoopExit(before, body_ranges, at_exit);
   return OkStatus();
 }
 
@@ -238,8 +258,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   }
   std::vector<Range> body_ranges = TouchedRanges({before, after});
   vm::Label header = enc.NewLabel(), trip = enc.NewLabel(), exit = enc.NewLabel();
-  const auto consts = consts_;
-  const auto exes = executable_regs_;
+  const PathState before_loop = SaveState();
   enc.Bind(header);
   pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
   pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
@@ -262,7 +281,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   }
   // The exit is reached from here (the after region may never run): keep
   // this state for the join.
-  const auto exit_reads = pending_reads_, exit_writes = pending_writes_;
+  const PathState at_exit = SaveState();
   enc.CondBr(c->second, trip, exit);
   enc.Bind(trip);
   for (auto& owned : after->ops())
@@ -284,7 +303,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   for (auto& [t, dst] : moves) enc.MovI32(dst, t);
   enc.Br(header);
   enc.Bind(exit);
-  JoinLoopExit(consts, exes, body_ranges, exit_writes, exit_reads);
+  JoinLoopExit(before_loop, body_ranges, at_exit);
   return OkStatus();
 }
 
@@ -314,43 +333,12 @@ Status FunctionEmitter::RecordSwitch(ir::Operation* op, uint16_t cmd) {
     enc.Bind(next);
   }
   enc.Br(labels.back());
-  const auto consts = consts_;
-  const auto exes = executable_regs_;
-  const auto reads = pending_reads_, writes = pending_writes_;
-  std::vector<Range> after_reads, after_writes;
-  for (unsigned r = 0; r < op->num_regions(); ++r) {
-    enc.Bind(labels[r]);
-    consts_ = consts;
-    executable_regs_ = exes;
-    pending_reads_ = reads;
-    pending_writes_ = writes;
-    if (op->region(r)->empty()) return InvalidArgumentError("emit: empty scf.index_switch region (%s)", op->loc().c_str());
-    ir::Block* block = op->region(r)->block(0);
-    ir::Operation* yield = block->terminator();
-    for (auto& owned : block->ops())
-      if (owned.get() != yield || !yield->is("scf.yield")) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
-    for (unsigned i = 0; yield && yield->is("scf.yield") && i < yield->num_operands(); ++i) {
-      ir::Value* y = yield->operand(i);
-      if (y->type().kind == ir::TypeKind::kResource) {
-        CopyInto(cmd, storage_.at(y), storage_.at(op->result(i)));
-      } else {
-        auto it = i32_values_.find(y);
-        if (it == i32_values_.end())
-          return UnimplementedError("emit: scf.yield operand is not a host value (%s)", op->loc().c_str());
-        auto res = i32_values_.find(op->result(i));
-        if (res == i32_values_.end()) res = i32_values_.emplace(op->result(i), NewI32()).first;
-        enc.MovI32(res->second, it->second);
-      }
-    }
+  KILN_RETURN_IF_ERROR(RecordPaths(labels, [&](unsigned r) -> Status {
+    KILN_RETURN_IF_ERROR(RecordYieldingRegion(op, r, cmd));
     enc.Br(join);
-    after_reads.insert(after_reads.end(), pending_reads_.begin(), pending_reads_.end());
-    after_writes.insert(after_writes.end(), pending_writes_.begin(), pending_writes_.end());
-  }
+    return OkStatus();
+  }));
   enc.Bind(join);
-  consts_ = consts;
-  executable_regs_ = exes;
-  pending_reads_ = after_reads;
-  pending_writes_ = after_writes;
   return OkStatus();
 }
 

@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -246,19 +247,47 @@ class FunctionEmitter {
   // needs no submission of its own (an empty submit is still a queue round trip).
   bool unsubmitted_work_ = false;
   Status RecordWhile(ir::Operation* op, uint16_t cmd);
+  // What recording carries along one path of control flow: the register
+  // caches (constants and executables made so far) and the hazards pending
+  // since the last barrier. Every path out of a fork starts from the state
+  // before the fork.
+  struct PathState {
+    std::map<int64_t, uint16_t> consts;
+    std::map<uint16_t, uint16_t> exes;
+    std::vector<Range> reads, writes;
+  };
+  PathState SaveState() const { return {consts_, executable_regs_, pending_reads_, pending_writes_}; }
+  void RestoreState(const PathState& s) {
+    consts_ = s.consts;
+    executable_regs_ = s.exes;
+    pending_reads_ = s.reads;
+    pending_writes_ = s.writes;
+  }
+  // Records the alternative paths out of one fork (the branches of scf.if,
+  // the cases of scf.index_switch, the two edges of cf.cond_br): path k is
+  // bound at labels[k] and recorded by record_path(k), each from the state
+  // before the fork. Afterwards the register caches are those from before
+  // the fork (a register first made on one path may never have run) and the
+  // pending hazards are the union of what each path left pending.
+  Status RecordPaths(const std::vector<vm::Label>& labels, const std::function<Status(unsigned)>& record_path);
+  // One region of scf.if / scf.index_switch `op`: records its ops, then
+  // copies what its scf.yield yields into `op`'s results (resources into
+  // their storage unless the value already lives there, host values into
+  // the result's i32 register). An empty region (scf.if without results and
+  // without else) records nothing.
+  Status RecordYieldingRegion(ir::Operation* op, unsigned region, uint16_t cmd);
   // State at a loop's exit label: the register caches from before the loop
   // (constants or executables first made in its regions may never have run)
   // and, pending, every range the loop touches plus what was pending on the
-  // edge into the exit (a zero-trip loop reaches it straight from the header).
-  void JoinLoopExit(const std::map<int64_t, uint16_t>& consts, const std::map<uint16_t, uint16_t>& exes,
-                    const std::vector<Range>& loop_ranges, const std::vector<Range>& exit_writes,
-                    const std::vector<Range>& exit_reads) {
-    consts_ = consts;
-    executable_regs_ = exes;
+  // edge into the exit (`exit`: a zero-trip loop reaches it straight from
+  // the header).
+  void JoinLoopExit(const PathState& before, const std::vector<Range>& loop_ranges, const PathState& exit) {
+    consts_ = before.consts;
+    executable_regs_ = before.exes;
     pending_writes_.insert(pending_writes_.end(), loop_ranges.begin(), loop_ranges.end());
     pending_reads_.insert(pending_reads_.end(), loop_ranges.begin(), loop_ranges.end());
-    pending_writes_.insert(pending_writes_.end(), exit_writes.begin(), exit_writes.end());
-    pending_reads_.insert(pending_reads_.end(), exit_reads.begin(), exit_reads.end());
+    pending_writes_.insert(pending_writes_.end(), exit.writes.begin(), exit.writes.end());
+    pending_reads_.insert(pending_reads_.end(), exit.reads.begin(), exit.reads.end());
   }
   Status RecordSwitch(ir::Operation* op, uint16_t cmd);
   Status RecordHostArith(ir::Operation* op);
@@ -317,15 +346,19 @@ class FunctionEmitter {
   // global is stored to while the loaded value is still read).
   std::set<ir::Value*> global_snapshots_;
   bool multi_block_ = false;
-  void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
-    if (from.group == to.group && from.dynamic_offset == to.dynamic_offset && from.offset == to.offset &&
-        (!from.dynamic_offset || from.offset_reg == to.offset_reg))
-      return;  // already there
+  // Records a copy of `length` bytes from `from` to `to`, after the barrier
+  // Sync decides on.
+  void RecordCopy(uint16_t cmd, const Storage& from, const Storage& to, int64_t length) {
     Sync(cmd, {RangeOf(from)}, {RangeOf(to)});
     enc.CallImport(HalImport::kCommandBufferCopy,
                    {Reg::Ref(cmd), Reg::Ref(from.buffer), Reg::I32(OffsetReg(from)), Reg::Ref(to.buffer),
-                    Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(to.length))},
+                    Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(length))},
                    {});
+  }
+  // Copies `from` into the whole of `to`, unless it already lives there.
+  void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
+    if (SameStorage(from, to)) return;  // already there
+    RecordCopy(cmd, from, to, to.length);
   }
   Status RecordBlock(ir::Block* block, uint16_t cmd) {
     for (auto& owned : block->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));

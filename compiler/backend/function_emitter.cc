@@ -46,26 +46,18 @@ Status FunctionEmitter::Emit() {
     for (ir::Value* a : b->arguments())
       if (a->type().kind != ir::TypeKind::kResource) i32_values_[a] = NewI32();
   }
-  const std::vector<Range> everything = TouchedRanges(all);
-  std::map<int64_t, uint16_t> entry_consts;
-  std::map<uint16_t, uint16_t> entry_exes;
+  PathState block_entry;  // what a block other than the entry starts from
+  block_entry.reads = block_entry.writes = TouchedRanges(all);
   for (ir::Block* b : all) {
     enc.Bind(labels[index[b]]);
-    if (b != body) {
-      consts_ = entry_consts;
-      executable_regs_ = entry_exes;
-      pending_reads_ = everything;
-      pending_writes_ = everything;
-    }
+    if (b != body) RestoreState(block_entry);
     ir::Operation* t = b->terminator();
     for (auto& owned : b->ops())
       if (owned.get() != t) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     if (b == body) {
-      entry_consts = consts_;
-      entry_exes = executable_regs_;
+      block_entry.consts = consts_;
+      block_entry.exes = executable_regs_;
     }
-    const auto consts = consts_;
-    const auto exes = executable_regs_;
     if (t->is("func.return")) {
       KILN_RETURN_IF_ERROR(EmitReturn(t, cmd));
     } else if (t->is("cf.br")) {
@@ -80,33 +72,21 @@ Status FunctionEmitter::Emit() {
       auto c = i32_values_.find(t->operand(0));
       if (c == i32_values_.end())
         return UnimplementedError("emit: cf.cond_br condition is not a host value (%s)", t->loc().c_str());
-      vm::Label edges[2] = {enc.NewLabel(), enc.NewLabel()};
+      std::vector<vm::Label> edges = {enc.NewLabel(), enc.NewLabel()};
       enc.CondBr(c->second, edges[0], edges[1]);
-      const auto reads = pending_reads_, writes = pending_writes_;
-      for (unsigned k = 0; k < 2; ++k) {
-        enc.Bind(edges[k]);
-        consts_ = consts;
-        executable_regs_ = exes;
-        pending_reads_ = reads;
-        pending_writes_ = writes;
+      KILN_RETURN_IF_ERROR(RecordPaths(edges, [&](unsigned k) -> Status {
         unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
         unsigned count = static_cast<unsigned>(seg[1 + k]);
         KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(k), first, count, cmd));
         enc.Br(labels[index.at(t->successor(k))]);
-      }
+        return OkStatus();
+      }));
     }
   }
   return OkStatus();
 }
 
 Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
-  auto copy = [&](const Storage& src, const Storage& dst, int64_t length) {
-    Sync(cmd, {RangeOf(src)}, {RangeOf(dst)});
-    enc.CallImport(HalImport::kCommandBufferCopy,
-                   {Reg::Ref(cmd), Reg::Ref(src.buffer), Reg::I32(OffsetReg(src)), Reg::Ref(dst.buffer),
-                    Reg::I32(OffsetReg(dst)), Reg::I32(ConstReg(length))},
-                   {});
-  };
   auto fill = [&](const Storage& dst, int64_t offset, int64_t length, int64_t pattern) {
     Storage t = dst;
     t.offset += offset;
@@ -176,18 +156,18 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
     return OkStatus();
   }
   if (n == "stream.async.clone" || n == "stream.async.transfer") {
-    copy(storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
+    RecordCopy(cmd, storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
   } else if (n == "stream.async.update") {
     Storage dst = storage_.at(op->result(0));
     dst.offset += op->int_attr("offset");
     dst.length = op->int_attr("length");
-    copy(storage_.at(op->operand(1)), dst, op->int_attr("length"));
+    RecordCopy(cmd, storage_.at(op->operand(1)), dst, op->int_attr("length"));
   } else if (n == "stream.async.copy") {
     Storage src = storage_.at(op->operand(1)), dst = storage_.at(op->result(0));
     src.offset += op->int_attr("src_offset");
     dst.offset += op->int_attr("dst_offset");
     src.length = dst.length = op->int_attr("length");
-    copy(src, dst, op->int_attr("length"));
+    RecordCopy(cmd, src, dst, op->int_attr("length"));
   } else if (n == "stream.async.splat") {
     fill(storage_.at(op->result(0)), 0, op->int_attr("size"), op->int_attr("pattern"));
   } else if (n == "stream.async.fill") {
