@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "compiler/analysis/liveness.h"
 #include "compiler/analysis/resource_usage.h"
 #include "compiler/backend/transient_planner.h"
 
@@ -84,28 +85,10 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   std::map<ir::Value*, TransientRequest> requests;
   std::vector<ir::Value*> request_order;
   std::vector<ir::Value*> externals;
-  // Step extents of each scf.for: a value defined before a loop and used
-  // in its body must survive every trip, so such a use counts at the loop's end.
-  std::map<ir::Operation*, int> loop_begin, loop_end;
-  {
-    int st = 0;
-    std::vector<std::pair<ir::Operation*, size_t>> open;
-    walk([&](ir::Operation* op) {
-      if (op->num_regions() > 0) loop_begin[op] = st;  // every region op (scf.*): its step extent
-      ++st;
-    });
-    for (auto& [loop, begin] : loop_begin) {
-      int count = 0;
-      for (unsigned r = 0; r < loop->num_regions(); ++r)
-        for (auto& b : loop->region(r)->blocks()) ForEachOp(b.get(), [&](ir::Operation*) { ++count; });
-      loop_end[loop] = begin + count;
-    }
-  }
-  auto use_step = [&](ir::Operation* user, int st, int def) {
-    for (ir::Operation* p = user->parent_op(); p && !p->is("func.func"); p = p->parent_op())
-      if ((p->is("scf.for") || p->is("scf.while")) && def < loop_begin.at(p)) st = std::max(st, loop_end.at(p));
-    return st;
-  };
+  // Steps and region extents (analysis/liveness.h; no value tracked here):
+  // a value defined before a loop and used in its body must survive every
+  // trip, so such a use counts at the loop's end (UseStep).
+  const analysis::Liveness steps(func_, [](ir::Value*) -> ir::Value* { return nullptr; });
   // A fresh value a branch creates only to yield it is written straight into
   // the scf.if's (or scf.index_switch's) result storage (no copy at the yield).
   std::map<ir::Value*, ir::Value*> yield_into;
@@ -250,7 +233,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
         for (ir::Value* o : c->second) {
           auto rq = requests.find(o);
           if (rq != requests.end())
-            rq->second.last_use = std::max(rq->second.last_use, use_step(op, at_step, rq->second.first_use));
+            rq->second.last_use = std::max(rq->second.last_use, steps.UseStep(op, rq->second.first_use));
           extend_call_operands(op, o, at_step, depth + 1);
         }
       };
@@ -261,7 +244,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       if (!IsLifetimeOp(op)) extend_call_operands(op, root, step, 0);
       auto it = requests.find(root);
       if (it == requests.end()) continue;
-      int at = use_step(op, step, it->second.first_use);
+      int at = steps.UseStep(op, it->second.first_use);
       it->second.last_use = std::max(it->second.last_use, at);
       if (op->is("stream.resource.dealloca")) {
         dealloca_step[root] = std::max(dealloca_step[root], at);
@@ -284,7 +267,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
         // Loop-carried storage lives through every trip of its loop.
         // Region results are written by the regions' yields: they live at
         // least to the end of the regions (loops: through every trip).
-        int last = op->num_regions() > 0 ? loop_end.at(op) : step;
+        int last = op->num_regions() > 0 ? steps.RegionEnd(op) : step;
         requests[r] = TransientRequest{SizeOf(r), step, last};
         request_order.push_back(r);
         def_step[r] = step;
@@ -299,7 +282,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
           if (a->type().kind != ir::TypeKind::kResource) continue;
           unsigned i = a->index();
           if (cond && 1 + i < cond->num_operands() && cond->operand(1 + i) == a && i < op->num_results()) continue;
-          requests[a] = TransientRequest{SizeOf(a), step, loop_end.at(op)};
+          requests[a] = TransientRequest{SizeOf(a), step, steps.RegionEnd(op)};
           request_order.push_back(a);
           def_step[a] = step;
         }
@@ -409,19 +392,17 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   }
   // With branches between blocks, program order is not execution order (a
   // branch may go back), so each transient's interval comes from liveness
-  // over the block graph instead: the hull, in step order, of every point
-  // where its storage may hold a live value: its definitions (results, and
-  // a block argument's incoming edges: the predecessor's terminator writes
-  // it), its uses (scf loops: a use inside a loop counts at the loop's end,
-  // as in one block), and the first / last step of every block it is live
-  // into / out of (backward dataflow to a fixpoint; a value live across a
-  // back edge is then live in every block of the cycle, so its hull covers
-  // the loop). Values sharing a storage (tied results, slices, coalesced
-  // block arguments, copies written straight into a carried storage) count
-  // for their storage's request. Two transients share arena bytes only when
-  // their hulls do not overlap, so they are never live at once. A function
-  // with calls keeps whole-function lifetimes (a call result may alias its
-  // operands' storage, which this liveness does not follow).
+  // over the block graph instead (analysis/liveness.h): the hull, in step
+  // order, of every point where its storage may hold a live value (its
+  // definitions and incoming edges, its uses, the blocks it is live into /
+  // out of; a value live across a back edge is then live in every block of
+  // the cycle, so its hull covers the loop). Values sharing a storage (tied
+  // results, slices, coalesced block arguments, copies written straight
+  // into a carried storage) count for their storage's request. Two
+  // transients share arena bytes only when their hulls do not overlap, so
+  // they are never live at once. A function with calls keeps whole-function
+  // lifetimes (a call result may alias its operands' storage, which this
+  // liveness does not follow).
   bool has_calls = false;
   walk([&](ir::Operation* op) { has_calls = has_calls || op->is("func.call"); });
   if (multi_block_ && has_calls) {
@@ -440,85 +421,20 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       }
       return v;
     };
-    std::map<ir::Block*, std::pair<int, int>> block_steps;  // first, last (the terminator)
-    std::map<ir::Block*, std::set<ir::Value*>> uses_in, defs_in, live_in, live_out;
-    std::map<ir::Value*, std::pair<int, int>> hull;  // request -> [first, last]
-    // Values other than this body's block arguments start from the interval
-    // computed above (region results live through their regions, a copy
-    // written straight into carried storage from the copy on).
+    const analysis::Liveness live(func_, [&](ir::Value* v) -> ir::Value* {
+      if (v->type().kind != ir::TypeKind::kResource) return nullptr;
+      ir::Value* r = plan_root(v);
+      return requests.count(r) ? r : nullptr;
+    });
     for (auto& [v, r] : requests) {
+      std::optional<analysis::Liveness::Interval> h = live.Hull(v);
+      if (!h) continue;  // never touched: keep its own interval
+      // Values other than this body's block arguments keep the interval
+      // computed above too (region results live through their regions, a
+      // copy written straight into carried storage from the copy on).
       bool body_arg = v->is_block_argument() && v->parent_block()->parent() == fr;
-      if (!body_arg) hull[v] = {r.first_use, r.last_use};
-    }
-    auto touch = [&](ir::Value* r, int at) {
-      if (!requests.count(r)) return;
-      auto h = hull.find(r);
-      if (h == hull.end()) {
-        hull[r] = {at, at};
-      } else {
-        h->second.first = std::min(h->second.first, at);
-        h->second.second = std::max(h->second.second, at);
-      }
-    };
-    int st = 0;
-    for (auto& bp : fr->blocks()) {
-      ir::Block* b = bp.get();
-      int first = st;
-      for (ir::Value* a : b->arguments())
-        if (a->type().kind == ir::TypeKind::kResource) defs_in[b].insert(plan_root(a));
-      ForEachOp(b, [&](ir::Operation* op) {
-        for (ir::Value* o : op->operands()) {
-          if (o->type().kind != ir::TypeKind::kResource) continue;
-          ir::Value* r = plan_root(o);
-          if (!requests.count(r)) continue;
-          if (!defs_in[b].count(r)) uses_in[b].insert(r);
-          touch(r, use_step(op, st, requests.at(r).first_use));
-        }
-        for (ir::Value* res : op->results()) {
-          if (res->type().kind != ir::TypeKind::kResource) continue;
-          ir::Value* r = plan_root(res);
-          defs_in[b].insert(r);
-          touch(r, st);
-        }
-        ++st;
-      });
-      block_steps[b] = {first, st - 1};
-    }
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (auto it = fr->blocks().rbegin(); it != fr->blocks().rend(); ++it) {
-        ir::Block* b = it->get();
-        std::set<ir::Value*> out;
-        if (ir::Operation* t = b->terminator())
-          for (ir::Block* succ : t->successors())
-            if (succ) out.insert(live_in[succ].begin(), live_in[succ].end());
-        std::set<ir::Value*> in = uses_in[b];
-        for (ir::Value* r : out)
-          if (!defs_in[b].count(r)) in.insert(r);
-        if (out != live_out[b] || in != live_in[b]) {
-          live_out[b] = std::move(out);
-          live_in[b] = std::move(in);
-          changed = true;
-        }
-      }
-    }
-    for (auto& bp : fr->blocks()) {
-      ir::Block* b = bp.get();
-      for (ir::Value* r : live_in[b]) touch(r, block_steps[b].first);
-      for (ir::Value* r : live_out[b]) touch(r, block_steps[b].second);
-      // A block argument is written by each branch to it, at the
-      // predecessor's terminator.
-      if (ir::Operation* t = b->terminator())
-        for (ir::Block* succ : t->successors())
-          if (succ)
-            for (ir::Value* a : succ->arguments())
-              if (a->type().kind == ir::TypeKind::kResource) touch(plan_root(a), block_steps[b].second);
-    }
-    for (auto& [v, r] : requests) {
-      auto h = hull.find(v);
-      if (h == hull.end()) continue;  // never touched: keep its own interval
-      r.first_use = h->second.first;
-      r.last_use = h->second.second;
+      r.first_use = body_arg ? h->first : std::min(r.first_use, h->first);
+      r.last_use = body_arg ? h->last : std::max(r.last_use, h->last);
     }
   }
   for (ir::Value* v : externals) requests.erase(v);
