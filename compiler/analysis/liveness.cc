@@ -9,11 +9,7 @@ namespace {
 // Pre-order walk of `block` and the blocks of the regions nested in it.
 template <typename F>
 void ForEachOp(ir::Block* block, F&& f) {
-  for (auto& owned : block->ops()) {
-    f(owned.get());
-    for (unsigned r = 0; r < owned->num_regions(); ++r)
-      for (auto& b : owned->region(r)->blocks()) ForEachOp(b.get(), f);
-  }
+  for (auto& owned : block->ops()) owned->Walk(f);
 }
 
 bool IsLoop(ir::Operation* op) { return op->is("scf.for") || op->is("scf.while"); }

@@ -392,11 +392,7 @@ int64_t SizeOf(ir::Value* v, int depth = 0);
 // Pre-order walk of `block` and the blocks of nested regions (scf.*).
 template <typename F>
 void ForEachOp(ir::Block* block, F&& f) {
-  for (auto& owned : block->ops()) {
-    f(owned.get());
-    for (unsigned r = 0; r < owned->num_regions(); ++r)
-      for (auto& b : owned->region(r)->blocks()) ForEachOp(b.get(), f);
-  }
+  for (auto& owned : block->ops()) owned->Walk(f);
 }
 
 }  // namespace kiln::backend
