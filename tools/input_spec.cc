@@ -71,29 +71,6 @@ uint16_t FloatToHalf(float f) {
   return static_cast<uint16_t>(half);
 }
 
-float HalfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1F;
-  uint32_t mant = h & 0x3FF;
-  uint32_t x;
-  if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      int e = -1;
-      do { ++e; mant <<= 1; } while (!(mant & 0x400));
-      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3FF) << 13);
-    }
-  } else if (exp == 31) {
-    x = sign | 0x7F800000u | (mant << 13);
-  } else {
-    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
 // Stores `text` (a number) as element `i` of `out` (dtype `dtype`).
 static bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, std::vector<uint8_t>* out,
                   std::string* error) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/half.h"
 #include "kiln/kiln.h"
 #include "tools/npy.h"
 
@@ -22,8 +23,8 @@ bool ParseInput(const std::string& spec, NpyArray* out, std::string* error);
 std::string TypeString(kiln_dtype_t dtype, const std::vector<int64_t>& shape);
 // "f32" -> KILN_DTYPE_F32 ("bool" is accepted for i1); INVALID when unknown.
 kiln_dtype_t ParseDTypeName(const std::string& s);
-// IEEE binary16 <-> binary32.
-float HalfToFloat(uint16_t h);
+// IEEE binary16 <-> binary32 (HalfToFloat is base/half.h's).
+using ::kiln::HalfToFloat;
 uint16_t FloatToHalf(float f);
 
 }  // namespace kiln::tools

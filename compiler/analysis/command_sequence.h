@@ -17,7 +17,7 @@
 //     flow, and a host wait in the middle of the invocation);
 //   - func.call: a call runs another function's commands in their own
 //     submissions (and may itself read device data);
-// The emitter adds one condition it alone can see (compiler/target): a
+// The emitter adds one condition it alone can see (compiler/backend): a
 // result returned through a fresh per-invoke allocation (a borrowed argument,
 // a constant or a global returned as a result is copied into a new buffer,
 // which a recorded command buffer could not name).

@@ -87,15 +87,15 @@ Status MarkConsumedArguments(ir::Module& module, const std::vector<std::string>&
 }
 
 StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOptions& options,
-                                             target::EmitReport* report) {
+                                             backend::EmitReport* report) {
   KILN_RETURN_IF_ERROR(PrepareModule(module, options));
   ir::PassContext ctx;
   KILN_RETURN_IF_ERROR(transforms::RunPasses(module, transforms::PipelineFor(options.pipeline), options.pipeline, ctx));
-  return target::EmitModule(module, options.emit, report);
+  return backend::EmitModule(module, options.emit, report);
 }
 
 StatusOr<std::vector<uint8_t>> CompileOnnxFile(const std::string& path, const CompileOptions& options,
-                                               target::EmitReport* report) {
+                                               backend::EmitReport* report) {
   auto imported = onnx_import::ImportOnnxFile(path, options.import);
   if (!imported.ok()) return imported.take_status().Annotate(path);
   return CompileModule(*imported.value(), options, report);
@@ -103,7 +103,7 @@ StatusOr<std::vector<uint8_t>> CompileOnnxFile(const std::string& path, const Co
 
 StatusOr<std::vector<uint8_t>> CompileOnnxBytes(const void* data, size_t size,
                                                 const CompileOptions& options,
-                                                target::EmitReport* report) {
+                                                backend::EmitReport* report) {
   auto imported = onnx_import::ImportOnnxBytes(data, size, options.import);
   if (!imported.ok()) return imported.take_status();
   return CompileModule(*imported.value(), options, report);

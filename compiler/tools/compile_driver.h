@@ -13,7 +13,7 @@
 #include "compiler/analysis/topology.h"
 #include "compiler/import/onnx/onnx_importer.h"
 #include "compiler/ir/ir.h"
-#include "compiler/target/emit_module.h"
+#include "compiler/backend/emit_module.h"
 #include "compiler/transforms/pipeline.h"
 
 namespace kiln::driver {
@@ -28,7 +28,7 @@ struct CompileOptions {
   bool has_topology = false;
   analysis::Topology topology;
   transforms::PipelineOptions pipeline;
-  target::EmitOptions emit;
+  backend::EmitOptions emit;
 };
 
 // Applies one compile flag, as kiln-compile spells it, to `options`:
@@ -56,14 +56,14 @@ Status MarkConsumedArguments(ir::Module& module, const std::vector<std::string>&
 // PrepareModule, then the default pass pipeline and emission, on an imported
 // module.
 StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOptions& options,
-                                             target::EmitReport* report = nullptr);
+                                             backend::EmitReport* report = nullptr);
 // Imports `path` (ONNX) and compiles it. Errors name the file.
 StatusOr<std::vector<uint8_t>> CompileOnnxFile(const std::string& path, const CompileOptions& options,
-                                               target::EmitReport* report = nullptr);
+                                               backend::EmitReport* report = nullptr);
 // Imports ONNX model bytes (a serialized ModelProto) and compiles them.
 StatusOr<std::vector<uint8_t>> CompileOnnxBytes(const void* data, size_t size,
                                                 const CompileOptions& options,
-                                                target::EmitReport* report = nullptr);
+                                                backend::EmitReport* report = nullptr);
 
 }  // namespace kiln::driver
 

@@ -63,7 +63,7 @@
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
-#include "compiler/target/emit_module.h"
+#include "compiler/backend/emit_module.h"
 #include "compiler/transforms/pipeline.h"
 #include "tools/flags.h"
 
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
   }
   if (emit != "kiln") return Fail("unknown --emit '" + emit + "'");
 
-  kiln::target::EmitOptions& emit_options = options.emit;
+  kiln::backend::EmitOptions& emit_options = options.emit;
   if (!named) emit_options.module_name = kiln::driver::DefaultModuleName(input);
   std::ofstream glsl;
   if (!dump_glsl.empty()) {
@@ -211,8 +211,8 @@ int main(int argc, char** argv) {
     if (!glsl) return Fail("cannot write '" + dump_glsl + "'");
     emit_options.glsl_dump = &glsl;
   }
-  kiln::target::EmitReport emit_report;
-  auto bytes = kiln::target::EmitModule(*module, emit_options, &emit_report);
+  kiln::backend::EmitReport emit_report;
+  auto bytes = kiln::backend::EmitModule(*module, emit_options, &emit_report);
   if (!bytes.ok()) return Fail(bytes.status().message());
   // Atomically: a temporary file beside the output, then rename(2), so a
   // runtime that has the old module mapped (kiln_module_load_file mmaps it)

@@ -284,7 +284,7 @@ const std::string kBranchesTemps = ConsumedBlockLoop(R"(
 
 TEST(ControlFlowEmissionTest, BranchLoopSharesTheArena) {
   Session s;
-  target::EmitReport report;
+  backend::EmitReport report;
   ASSERT_EQ(s.Load(std::string(kExecutables) + kBranchesTemps, false, &report), "");
   EXPECT_EQ(report.unplanned_transient_bytes, 6 * 256);
   EXPECT_EQ(report.arena_bytes, 3 * 256);

@@ -402,7 +402,7 @@ Session::~Session() {
   if (module_) kiln_module_release(module_);
 }
 
-std::string Session::Load(const std::string& kir, bool disable_elision, target::EmitReport* report) {
+std::string Session::Load(const std::string& kir, bool disable_elision, backend::EmitReport* report) {
   auto parsed = ir::ParseModule(kir, "<session>");
   if (!parsed.ok()) return "parse: " + parsed.status().message();
   driver::CompileOptions options;

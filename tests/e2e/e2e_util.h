@@ -128,7 +128,7 @@ class Session {
   ~Session();
   // Compiles `kir` (with PipelineOptions::disable_elision when asked) and
   // creates the context; `report` (may be null) receives the emitter report.
-  std::string Load(const std::string& kir, bool disable_elision = false, target::EmitReport* report = nullptr);
+  std::string Load(const std::string& kir, bool disable_elision = false, backend::EmitReport* report = nullptr);
   // Invokes `function` with `inputs` (handed over with KILN_ARG_CONSUME when
   // `consume`, else borrowed); results read back into *out; `delta` (may be
   // null) receives the counters of this call (copies, dispatches,

@@ -38,13 +38,13 @@ const char* kConsumedDropProgram = R"(
 }) {sym_name = "main", arg_names = ["x", "y"], result_names = ["r"], arg_ownership = ["consume", "borrow"]} : () -> ()
 )";
 
-StatusOr<std::vector<uint8_t>> CompileText(const char* text, target::EmitReport* report) {
+StatusOr<std::vector<uint8_t>> CompileText(const char* text, backend::EmitReport* report) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<ir::Module> module, ir::ParseModule(text, "<test>"));
   return driver::CompileModule(*module, driver::CompileOptions{}, report);
 }
 
 TEST(ResourceLifetimeTest, ConsumedArgumentIsDroppedAfterItsLastQueuedUse) {
-  target::EmitReport report;
+  backend::EmitReport report;
   auto bytes = CompileText(kConsumedDropProgram, &report);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   EXPECT_EQ(report.dropped_registers, 1);
@@ -114,8 +114,8 @@ TEST(ResourceLifetimeTest, UseAfterDeallocaIsRejected) {
 )";
   auto module = ir::ParseModule(program, "<test>");
   ASSERT_TRUE(module.ok()) << module.status().message();
-  target::EmitReport report;
-  auto bytes = target::EmitModule(*module.value(), target::EmitOptions{}, &report);
+  backend::EmitReport report;
+  auto bytes = backend::EmitModule(*module.value(), backend::EmitOptions{}, &report);
   ASSERT_FALSE(bytes.ok());
   EXPECT_NE(bytes.status().message().find("used after its stream.resource.dealloca"), std::string::npos)
       << bytes.status().message();
@@ -127,7 +127,7 @@ TEST(ResourceLifetimeTest, RealModelPlanFollowsDeallocas) {
   if (!std::ifstream(model)) GTEST_SKIP() << "model not fetched (run scripts/setup.sh)";
   driver::CompileOptions options;
   options.import.input_shapes = {{"x", {1, 3, 48, 192}}};
-  target::EmitReport report;
+  backend::EmitReport report;
   auto bytes = driver::CompileOnnxFile(model, options, &report);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   // Every transient of this straight-line model is freed at compile time;

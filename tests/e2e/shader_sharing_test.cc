@@ -1,6 +1,6 @@
 // Dispatches whose shaders differ only in baked shapes share one SPIR-V
 // module, each with its own specialization constants
-// (compiler/target/shader_dedupe.h, EntryPoint.specialization). Two
+// (compiler/backend/shader_dedupe.h, EntryPoint.specialization). Two
 // convolutions of one schedule on different input sizes must compile to one
 // executable with two entry points and both must still compute their own
 // shape. The reference is a direct convolution in double precision.
@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/target/emit_module.h"
+#include "compiler/backend/emit_module.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace kiln::e2e {
@@ -49,7 +49,7 @@ std::vector<float> Conv(const std::vector<float>& x, int h, int w, const std::ve
 
 TEST(ShaderSharingTest, TwoShapesOfOneScheduleShareAShaderAndBothRunCorrectly) {
   Session session;
-  target::EmitReport report;
+  backend::EmitReport report;
   ASSERT_EQ(session.Load(kTwoConvs, false, &report), "");
   EXPECT_EQ(report.dispatches, 2);
   EXPECT_EQ(report.executables, 1);  // one SPIR-V module

@@ -17,8 +17,8 @@
 // could change a type: array lengths, members of constant composites,
 // indices into structures in access chains, scope and memory-semantics
 // operands, and operands of OpExecutionModeId / OpDecorateId.
-#ifndef KILN_COMPILER_TARGET_SHADER_DEDUPE_H_
-#define KILN_COMPILER_TARGET_SHADER_DEDUPE_H_
+#ifndef KILN_COMPILER_BACKEND_SHADER_DEDUPE_H_
+#define KILN_COMPILER_BACKEND_SHADER_DEDUPE_H_
 
 #include <cstdint>
 #include <map>
@@ -26,7 +26,7 @@
 
 #include "base/status.h"
 
-namespace kiln::target {
+namespace kiln::backend {
 
 class ShaderDeduper {
  public:
@@ -61,6 +61,6 @@ class ShaderDeduper {
   std::map<std::vector<uint32_t>, uint32_t> by_key_;
 };
 
-}  // namespace kiln::target
+}  // namespace kiln::backend
 
-#endif  // KILN_COMPILER_TARGET_SHADER_DEDUPE_H_
+#endif  // KILN_COMPILER_BACKEND_SHADER_DEDUPE_H_

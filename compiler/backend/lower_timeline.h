@@ -1,5 +1,5 @@
 // Lowers the stream level's execution regions and timepoints for the
-// bytecode emitter (compiler/target/emit_module.cc).
+// bytecode emitter (compiler/backend/emit_module.cc).
 //
 // The emitter records a function into command buffers on one in-order
 // queue: every command is ordered after earlier ones by the barriers it
@@ -27,19 +27,19 @@
 // Errors: kUnimplemented when a timepoint leaves the function (a func.return
 // operand: exported functions signal fences instead, kiln_invoke_async),
 // naming the op.
-#ifndef KILN_COMPILER_TARGET_LOWER_TIMELINE_H_
-#define KILN_COMPILER_TARGET_LOWER_TIMELINE_H_
+#ifndef KILN_COMPILER_BACKEND_LOWER_TIMELINE_H_
+#define KILN_COMPILER_BACKEND_LOWER_TIMELINE_H_
 
 #include "base/status.h"
 #include "compiler/ir/ir.h"
 
-namespace kiln::target {
+namespace kiln::backend {
 
 // Rewrites `func` (a func.func at the stream level) in place as described
 // above. Returns the number of execution regions inlined in *regions and of
 // awaits removed in *awaits (either may be null).
 Status LowerTimeline(ir::Operation* func, int* regions = nullptr, int* awaits = nullptr);
 
-}  // namespace kiln::target
+}  // namespace kiln::backend
 
-#endif  // KILN_COMPILER_TARGET_LOWER_TIMELINE_H_
+#endif  // KILN_COMPILER_BACKEND_LOWER_TIMELINE_H_

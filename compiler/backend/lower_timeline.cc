@@ -1,8 +1,8 @@
-#include "compiler/target/lower_timeline.h"
+#include "compiler/backend/lower_timeline.h"
 
 #include <vector>
 
-namespace kiln::target {
+namespace kiln::backend {
 namespace {
 
 bool IsTimepoint(const ir::Value* v) { return v->type().kind == ir::TypeKind::kTimepoint; }
@@ -231,4 +231,4 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   return OkStatus();
 }
 
-}  // namespace kiln::target
+}  // namespace kiln::backend

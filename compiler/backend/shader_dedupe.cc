@@ -1,8 +1,8 @@
-#include "compiler/target/shader_dedupe.h"
+#include "compiler/backend/shader_dedupe.h"
 
 #include <set>
 
-namespace kiln::target {
+namespace kiln::backend {
 namespace {
 
 // Opcodes and enums: SPIR-V 1.3 specification, sections 3.32 and 3.20.
@@ -201,4 +201,4 @@ std::vector<uint32_t> ShaderDeduper::Finish(uint32_t shader,
   return s;
 }
 
-}  // namespace kiln::target
+}  // namespace kiln::backend

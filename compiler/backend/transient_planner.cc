@@ -1,9 +1,9 @@
-#include "compiler/target/transient_planner.h"
+#include "compiler/backend/transient_planner.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace kiln::target {
+namespace kiln::backend {
 
 static int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) & ~(a - 1); }
 
@@ -39,4 +39,4 @@ TransientPlan PlanTransients(const std::vector<TransientRequest>& requests, int6
   return plan;
 }
 
-}  // namespace kiln::target
+}  // namespace kiln::backend

@@ -21,8 +21,8 @@
 //    hazard (read-after-write, write-after-write, write-after-read on reused
 //    arena bytes) is recorded only where one is needed;
 //  - one command buffer per invocation, submitted once.
-#ifndef KILN_COMPILER_TARGET_EMIT_MODULE_H_
-#define KILN_COMPILER_TARGET_EMIT_MODULE_H_
+#ifndef KILN_COMPILER_BACKEND_EMIT_MODULE_H_
+#define KILN_COMPILER_BACKEND_EMIT_MODULE_H_
 
 #include <cstdint>
 #include <ostream>
@@ -33,7 +33,7 @@
 #include "compiler/codegen/codegen.h"
 #include "compiler/ir/ir.h"
 
-namespace kiln::target {
+namespace kiln::backend {
 
 struct EmitOptions {
   std::string module_name = "module";
@@ -61,6 +61,6 @@ struct EmitReport {
 StatusOr<std::vector<uint8_t>> EmitModule(ir::Module& module, const EmitOptions& options,
                                           EmitReport* report = nullptr);
 
-}  // namespace kiln::target
+}  // namespace kiln::backend
 
-#endif  // KILN_COMPILER_TARGET_EMIT_MODULE_H_
+#endif  // KILN_COMPILER_BACKEND_EMIT_MODULE_H_

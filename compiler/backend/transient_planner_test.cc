@@ -1,8 +1,8 @@
-#include "compiler/target/transient_planner.h"
+#include "compiler/backend/transient_planner.h"
 
 #include <gtest/gtest.h>
 
-namespace kiln::target {
+namespace kiln::backend {
 namespace {
 
 TEST(TransientPlannerTest, DisjointLifetimesShareBytes) {
@@ -36,4 +36,4 @@ TEST(TransientPlannerTest, EmptyPlan) {
 }
 
 }  // namespace
-}  // namespace kiln::target
+}  // namespace kiln::backend

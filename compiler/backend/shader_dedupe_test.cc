@@ -1,4 +1,4 @@
-#include "compiler/target/shader_dedupe.h"
+#include "compiler/backend/shader_dedupe.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "compiler/codegen/codegen.h"
 
-namespace kiln::target {
+namespace kiln::backend {
 namespace {
 
 // A compute shader in the style codegen emits: shapes baked as literals.
@@ -84,4 +84,4 @@ TEST(ShaderDedupeTest, MalformedSpirvOnlyMatchesItself) {
 }
 
 }  // namespace
-}  // namespace kiln::target
+}  // namespace kiln::backend

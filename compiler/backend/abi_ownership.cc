@@ -1,0 +1,92 @@
+// ABI ownership at run time: the end of a function's ownership of a consumed
+// argument or call result (stream.resource.dealloca / release), and the
+// results it returns (func.return).
+#include "compiler/backend/emitter.h"
+
+#include <algorithm>
+
+namespace kiln::backend {
+
+// stream.resource.dealloca(%r, %tp) / release(%r): the end of this
+// function's ownership of %r, right after its last use (queue order: the
+// command buffer recorded so far retains what it uses until it retires).
+//  - a transient in the arena: nothing to emit; the dealloca ended its
+//    lifetime in the transient plan (AssignStorage);
+//  - a consumed import that kept the caller's allocation, or the result of
+//    a call into another module (droppable_): drop the argument view and
+//    buffer registers, so the runtime frees the buffer (or hands it back to
+//    the callee's allocate_cached slot) when the last command buffer using
+//    it retires instead of when the function returns.
+//    Nothing after the dealloca touches the allocation, so its pending
+//    hazard ranges are dropped too (a later barrier must not name it).
+// stream.resource.retain(%r): the escaping use takes its own reference
+// (a register, a global, a result view), so there is nothing to emit.
+Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
+  EmitReport& report = m_.report();
+  (op->is("stream.resource.retain") ? report.retains
+   : op->is("stream.resource.release") ? report.releases : report.deallocas)++;
+  // Several blocks: block order is not execution order, so a drop placed by
+  // program position could run before a use in a later-executed block; keep
+  // the registers (freed at return, as without the pass).
+  if (op->is("stream.resource.retain") || multi_block_) return OkStatus();
+  auto it = droppable_.find(RootOf(op->operand(0)));
+  if (it == droppable_.end()) return OkStatus();
+  const Storage& s = storage_.at(it->first);
+  auto same_group = [&](const Range& r) { return r.group == s.group; };
+  pending_reads_.erase(std::remove_if(pending_reads_.begin(), pending_reads_.end(), same_group), pending_reads_.end());
+  pending_writes_.erase(std::remove_if(pending_writes_.begin(), pending_writes_.end(), same_group),
+                        pending_writes_.end());
+  enc.ConstRefZero(s.buffer);
+  if (it->second != kNoView) enc.ConstRefZero(it->second);
+  report.dropped_registers++;
+  return OkStatus();
+}
+
+// func.return: results backed by the constant pool, a module global or a
+// borrowed argument get their own copy (the pool is shared and immutable; a
+// global changes on the next call; a borrowed argument is the caller's
+// storage, and a result must be fresh storage the caller owns: a caller in
+// another module plans its call results apart from its own operands), then
+// the command buffer is submitted without blocking and each result is
+// returned as a view.
+Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
+  std::vector<std::pair<ir::Type, Storage>> results;
+  for (ir::Value* v : ret->operands()) {
+    ir::Operation* exp = v->defining_op();
+    if (!exp || !exp->is("stream.tensor.export"))
+      return InvalidArgumentError("emit: function result is not a stream.tensor.export");
+    Storage s = storage_.at(exp->operand(0));
+    ir::Operation* root = RootOf(exp->operand(0))->defining_op();
+    bool borrowed = s.kind == Storage::kArgument && root && root->is("stream.tensor.import") &&
+                    !root->bool_attr("consume");
+    if (s.kind == Storage::kConstant || s.kind == Storage::kVariable || borrowed) {
+      Storage copy;
+      copy.kind = Storage::kExternal;
+      copy.buffer = NewRef();
+      copy.group = NewGroup();
+      copy.length = s.length;
+      per_invoke_allocation = true;
+      enc.CallImport(HalImport::kAllocatorAllocate,
+                     {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
+      RecordCopy(cmd, s, copy, s.length);
+      s = copy;
+    }
+    results.push_back({v->type(), s});
+  }
+  // Submit without blocking; "final" (1): the invocation's signal fence rides
+  // on this submission (kiln_invoke_async), a synchronous invoke waits once.
+  enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(1))}, {});
+  std::vector<Reg> ret_regs;
+  for (auto& [t, s] : results) {
+    std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
+                              Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
+    for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
+    uint16_t view = NewRef();
+    enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
+    ret_regs.push_back(Reg::Ref(view));
+  }
+  enc.Ret(ret_regs);
+  return OkStatus();
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,378 @@
+// Recording of control flow: scf.if / scf.index_switch / scf.for / scf.while
+// regions and branches between blocks (cf.br / cf.cond_br), with the parallel
+// copies on their edges.
+#include "compiler/backend/emitter.h"
+
+
+namespace kiln::backend {
+
+std::vector<FunctionEmitter::EdgeGroup> FunctionEmitter::EdgeGroupsOf(ir::Operation* op) {
+  std::vector<EdgeGroup> groups;
+  auto storage_of = [&](ir::Value* v) -> const Storage* {
+    auto it = storage_.find(v);
+    return it == storage_.end() ? nullptr : &it->second;
+  };
+  auto block_group = [&](ir::Block* target, unsigned first, unsigned count) {
+    EdgeGroup g;
+    for (unsigned i = 0; i < count && i < target->num_arguments(); ++i) {
+      g.operands.push_back(first + i);
+      g.dsts.push_back(storage_of(target->argument(i)));
+    }
+    groups.push_back(g);
+  };
+  ir::Operation* parent = op->parent_block() && op->parent_block()->parent()
+                              ? op->parent_block()->parent()->parent_op()
+                              : nullptr;
+  if (op->is("scf.yield") && parent && parent->is("scf.for")) {
+    EdgeGroup g;
+    for (unsigned i = 0; i < op->num_operands(); ++i) {
+      g.operands.push_back(i);
+      g.dsts.push_back(storage_of(parent->region(0)->block(0)->argument(1 + i)));
+    }
+    groups.push_back(g);
+  } else if (op->is("scf.yield") && parent && parent->is("scf.while") &&
+             op->parent_block() == parent->region(1)->block(0)) {
+    block_group(parent->region(0)->block(0), 0, op->num_operands());
+  } else if (op->is("scf.condition") && parent && parent->is("scf.while")) {
+    EdgeGroup g;
+    for (unsigned i = 1; i < op->num_operands() && i - 1 < parent->num_results(); ++i) {
+      g.operands.push_back(i);
+      g.dsts.push_back(storage_of(parent->result(i - 1)));
+    }
+    groups.push_back(g);
+  } else if (op->is("cf.br") && op->num_successors() == 1) {
+    block_group(op->successor(0), 0, op->num_operands());
+  } else if (op->is("cf.cond_br") && op->num_successors() == 2) {
+    std::vector<int64_t> seg = op->ints_attr("operand_segments");
+    if (seg.size() == 3) {
+      block_group(op->successor(0), 1, static_cast<unsigned>(seg[1]));
+      block_group(op->successor(1), static_cast<unsigned>(1 + seg[1]), static_cast<unsigned>(seg[2]));
+    }
+  }
+  return groups;
+}
+
+void FunctionEmitter::CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
+                               const std::vector<const Storage*>& dsts) {
+  for (unsigned i : operands) {
+    auto t = edge_temps_.find({edge, i});
+    if (t != edge_temps_.end()) CopyInto(cmd, storage_.at(edge->operand(i)), t->second);
+  }
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (!dsts[k]) continue;
+    auto t = edge_temps_.find({edge, operands[k]});
+    CopyInto(cmd, t != edge_temps_.end() ? t->second : storage_.at(edge->operand(operands[k])), *dsts[k]);
+  }
+}
+
+Status FunctionEmitter::RecordPaths(const std::vector<vm::Label>& labels,
+                                    const std::function<Status(unsigned)>& record_path) {
+  const PathState before = SaveState();
+  PathState after = before;
+  after.reads.clear();
+  after.writes.clear();
+  for (unsigned k = 0; k < labels.size(); ++k) {
+    enc.Bind(labels[k]);
+    RestoreState(before);
+    KILN_RETURN_IF_ERROR(record_path(k));
+    after.reads.insert(after.reads.end(), pending_reads_.begin(), pending_reads_.end());
+    after.writes.insert(after.writes.end(), pending_writes_.begin(), pending_writes_.end());
+  }
+  RestoreState(after);
+  return OkStatus();
+}
+
+Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region, uint16_t cmd) {
+  if (op->region(region)->empty()) {
+    if (op->num_results() == 0) return OkStatus();
+    return InvalidArgumentError("emit: empty %s region (%s)", op->name().c_str(), op->loc().c_str());
+  }
+  ir::Block* block = op->region(region)->block(0);
+  ir::Operation* yield = block->terminator();
+  if (yield && !yield->is("scf.yield")) yield = nullptr;
+  for (auto& owned : block->ops())
+    if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
+    ir::Value* y = yield->operand(i);
+    if (y->type().kind == ir::TypeKind::kResource) {
+      CopyInto(cmd, storage_.at(y), storage_.at(op->result(i)));
+    } else {
+      auto it = i32_values_.find(y);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.yield operand is not a host value (%s)", op->loc().c_str());
+      auto res = i32_values_.find(op->result(i));
+      if (res == i32_values_.end()) res = i32_values_.emplace(op->result(i), NewI32()).first;
+      enc.MovI32(res->second, it->second);
+    }
+  }
+  return OkStatus();
+}
+
+// scf.if on a host i1: each branch records into the same command buffer and
+// copies its yields into the scf.if's result storage (unless the yielded
+// value already lives there). Register caches and pending hazards are
+// branch-local (RecordPaths).
+Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
+  auto cond = i32_values_.find(op->operand(0));
+  if (cond == i32_values_.end())
+    return UnimplementedError("emit: scf.if condition is not a host value (%s)", op->loc().c_str());
+  vm::Label then_label = enc.NewLabel(), else_label = enc.NewLabel(), join = enc.NewLabel();
+  enc.CondBr(cond->second, then_label, else_label);
+  KILN_RETURN_IF_ERROR(RecordPaths({then_label, else_label}, [&](unsigned r) -> Status {
+    KILN_RETURN_IF_ERROR(RecordYieldingRegion(op, r, cmd));
+    if (r == 0) enc.Br(join);  // the else branch falls through to the join
+    return OkStatus();
+  }));
+  enc.Bind(join);
+  return OkStatus();
+}
+
+// scf.for with host (i32) bounds, recorded as a bytecode loop that appends
+// each trip's commands to the command buffer. Each loop-carried value has one
+// storage for the whole loop: the init is copied in once (unless it already
+// lives there) and a yield is copied back only when the body did not update
+// the carried value in place (a tied dispatch on the block argument writes
+// straight into it: no copy per trip). Hazards: the body starts each trip as
+// if everything it touches were pending, so trip k+1 is ordered after trip k.
+Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
+  uint16_t bounds[3];
+  for (unsigned i = 0; i < 3; ++i) {
+    auto it = i32_values_.find(op->operand(i));
+    if (it == i32_values_.end())
+      return UnimplementedError("emit: scf.for bound %u is not a host value (%s)", i, op->loc().c_str());
+    bounds[i] = it->second;
+  }
+  ir::Block* loop_body = op->region(0)->block(0);
+  for (ir::Value* r : op->results())
+    if (storage_.count(r)) CopyInto(cmd, storage_.at(op->operand(3 + r->index())), storage_.at(r));
+  // Everything the body reads or writes, as pending at the top of each trip.
+  std::vector<Range> body_ranges;
+  ForEachOp(loop_body, [&](ir::Operation* inner) {
+    for (ir::Value* v : inner->results()) {
+      auto it = storage_.find(v);
+      if (it != storage_.end() && it->second.kind != Storage::kConstant) body_ranges.push_back(RangeOf(it->second));
+    }
+    for (ir::Value* v : inner->operands()) {
+      auto it = storage_.find(v);
+      if (it != storage_.end() && it->second.kind != Storage::kConstant) body_ranges.push_back(RangeOf(it->second));
+    }
+  });
+  for (ir::Value* a : loop_body->arguments()) {
+    auto it = storage_.find(a);
+    if (it != storage_.end()) body_ranges.push_back(RangeOf(it->second));
+  }
+  uint16_t iv = NewI32(), in_range = NewI32();
+  enc.MovI32(iv, bounds[0]);
+  i32_values_[loop_body->argument(0)] = iv;
+  vm::Label header = enc.NewLabel(), trip = enc.NewLabel(), exit = enc.NewLabel();
+  const PathState before = SaveState();
+  enc.Bind(header);
+  enc.CmpLtI32(in_range, iv, bounds[1]);
+  enc.CondBr(in_range, trip, exit);
+  enc.Bind(trip);
+  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
+  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  // A zero-trip loop reaches the exit in this state: keep it for the join.
+  const PathState at_exit = SaveState();
+  for (auto& owned : loop_body->ops()) {
+    if (owned->is("scf.yield")) continue;
+    KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  }
+  ir::Operation* yield = loop_body->terminator();
+  if (yield)
+    for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
+  enc.AddI32(iv, iv, bounds[2]);
+  enc.Br(header);
+  enc.Bind(exit);
+  JoinLoopExit(before, body_ranges, at_exit);
+  return OkStatus();
+}
+
+std::vector<Range> FunctionEmitter::TouchedRanges(const std::vector<ir::Block*>& blocks) {
+  std::vector<Range> ranges;
+  auto add = [&](ir::Value* v) {
+    auto it = storage_.find(v);
+    if (it != storage_.end() && it->second.kind != Storage::kConstant) ranges.push_back(RangeOf(it->second));
+  };
+  for (ir::Block* b : blocks) {
+    for (ir::Value* a : b->arguments()) add(a);
+    ForEachOp(b, [&](ir::Operation* inner) {
+      for (ir::Value* v : inner->results()) add(v);
+      for (ir::Value* v : inner->operands()) add(v);
+      if (inner->is("util.global.load") || inner->is("util.global.store")) {
+        auto g = global_storage_.find(inner->str_attr("global"));
+        if (g != global_storage_.end()) ranges.push_back(RangeOf(g->second));
+      }
+      for (unsigned r = 0; r < inner->num_regions(); ++r)
+        for (auto& nb : inner->region(r)->blocks())
+          for (ir::Value* a : nb->arguments()) add(a);
+    });
+  }
+  return ranges;
+}
+
+// scf.while, recorded as a bytecode loop:
+//   (copy each init into its carried storage)
+//   header: <before region>; copy forwarded values into the result storage;
+//           COND_BR cond, body, exit
+//   body:   <after region>; copy yields into the carried storage; BR header
+//   exit:
+// One storage per loop-carried value: "before" argument i, result i and
+// "after" argument i share it when the condition forwards argument i at
+// position i (the usual form), so a tied update in the after region writes
+// the carried value in place and its yield copies nothing. Host values
+// (index, i1) are carried in i32 registers. Hazards: as scf.for, everything
+// the regions touch is pending at the top of each trip (trip k+1 is ordered
+// after trip k) and after the loop.
+Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
+  if (op->num_regions() != 2 || op->region(0)->empty() || op->region(1)->empty())
+    return InvalidArgumentError("emit: scf.while needs a before and an after region (%s)", op->loc().c_str());
+  ir::Block* before = op->region(0)->block(0);
+  ir::Block* after = op->region(1)->block(0);
+  ir::Operation* cond = before->terminator();
+  ir::Operation* yield = after->terminator();
+  if (!cond || !cond->is("scf.condition") || cond->num_operands() != 1 + op->num_results() ||
+      before->num_arguments() != op->num_operands() || after->num_arguments() != op->num_results() || !yield ||
+      !yield->is("scf.yield") || yield->num_operands() != before->num_arguments())
+    return InvalidArgumentError("emit: malformed scf.while (%s)", op->loc().c_str());
+  // Host results: one register each, shared with the after argument.
+  for (ir::Value* r : op->results()) {
+    if (r->type().kind == ir::TypeKind::kResource) continue;
+    uint16_t reg = NewI32();
+    i32_values_[r] = reg;
+    i32_values_[after->argument(r->index())] = reg;
+  }
+  std::vector<uint16_t> carried_regs(before->num_arguments(), 0);
+  for (ir::Value* a : before->arguments()) {
+    ir::Value* init = op->operand(a->index());
+    if (a->type().kind == ir::TypeKind::kResource) {
+      CopyInto(cmd, storage_.at(init), storage_.at(a));
+    } else {
+      auto it = i32_values_.find(init);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.while init %u is not a host value (%s)", a->index(), op->loc().c_str());
+      carried_regs[a->index()] = NewI32();
+      enc.MovI32(carried_regs[a->index()], it->second);
+      i32_values_[a] = carried_regs[a->index()];
+    }
+  }
+  std::vector<Range> body_ranges = TouchedRanges({before, after});
+  vm::Label header = enc.NewLabel(), trip = enc.NewLabel(), exit = enc.NewLabel();
+  const PathState before_loop = SaveState();
+  enc.Bind(header);
+  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
+  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
+  for (auto& owned : before->ops())
+    if (owned.get() != cond) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  auto c = i32_values_.find(cond->operand(0));
+  if (c == i32_values_.end())
+    return UnimplementedError("emit: scf.while condition is not a host value (%s)", op->loc().c_str());
+  // Forward: copy into result storage (nothing in the usual form), as one
+  // parallel copy.
+  for (const EdgeGroup& g : EdgeGroupsOf(cond)) CopyEdge(cmd, cond, g.operands, g.dsts);
+  for (ir::Value* r : op->results()) {
+    ir::Value* fwd = cond->operand(1 + r->index());
+    if (r->type().kind != ir::TypeKind::kResource) {
+      auto it = i32_values_.find(fwd);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.condition operand is not a host value (%s)", op->loc().c_str());
+      enc.MovI32(i32_values_.at(r), it->second);
+    }
+  }
+  // The exit is reached from here (the after region may never run): keep
+  // this state for the join.
+  const PathState at_exit = SaveState();
+  enc.CondBr(c->second, trip, exit);
+  enc.Bind(trip);
+  for (auto& owned : after->ops())
+    if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  // Next values into the carried storage (one parallel copy) / registers.
+  for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
+  std::vector<std::pair<uint16_t, uint16_t>> moves;  // (temp, carried)
+  for (ir::Value* a : before->arguments()) {
+    ir::Value* y = yield->operand(a->index());
+    if (a->type().kind != ir::TypeKind::kResource) {
+      auto it = i32_values_.find(y);
+      if (it == i32_values_.end())
+        return UnimplementedError("emit: scf.yield operand is not a host value (%s)", op->loc().c_str());
+      uint16_t t = NewI32();
+      enc.MovI32(t, it->second);
+      moves.push_back({t, carried_regs[a->index()]});
+    }
+  }
+  for (auto& [t, dst] : moves) enc.MovI32(dst, t);
+  enc.Br(header);
+  enc.Bind(exit);
+  JoinLoopExit(before_loop, body_ranges, at_exit);
+  return OkStatus();
+}
+
+// scf.index_switch on a host index: a compare-and-branch chain (all case
+// constants materialized before the first branch), then each region records
+// into the same command buffer as in RecordIf and copies its yields into the
+// result storage unless the yielded value already lives there (a fresh value
+// a region creates only to yield it is written straight into it).
+Status FunctionEmitter::RecordSwitch(ir::Operation* op, uint16_t cmd) {
+  auto index = i32_values_.find(op->operand(0));
+  if (index == i32_values_.end())
+    return UnimplementedError("emit: scf.index_switch index is not a host value (%s)", op->loc().c_str());
+  std::vector<int64_t> cases = op->ints_attr("cases");
+  if (op->num_regions() != cases.size() + 1)
+    return InvalidArgumentError("emit: scf.index_switch has %u regions for %zu cases (+ default) (%s)",
+                                op->num_regions(), cases.size(), op->loc().c_str());
+  std::vector<uint16_t> case_regs;
+  for (int64_t c : cases) case_regs.push_back(ConstReg(c));
+  std::vector<vm::Label> labels;
+  for (unsigned r = 0; r < op->num_regions(); ++r) labels.push_back(enc.NewLabel());
+  vm::Label join = enc.NewLabel();
+  for (size_t k = 0; k < cases.size(); ++k) {
+    uint16_t eq = NewI32();
+    vm::Label next = enc.NewLabel();
+    enc.CmpEqI32(eq, index->second, case_regs[k]);
+    enc.CondBr(eq, labels[k], next);
+    enc.Bind(next);
+  }
+  enc.Br(labels.back());
+  KILN_RETURN_IF_ERROR(RecordPaths(labels, [&](unsigned r) -> Status {
+    KILN_RETURN_IF_ERROR(RecordYieldingRegion(op, r, cmd));
+    enc.Br(join);
+    return OkStatus();
+  }));
+  enc.Bind(join);
+  return OkStatus();
+}
+
+// Copies a branch's operands `first`..`first + count` into the storage
+// (resources) or registers (host values) of `target`'s arguments, as one
+// parallel copy: a copy is skipped when the value already lives there, and an
+// operand living in another argument's storage goes through its temporary
+// (planned in AssignStorage). Host values go through temporary registers.
+Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count,
+                                   uint16_t cmd) {
+  if (count != target->num_arguments() || first + count > edge->num_operands())
+    return InvalidArgumentError("emit: branch passes %u values to a block of %u arguments", count,
+                                target->num_arguments());
+  EdgeGroup g;
+  std::vector<std::pair<uint16_t, uint16_t>> moves;
+  for (unsigned i = 0; i < count; ++i) {
+    ir::Value* a = target->argument(i);
+    ir::Value* v = edge->operand(first + i);
+    if (a->type().kind == ir::TypeKind::kResource) {
+      g.operands.push_back(first + i);
+      g.dsts.push_back(&storage_.at(a));
+    } else {
+      auto src = i32_values_.find(v);
+      auto dst = i32_values_.find(a);
+      if (src == i32_values_.end() || dst == i32_values_.end())
+        return UnimplementedError("emit: branch operand %u is not a host value or a resource", i);
+      uint16_t t = NewI32();
+      enc.MovI32(t, src->second);
+      moves.push_back({t, dst->second});
+    }
+  }
+  CopyEdge(cmd, edge, g.operands, g.dsts);
+  for (auto& [t, dst] : moves) enc.MovI32(dst, t);
+  return OkStatus();
+}
+
+}  // namespace kiln::backend

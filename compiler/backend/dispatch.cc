@@ -1,0 +1,132 @@
+// Dispatches: shared executables (shader_dedupe.h), dispatch recording and
+// the barriers between commands (Sync).
+#include "compiler/backend/emitter.h"
+
+#include "compiler/codegen/dispatch_macs.h"
+
+namespace kiln::backend {
+
+StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
+                                                codegen::CompiledDispatch* out, uint32_t* entry) {
+  KILN_ASSIGN_OR_RETURN(codegen::CompiledDispatch compiled,
+                        codegen::CompileDispatch(dispatch, options_.codegen));
+  if (options_.glsl_dump) *options_.glsl_dump << "// ---- " << compiled.debug_name << "\n" << compiled.glsl << "\n";
+  report_->dispatches++;
+  std::string locs;
+  if (const ir::Attribute* a = dispatch->attr("locs")) {
+    if (auto* list = std::get_if<std::shared_ptr<ir::AttrList>>(&a->value))
+      for (const ir::Attribute& l : **list)
+        if (auto* s = std::get_if<std::string>(&l.value)) locs += (locs.empty() ? "" : ", ") + *s;
+  }
+  // A dispatch with an f16-arithmetic variant shares its executable only
+  // with dispatches whose variant is the same word for word (so nothing in
+  // the group is specialized, and the variant serves every member as is).
+  std::vector<uint32_t> key = compiled.push_constants;
+  if (!compiled.spirv_f16.empty()) {
+    key.push_back(0xF16F16u);
+    key.insert(key.end(), compiled.spirv_f16.begin(), compiled.spirv_f16.end());
+  }
+  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, key);
+  if (p.shader == executables_.size()) executables_.push_back({compiled, {}, {}, {}});
+  ExecutableEntry& e = executables_[p.shader];
+  if (p.entry == e.debug_names.size()) {
+    e.debug_names.push_back(compiled.debug_name);
+    e.locs.push_back(locs);
+    e.macs.push_back(codegen::DispatchMacs(dispatch));
+  }
+  *out = std::move(compiled);
+  *entry = p.entry;
+  return static_cast<uint16_t>(p.shader);
+}
+
+void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes) {
+  unsubmitted_work_ = true;  // the caller records a command next
+  bool hazard = false;
+  std::vector<Range> barrier_ranges;
+  for (const Range& w : pending_writes_) {
+    for (const Range& r : reads) hazard |= w.Overlaps(r);
+    for (const Range& x : writes) hazard |= w.Overlaps(x);
+  }
+  for (const Range& r : pending_reads_)
+    for (const Range& x : writes)
+      if (r.Overlaps(x)) { hazard = true; barrier_ranges.push_back(r); }
+  if (hazard) {
+    std::vector<Reg> bargs = {Reg::Ref(cmd)};
+    for (const Range& w : pending_writes_) barrier_ranges.push_back(w);
+    // One entry per distinct range (paths joined at a branch or loop exit
+    // may each have left the same access pending).
+    std::vector<Range> distinct;
+    for (const Range& r : barrier_ranges) {
+      bool seen = false;
+      for (const Range& d : distinct)
+        seen |= d.group == r.group && d.buffer == r.buffer && d.begin == r.begin && d.end == r.end;
+      if (!seen) distinct.push_back(r);
+    }
+    barrier_ranges.swap(distinct);
+    for (const Range& r : barrier_ranges) {
+      bargs.push_back(Reg::Ref(r.buffer));
+      bargs.push_back(Reg::I32(ConstReg(r.begin)));
+      bargs.push_back(Reg::I32(ConstReg(r.end == INT64_MAX ? 0 : r.end - r.begin)));  // 0: to the end
+    }
+    enc.CallImport(HalImport::kCommandBufferBarrier, bargs, {});
+    pending_reads_.clear();
+    pending_writes_.clear();
+  }
+  for (const Range& r : reads) if (r.group != pool_group_) pending_reads_.push_back(r);  // the pool is never written
+  pending_writes_.insert(pending_writes_.end(), writes.begin(), writes.end());
+}
+
+Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
+  const ir::Attribute* entry_attr = op->attr("entry");
+  const ir::SymbolRef* entry = entry_attr ? std::get_if<ir::SymbolRef>(&entry_attr->value) : nullptr;
+  ir::Operation* body = nullptr;
+  if (executables_.empty())  // indexed once: a lookup per dispatch, not a module walk
+    for (auto& top : module_.body()->ops())
+      if (top->is("flow.executable")) executables_.emplace(top->str_attr("sym_name"), top.get());
+  auto found = entry ? executables_.find(entry->name) : executables_.end();
+  if (found != executables_.end() && !found->second->region(0)->block(0)->empty())
+    body = found->second->region(0)->block(0)->ops().front().get();
+  if (!body) return InvalidArgumentError("emit: dispatch %s names no flow.executable", op->loc().c_str());
+
+  codegen::CompiledDispatch compiled;
+  uint32_t entry_point = 0;
+  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, &compiled, &entry_point));
+  std::vector<Range> reads, writes;
+  std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
+                           Reg::I32(ConstReg(compiled.workgroup_count[0])),
+                           Reg::I32(ConstReg(compiled.workgroup_count[1])),
+                           Reg::I32(ConstReg(compiled.workgroup_count[2]))};
+  for (ir::Value* v : op->operands()) {
+    const Storage& s = storage_.at(v);
+    BindingArgs(s, &args);
+    reads.push_back(RangeOf(s));
+  }
+  for (ir::Value* v : op->results()) {
+    const Storage& s = storage_.at(v);
+    BindingArgs(s, &args);
+    writes.push_back(RangeOf(s));
+  }
+  Sync(cmd, reads, writes);
+
+  auto it = executable_regs_.find(exe);
+  uint16_t exe_reg;
+  if (it == executable_regs_.end()) {
+    exe_reg = NewRef();
+    enc.CallImport(HalImport::kExecutableLookup, {Reg::I32(ConstReg(exe))}, {Reg::Ref(exe_reg)});
+    executable_regs_[exe] = exe_reg;
+  } else {
+    exe_reg = it->second;
+  }
+  args[1] = Reg::Ref(exe_reg);
+  if (!compiled.push_constants.empty()) {
+    std::vector<Reg> pargs = {Reg::Ref(cmd)};
+    for (uint32_t w : compiled.push_constants) pargs.push_back(Reg::I32(ConstReg(static_cast<int32_t>(w))));
+    enc.CallImport(HalImport::kCommandBufferPushConstants, pargs, {});
+  }
+  debug_offsets.push_back(enc.offset());
+  debug_locations.push_back(compiled.debug_name + " @ " + op->loc());
+  enc.CallImport(HalImport::kCommandBufferDispatch, args, {});
+  return OkStatus();
+}
+
+}  // namespace kiln::backend

@@ -1,0 +1,223 @@
+// FunctionEmitter::Emit and Record: one func.func as one bytecode function,
+// op by op (control flow, calls, dispatches and ABI ownership have files of
+// their own).
+#include "compiler/backend/emitter.h"
+
+#include "base/dtype.h"
+
+namespace kiln::backend {
+
+Status FunctionEmitter::Emit() {
+  ir::Region* region = func_->region(0);
+  ir::Block* body = region->block(0);
+  multi_block_ = region->num_blocks() > 1;
+  ir::Operation* ret = body->terminator();
+  if (!multi_block_ && (!ret || !ret->is("func.return")))
+    return InvalidArgumentError("emit: function without func.return");
+  for (auto& b : region->blocks()) {
+    ir::Operation* t = b->terminator();
+    if (!t || !(t->is("func.return") || t->is("cf.br") || t->is("cf.cond_br")))
+      return InvalidArgumentError("emit: a block of the function does not end in func.return, cf.br or cf.cond_br");
+  }
+  // Arguments occupy ref registers 0..N-1; the command buffer comes next.
+  ref_count = body->num_arguments();
+  uint16_t cmd = NewRef();
+  enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
+  KILN_RETURN_IF_ERROR(AssignStorage(body, cmd));
+  if (!multi_block_) {
+    for (auto& owned : body->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    return EmitReturn(ret, cmd);
+  }
+
+  // A body of several blocks (cf.br / cf.cond_br): each block gets a label
+  // and each host block argument (i1, index) an i32 register. A block other
+  // than the entry may be reached from anywhere, so it starts with every
+  // storage of the function pending (the first conflicting command gets a
+  // barrier) and with only the constants and executables the entry block
+  // made before its terminator (the entry dominates every block).
+  std::vector<vm::Label> labels;
+  std::map<ir::Block*, size_t> index;
+  std::vector<ir::Block*> all;
+  for (auto& b : region->blocks()) {
+    index[b.get()] = labels.size();
+    labels.push_back(enc.NewLabel());
+    all.push_back(b.get());
+    if (b.get() == body) continue;
+    for (ir::Value* a : b->arguments())
+      if (a->type().kind != ir::TypeKind::kResource) i32_values_[a] = NewI32();
+  }
+  PathState block_entry;  // what a block other than the entry starts from
+  block_entry.reads = block_entry.writes = TouchedRanges(all);
+  for (ir::Block* b : all) {
+    enc.Bind(labels[index[b]]);
+    if (b != body) RestoreState(block_entry);
+    ir::Operation* t = b->terminator();
+    for (auto& owned : b->ops())
+      if (owned.get() != t) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    if (b == body) {
+      block_entry.consts = consts_;
+      block_entry.exes = executable_regs_;
+    }
+    if (t->is("func.return")) {
+      KILN_RETURN_IF_ERROR(EmitReturn(t, cmd));
+    } else if (t->is("cf.br")) {
+      if (t->num_successors() != 1) return InvalidArgumentError("emit: cf.br needs one successor");
+      KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(0), 0, t->num_operands(), cmd));
+      enc.Br(labels[index.at(t->successor(0))]);
+    } else {
+      std::vector<int64_t> seg = t->ints_attr("operand_segments");
+      if (t->num_successors() != 2 || seg.size() != 3 || seg[0] != 1 ||
+          1 + seg[1] + seg[2] != static_cast<int64_t>(t->num_operands()))
+        return InvalidArgumentError("emit: malformed cf.cond_br (%s)", t->loc().c_str());
+      auto c = i32_values_.find(t->operand(0));
+      if (c == i32_values_.end())
+        return UnimplementedError("emit: cf.cond_br condition is not a host value (%s)", t->loc().c_str());
+      std::vector<vm::Label> edges = {enc.NewLabel(), enc.NewLabel()};
+      enc.CondBr(c->second, edges[0], edges[1]);
+      KILN_RETURN_IF_ERROR(RecordPaths(edges, [&](unsigned k) -> Status {
+        unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
+        unsigned count = static_cast<unsigned>(seg[1 + k]);
+        KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(k), first, count, cmd));
+        enc.Br(labels[index.at(t->successor(k))]);
+        return OkStatus();
+      }));
+    }
+  }
+  return OkStatus();
+}
+
+Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
+  auto fill = [&](const Storage& dst, int64_t offset, int64_t length, int64_t pattern) {
+    Storage t = dst;
+    t.offset += offset;
+    t.length = length;
+    Sync(cmd, {}, {RangeOf(t)});
+    enc.CallImport(HalImport::kCommandBufferFill,
+                   {Reg::Ref(cmd), Reg::Ref(t.buffer), Reg::I32(OffsetReg(t)), Reg::I32(ConstReg(length)),
+                    Reg::I32(ConstReg(static_cast<int32_t>(pattern)))},
+                   {});
+  };
+  const std::string& n = op->name();
+  if (IsLifetimeOp(op)) return RecordLifetime(op);
+  if (n == "stream.timepoint.immediate") return OkStatus();  // one queue: recording order is queue order
+  if (n == "stream.async.dispatch" || n == "stream.async.update" || n == "stream.async.copy" ||
+      n == "stream.async.fill")
+    EnsureTaken(op, cmd);
+  if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
+  if (n == "scf.if" || n == "scf.for" || n == "scf.while" || n == "scf.index_switch") {
+    Status s = n == "scf.if"    ? RecordIf(op, cmd)
+               : n == "scf.for" ? RecordFor(op, cmd)
+               : n == "scf.while" ? RecordWhile(op, cmd)
+                                  : RecordSwitch(op, cmd);
+    unsubmitted_work_ = true;  // conservatively, for calls after the region
+    return s;
+  }
+  if (n == "func.call") return RecordCall(op, cmd);
+  if (n == "arith.addi" || n == "arith.subi" || n == "arith.muli" || n == "arith.cmpi") return RecordHostArith(op);
+  if (n == "util.global.load") {
+    // A snapshot copies the global into the value's own storage; a view
+    // records nothing.
+    if (global_snapshots_.count(op->result(0)))
+      CopyInto(cmd, GlobalStorage(op->str_attr("global")), storage_.at(op->result(0)));
+    return OkStatus();
+  }
+  if (n == "util.global.store") {
+    // Copy into the global's buffer unless the value already lives there (a
+    // state updated in place by tied ops on a loaded global: no copy).
+    CopyInto(cmd, storage_.at(op->operand(0)), GlobalStorage(op->str_attr("global")));
+    return OkStatus();
+  }
+  if (n == "arith.constant") {
+    uint16_t r = NewI32();
+    enc.ConstI32(r, static_cast<int32_t>(op->int_attr("value")));
+    i32_values_[op->result(0)] = r;
+    return OkStatus();
+  }
+  if (n == "stream.async.load") {
+    // A device value the host branches on: submit what is recorded, wait,
+    // read it, and continue in a fresh command buffer (same register).
+    const Storage& src = storage_.at(op->operand(0));
+    int64_t width = static_cast<int64_t>(DTypeSize(ParseDType(op->str_attr("dtype"))));
+    // i64 host values (sizes, sample rates) are read through their low 32 bits
+    // (little-endian), which holds every value an i32 register can carry.
+    if (width == 8 && op->str_attr("dtype") == "i64") width = 4;
+    if (width != 1 && width != 2 && width != 4)
+      return UnimplementedError("emit: stream.async.load of %s (%s)", op->str_attr("dtype").c_str(), op->loc().c_str());
+    enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
+    enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
+    pending_reads_.clear();  // the host wait ordered everything before it
+    pending_writes_.clear();
+    uint16_t r = NewI32();
+    Storage at = src;
+    at.offset += op->int_attr("offset");
+    enc.CallImport(HalImport::kBufferLoad, {Reg::Ref(at.buffer), Reg::I32(OffsetReg(at)), Reg::I32(ConstReg(width))},
+                   {Reg::I32(r)});
+    i32_values_[op->result(0)] = r;
+    return OkStatus();
+  }
+  if (n == "stream.async.clone" || n == "stream.async.transfer") {
+    RecordCopy(cmd, storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
+  } else if (n == "stream.async.update") {
+    Storage dst = storage_.at(op->result(0));
+    dst.offset += op->int_attr("offset");
+    dst.length = op->int_attr("length");
+    RecordCopy(cmd, storage_.at(op->operand(1)), dst, op->int_attr("length"));
+  } else if (n == "stream.async.copy") {
+    Storage src = storage_.at(op->operand(1)), dst = storage_.at(op->result(0));
+    src.offset += op->int_attr("src_offset");
+    dst.offset += op->int_attr("dst_offset");
+    src.length = dst.length = op->int_attr("length");
+    RecordCopy(cmd, src, dst, op->int_attr("length"));
+  } else if (n == "stream.async.splat") {
+    fill(storage_.at(op->result(0)), 0, op->int_attr("size"), op->int_attr("pattern"));
+  } else if (n == "stream.async.fill") {
+    fill(storage_.at(op->result(0)), op->int_attr("offset"), op->int_attr("length"), op->int_attr("pattern"));
+  }
+  return OkStatus();
+}
+
+// Host index arithmetic (i32 registers): arith.addi / subi / muli, and
+// arith.cmpi {predicate = "eq"|"ne"|"slt"|"sle"|"sgt"|"sge"} -> i1.
+Status FunctionEmitter::RecordHostArith(ir::Operation* op) {
+  if (op->num_operands() != 2 || op->num_results() != 1)
+    return InvalidArgumentError("emit: %s expects two operands and one result (%s)", op->name().c_str(),
+                                op->loc().c_str());
+  auto a = i32_values_.find(op->operand(0)), b = i32_values_.find(op->operand(1));
+  if (a == i32_values_.end() || b == i32_values_.end())
+    return UnimplementedError("emit: %s operand is not a host value (%s)", op->name().c_str(), op->loc().c_str());
+  uint16_t r = NewI32();
+  const std::string& n = op->name();
+  if (n == "arith.addi") {
+    enc.AddI32(r, a->second, b->second);
+  } else if (n == "arith.subi") {
+    enc.SubI32(r, a->second, b->second);
+  } else if (n == "arith.muli") {
+    enc.MulI32(r, a->second, b->second);
+  } else {
+    std::string pred = op->str_attr("predicate");
+    uint16_t t = NewI32();
+    if (pred == "eq") {
+      enc.CmpEqI32(r, a->second, b->second);
+    } else if (pred == "ne") {
+      enc.CmpEqI32(t, a->second, b->second);
+      enc.SubI32(r, ConstReg(1), t);
+    } else if (pred == "slt") {
+      enc.CmpLtI32(r, a->second, b->second);
+    } else if (pred == "sgt") {
+      enc.CmpLtI32(r, b->second, a->second);
+    } else if (pred == "sle") {
+      enc.CmpLtI32(t, b->second, a->second);
+      enc.SubI32(r, ConstReg(1), t);
+    } else if (pred == "sge") {
+      enc.CmpLtI32(t, a->second, b->second);
+      enc.SubI32(r, ConstReg(1), t);
+    } else {
+      return InvalidArgumentError("emit: arith.cmpi predicate '%s' (eq, ne, slt, sle, sgt, sge) (%s)", pred.c_str(),
+                                  op->loc().c_str());
+    }
+  }
+  i32_values_[op->result(0)] = r;
+  return OkStatus();
+}
+
+}  // namespace kiln::backend
