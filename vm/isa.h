@@ -3,7 +3,7 @@
 // the calling-convention signatures of vm/hal_imports.def.
 //
 // Library `kiln_vm_isa` (no FlatBuffers, no HAL): the compiler's bytecode
-// emitter (compiler/target/) links it; so does the VM's loader.
+// emitter (compiler/backend/) links it; so does the VM's loader.
 //
 // Encoding recap (isa.def has the full text): one opcode byte, then operands
 // in format order, little-endian, no padding. Register operands are u16

@@ -189,7 +189,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   }
   // Deallocas: one queue, recorded in order, so "after %tp" is "after the
   // work recorded before the dealloca"; an immediate timepoint says so (the
-  // emitter lowers the dealloca itself, emit_module.cc RecordLifetime).
+  // emitter lowers the dealloca itself, function_emitter.cc RecordLifetime).
   std::vector<ir::Operation*> deallocas;
   func->Walk([&](ir::Operation* op) {
     if (op->is("stream.resource.dealloca") && op->num_operands() == 2) deallocas.push_back(op);

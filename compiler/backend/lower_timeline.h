@@ -1,5 +1,5 @@
 // Lowers the stream level's execution regions and timepoints for the
-// bytecode emitter (compiler/backend/emit_module.cc).
+// bytecode emitter (compiler/backend/).
 //
 // The emitter records a function into command buffers on one in-order
 // queue: every command is ordered after earlier ones by the barriers it

@@ -2,14 +2,14 @@
 // API, see TOOLCHAIN.md: Debian's libshaderc.so is broken) -> validated with
 // SPIRV-Tools (spvtools::SpirvTools::Validate, Vulkan 1.2 target env).
 //
-// Binding layout contract with compiler/target (bytecode emission) and the
+// Binding layout contract with compiler/backend (bytecode emission) and the
 // runtime: descriptor set 0; bindings 0..N-1 are the dispatch operands in
 // order (read-only storage buffers), then bindings N..N+R-1 are the results
 // (written). Each binding is bound at the byte range holding exactly that
 // tensor (dense, row-major, little-endian). Shapes are static and baked into
 // the shader as constants (the module writer turns those that differ between
 // otherwise equal shaders into specialization constants,
-// compiler/target/shader_dedupe.h; specialization constant 0 is kiln_fma's). Push constants are 32-bit words listed in
+// compiler/backend/shader_dedupe.h; specialization constant 0 is kiln_fma's). Push constants are 32-bit words listed in
 // `push_constants` (values known at compile time; emitted by the bytecode);
 // the current generator uses none.
 //

@@ -70,7 +70,7 @@
 // Preconditions: stream level, after --elide-async-copies (and, normally,
 // before --schedule-execution, though execute regions are handled). In the
 // default pipeline after the elision passes. The emitter
-// (compiler/backend/emit_module.cc) lowers the result: a dealloca ends a
+// (compiler/backend/) lowers the result: a dealloca ends a
 // transient's lifetime in the arena plan (and a use after it is an emitter
 // error); a dealloca or release of a consumed argument that keeps the
 // caller's allocation drops its registers, so the runtime frees it once the

@@ -132,7 +132,7 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     // (compiler/codegen kiln_fma), on where the driver splits fma(). Shaders
     // that do not declare it ignore the entry. Constants 1..N: the entry
     // point's own values (a shader shared by several dispatches,
-    // compiler/target/shader_dedupe.h).
+    // compiler/backend/shader_dedupe.h).
     const uint32_t spec_count = static_cast<uint32_t>(entry.specialization.size());
     HostVector<uint32_t> spec_data(spec_count + 1);
     HostVector<VkSpecializationMapEntry> spec_entries(spec_count + 1);
