@@ -69,8 +69,8 @@ using namespace kiln::capi;  // NOLINT: the entry points below use the helpers
 
 namespace {
 std::atomic<int> g_live_instances{0};
-std::mutex g_quarantine_mutex;
 #if !defined(NDEBUG)
+std::mutex g_quarantine_mutex;
 void* g_quarantine[kHandleQuarantine];
 size_t g_quarantine_count = 0, g_quarantine_head = 0;
 #endif
@@ -200,12 +200,14 @@ void kiln_status_free(kiln_status_t status) {
 // --- dtypes ------------------------------------------------------------------
 
 size_t kiln_dtype_size(kiln_dtype_t dtype) {
-  if (dtype < 0 || dtype > 255) return 0;
+  // From C, an enum may hold any int.
+  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) > 255) return 0;
   return kiln::DTypeSize(static_cast<kiln::DType>(dtype));
 }
 
 const char* kiln_dtype_name(kiln_dtype_t dtype) {
-  if (dtype < 0 || dtype > 255) return "invalid";
+  // From C, an enum may hold any int.
+  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) > 255) return "invalid";
   return kiln::DTypeName(static_cast<kiln::DType>(dtype));
 }
 

@@ -137,7 +137,7 @@ static bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, 
 }
 
 // Parses one --input spec into an array.
-bool ParseInput(const std::string& spec, NpyArray* out, std::string* error) {
+bool ParseInput(const std::string& spec, NpyArray* out, std::string* error, uint64_t max_bytes) {
   if (spec.empty()) {
     *error = "empty --input";
     return false;
@@ -159,9 +159,9 @@ bool ParseInput(const std::string& spec, NpyArray* out, std::string* error) {
     }
     count *= static_cast<size_t>(d);
   }
-  if (count * kiln_dtype_size(dtype) > kiln::tools::kMaxArrayBytes) {
+  if (count * kiln_dtype_size(dtype) > max_bytes) {
     *error = "type '" + spec.substr(0, eq) + "' is " + std::to_string(count * kiln_dtype_size(dtype)) +
-             " bytes, over the " + std::to_string(kiln::tools::kMaxArrayBytes >> 20) + " MiB limit of --input";
+             " bytes, over the " + std::to_string(max_bytes >> 20) + " MiB limit of --input";
     return false;
   }
   std::string value = spec.substr(eq + 1);

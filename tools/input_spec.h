@@ -17,8 +17,12 @@
 namespace kiln::tools {
 
 // Parses one --input value into `out`. On failure returns false and sets
-// *error (e.g. "--input type 2x2xf32 has 4 elements, 3 values given").
-bool ParseInput(const std::string& spec, NpyArray* out, std::string* error);
+// *error (e.g. "--input type 2x2xf32 has 4 elements, 3 values given"). A
+// literal's type may declare at most `max_bytes` of element data (the tools
+// use kMaxArrayBytes, 2 GiB; the fuzzer a smaller bound, since filling 2 GiB
+// under ASan takes longer than its per-input timeout).
+bool ParseInput(const std::string& spec, NpyArray* out, std::string* error,
+                uint64_t max_bytes = kMaxArrayBytes);
 // "tensor<1x2xf32>".
 std::string TypeString(kiln_dtype_t dtype, const std::vector<int64_t>& shape);
 // "f32" -> KILN_DTYPE_F32 ("bool" is accepted for i1); INVALID when unknown.
