@@ -58,7 +58,6 @@
 // runtime checks the SPIR-V capabilities against the device at load
 // (hal/vulkan/vulkan_executable.cc).
 #include "compiler/codegen/codegen.h"
-#include "compiler/codegen/f16_arithmetic.h"
 
 #include <glslang/Include/glslang_c_interface.h>
 #include <glslang/Public/resource_limits_c.h>
