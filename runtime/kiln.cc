@@ -438,17 +438,24 @@ kiln_status_t kiln_context_lookup_function(kiln_context_t context, const char* n
     }
   }
   HostFailureWatch watch;
+  auto& functions = context->functions;
+  if (functions.size() == functions.capacity()) {
+    // Grown into a separate vector first: when the hook refuses its block,
+    // malloc's stand-in (base/host_alloc.h) is freed with it here, and the
+    // records already handed out stay where they are.
+    HostVector<std::unique_ptr<kiln_function_s>> grown;
+    grown.reserve(functions.empty() ? 4 : 2 * functions.size());
+    if (watch.failed()) return OutOfHostMemory("kiln_context_lookup_function");
+    for (auto& f : functions) grown.push_back(std::move(f));
+    functions.swap(grown);
+  }
   auto f = std::unique_ptr<kiln_function_s>(new kiln_function_s());
   if (!f) return OutOfHostMemory("kiln_context_lookup_function");
   f->context = context;
   f->ref = ref.value();
   f->info = &context->context->function_info(ref.value());
-  context->functions.push_back(std::move(f));
-  if (watch.failed()) {
-    context->functions.pop_back();
-    return OutOfHostMemory("kiln_context_lookup_function");
-  }
-  *out_function = context->functions.back().get();
+  functions.push_back(std::move(f));  // within capacity: no allocation
+  *out_function = functions.back().get();
   return nullptr;
 }
 
