@@ -99,7 +99,11 @@ set -euo pipefail
 #   into the C API's DropInvokeScratch, 660 B of code; issue 17's
 #   allocation-failure sweep found the kept malloc blocks).
 # 152,161 B measured.
-budget="${KILN_SIZE_BUDGET:-152220}"
+# Raised 152220 -> 152560: kiln_context_lookup_function grows its record
+# vector into a separate vector first, so that a refused block's malloc
+# stand-in is freed by the failing call (the every-k allocation-failure
+# sweep of cls found it kept at k 890): +336 B, 152,497 B measured.
+budget="${KILN_SIZE_BUDGET:-152560}"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
