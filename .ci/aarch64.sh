@@ -12,7 +12,10 @@
 #     (build/default/tools/kiln-test/node_bundle, ctest kiln_test.bundle):
 #     all of it, or KILN_QEMU_BUNDLE_FILTER;
 #   - scripts/size_report.sh: the bytes the runtime adds to a minimal app,
-#     failing when over the budget written in that script.
+#     failing when over the budget written in that script; then the same for
+#     the code-only build (KILN_STATUS_MESSAGES=OFF) against its own budget,
+#     whose app must compute sigmoid(0) = 0.5 on the node bundle's
+#     test_sigmoid module and fail a garbled module with DATA_LOSS.
 # Needs KILN_CROSS=1 scripts/setup.sh (CI=true implies it) and the host build
 # of scripts/test.sh (for the bundle).
 set -euo pipefail
@@ -40,3 +43,20 @@ cmake --build --preset aarch64-runtime
 ctest --preset aarch64-runtime -L 'runtime-unit|vulkan'
 # The runtime's footprint on aarch64 against its budget (fails over it).
 scripts/size_report.sh
+# The code-only build (statuses without messages, base/status.h): its
+# footprint against its own budget, and the app run on real modules: the
+# minimal app feeds zeros, so test_sigmoid's first result is sigmoid(0) = 0.5;
+# a garbled module must fail with the code's name as its message.
+codes_build="$root/build/aarch64-size-codes"
+KILN_SIZE_STATUS_MESSAGES=OFF scripts/size_report.sh "$codes_build" \
+  "$bundle/node.test_sigmoid/module.kiln" | tee "$codes_build.log"
+grep -q 'result\[0\]\[0\] = 0.500000$' "$codes_build.log" ||
+  { echo "error: the code-only app did not compute sigmoid(0) = 0.5" >&2; exit 1; }
+garbled="$root/build/default/tests/e2e/bad_input/garbled.kiln"
+if err=$(VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json \
+         qemu-aarch64-static -L / "$codes_build/size/app.stripped" "$garbled" 2>&1); then
+  echo "error: the code-only app loaded a garbled module" >&2; exit 1
+fi
+[ "$err" = "error: DATA_LOSS" ] ||
+  { echo "error: the code-only app's error for a garbled module is '$err', not 'error: DATA_LOSS'" >&2; exit 1; }
+echo "  code-only build: sigmoid(0) = 0.5, and a garbled module fails with DATA_LOSS"

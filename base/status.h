@@ -17,6 +17,28 @@
 #include <string_view>
 #include <utility>
 
+// KILN_STATUS_MESSAGES (the CMake option of that name, default ON; OFF
+// defines it 0 for the whole build, and is refused with the compiler or the
+// tests): with it 0, a Status keeps its code and drops its message. The error
+// constructors, MakeStatus and Annotate/Annotatef become inline code-only
+// functions, so their message literals and formatting leave the binary, and
+// message() is the code's name ("DATA_LOSS"): kiln_status_message() is never
+// empty, and apps keep kiln_status_code(). This is IREE's IREE_STATUS_MODE=0
+// ("statuses are just integers"), which IREE's size-optimized runtime builds
+// use; Kiln measures its footprint both ways (scripts/size_report.sh).
+#ifndef KILN_STATUS_MESSAGES
+#define KILN_STATUS_MESSAGES 1
+#endif
+
+// Wraps a message argument whose text costs code to build (a std::string
+// made for the message, a table lookup): with KILN_STATUS_MESSAGES 0 it is
+// "" and the expression is not evaluated.
+#if KILN_STATUS_MESSAGES
+#define KILN_STATUS_TEXT(expr) (expr)
+#else
+#define KILN_STATUS_TEXT(expr) ""
+#endif
+
 namespace kiln {
 
 enum class StatusCode : int {
@@ -53,9 +75,16 @@ std::string operator+(StatusMessage a, const char* b);
 class [[nodiscard]] Status {
  public:
   Status() = default;
+#if KILN_STATUS_MESSAGES
   Status(StatusCode code, std::string_view message);
   // Out of line, so a call site with a literal builds no std::string.
   Status(StatusCode code, const char* message);
+#else
+  Status(StatusCode code, std::string_view) : Status(code) {}
+  Status(StatusCode code, const char*) : Status(code) {}
+#endif
+  // A Status with a code and an empty message.
+  explicit Status(StatusCode code);
   Status(const Status& other);
   Status& operator=(const Status& other);
   Status(Status&& other) noexcept : rep_(other.rep_) { other.rep_ = nullptr; }
@@ -70,10 +99,15 @@ class [[nodiscard]] Status {
   StatusMessage message() const;
   // "INVALID_ARGUMENT: message" or "OK".
   std::string ToString() const;
+#if KILN_STATUS_MESSAGES
   // Prepends context: "context: message". No-op on OK.
   Status& Annotate(std::string_view context);
   // Annotate with a printf-style context (at most 1023 bytes of it).
   Status& Annotatef(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+#else
+  Status& Annotate(std::string_view) { return *this; }
+  Status& Annotatef(const char*, ...) { return *this; }
+#endif
 
  private:
   // One block: the code, the length and the text (NUL-terminated).
@@ -88,8 +122,10 @@ class [[nodiscard]] Status {
 
 inline Status OkStatus() { return Status(); }
 // printf-style constructors.
+#if KILN_STATUS_MESSAGES
 Status MakeStatus(StatusCode code, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
 #define KILN_STATUS_CTOR(Name, Code)                                        \
   template <typename... Args>                                               \
   Status Name(const char* fmt, Args... args) {                              \
@@ -98,6 +134,17 @@ Status MakeStatus(StatusCode code, const char* fmt, ...)
   inline Status Name(const char* msg) {                                     \
     return Status(StatusCode::Code, msg);                                   \
   }
+#else
+template <typename... Args>
+inline Status MakeStatus(StatusCode code, const char*, Args&&...) {
+  return Status(code);
+}
+#define KILN_STATUS_CTOR(Name, Code)                                        \
+  template <typename... Args>                                               \
+  inline Status Name(const char*, Args&&...) {                              \
+    return Status(StatusCode::Code);                                        \
+  }
+#endif
 KILN_STATUS_CTOR(InvalidArgumentError, kInvalidArgument)
 KILN_STATUS_CTOR(DataLossError, kDataLoss)
 KILN_STATUS_CTOR(NotFoundError, kNotFound)

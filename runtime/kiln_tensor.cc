@@ -56,7 +56,8 @@ Status WaitPendingWrite(const char* api, kiln_tensor_s* tensor, uint64_t timeout
         return kiln::DeadlineExceededError(
             "%s: timeout: the invocation writing %s has not finished within %llu ns (its "
             "wait fence is not signalled yet?)",
-            api, tensor->view->TypeString().c_str(), static_cast<unsigned long long>(timeout_ns));
+            api, KILN_STATUS_TEXT(tensor->view->TypeString().c_str()),
+            static_cast<unsigned long long>(timeout_ns));
       }
       return s;
     }
@@ -102,7 +103,8 @@ kiln_status_t kiln_tensor_create(kiln_device_t device, kiln_dtype_t dtype, size_
   if (data && data_bytes != bytes) {
     return Wrap(kiln::InvalidArgumentError(
         "kiln_tensor_create: %s needs %llu bytes, %zu given",
-        kiln::vm::TensorTypeString(static_cast<kiln::DType>(dtype), dims, rank).c_str(),
+        KILN_STATUS_TEXT(
+            kiln::vm::TensorTypeString(static_cast<kiln::DType>(dtype), dims, rank).c_str()),
         static_cast<unsigned long long>(bytes), data_bytes));
   }
   kiln::hal::Device* dev = device->device.get();
@@ -142,7 +144,7 @@ kiln_status_t kiln_tensor_read(kiln_tensor_t tensor, void* dst, size_t dst_bytes
   uint64_t bytes = tensor->view->byte_length();
   if (dst_bytes != bytes) {
     return Wrap(kiln::InvalidArgumentError("kiln_tensor_read: %s has %llu bytes, %zu requested",
-                                           tensor->view->TypeString().c_str(),
+                                           KILN_STATUS_TEXT(tensor->view->TypeString().c_str()),
                                            static_cast<unsigned long long>(bytes), dst_bytes));
   }
   if (bytes == 0) return nullptr;
@@ -164,7 +166,7 @@ kiln_status_t kiln_tensor_write(kiln_tensor_t tensor, const void* src, size_t sr
   uint64_t bytes = tensor->view->byte_length();
   if (src_bytes != bytes) {
     return Wrap(kiln::InvalidArgumentError("kiln_tensor_write: %s has %llu bytes, %zu given",
-                                           tensor->view->TypeString().c_str(),
+                                           KILN_STATUS_TEXT(tensor->view->TypeString().c_str()),
                                            static_cast<unsigned long long>(bytes), src_bytes));
   }
   if (bytes == 0) return nullptr;

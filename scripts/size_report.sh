@@ -15,6 +15,8 @@
 # (.rodata.str*, .rodata.cst*) name no symbol and are shown as such. The
 # FlatBuffers verifier is header-only code, counted by section name.
 # KILN_SIZE_LTO=OFF measures libkiln.a without LTO, for comparison.
+# KILN_SIZE_STATUS_MESSAGES=OFF measures the code-only build (statuses without
+# messages, base/status.h) against its own budget; use its own BUILD_DIR.
 #   scripts/size_report.sh [BUILD_DIR [MODULE.kiln]]   (default build/aarch64-size)
 # With MODULE.kiln (main takes one tensor), the stripped app is also run on
 # it under qemu-aarch64-static on lavapipe, to show it works.
@@ -103,7 +105,18 @@ set -euo pipefail
 # vector into a separate vector first, so that a refused block's malloc
 # stand-in is freed by the failing call (the every-k allocation-failure
 # sweep of cls found it kept at k 890): +336 B, 152,497 B measured.
-budget="${KILN_SIZE_BUDGET:-152560}"
+budget_messages=152560
+# The budget of the code-only build (KILN_SIZE_STATUS_MESSAGES=OFF, i.e. the
+# runtime built with KILN_STATUS_MESSAGES=OFF: statuses keep their code and
+# drop their message, IREE's IREE_STATUS_MODE=0, which IREE's size-optimized
+# builds use). Set at 116600 when it landed: 116,518 B measured; issue 16's
+# goal is 120 KB. The same ratchet rule applies.
+budget_codes=116600
+if [ "${KILN_SIZE_STATUS_MESSAGES:-ON}" = OFF ]; then
+  budget="${KILN_SIZE_BUDGET:-$budget_codes}"
+else
+  budget="${KILN_SIZE_BUDGET:-$budget_messages}"
+fi
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/aarch64-size}"
@@ -116,7 +129,7 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=MinSizeRel -DCMAKE_C_FLAGS_MINSIZEREL="$flags -DNDEBUG" \
   -DCMAKE_CXX_FLAGS_MINSIZEREL="$flags -DNDEBUG" \
   -DKILN_BUILD_COMPILER=OFF -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_SAMPLES=OFF -DKILN_INSTALL=OFF \
-  -DKILN_RUNTIME_LTO="${KILN_SIZE_LTO:-ON}" >/dev/null
+  -DKILN_RUNTIME_LTO="${KILN_SIZE_LTO:-ON}" -DKILN_STATUS_MESSAGES="${KILN_SIZE_STATUS_MESSAGES:-ON}" >/dev/null
 # The internal archives: for the breakdown's symbol lookup only.
 archives=(runtime/libkiln_runtime.a vm/libkiln_vm.a vm/libkiln_vm_isa.a hal/libkiln_hal_drivers.a
           hal/vulkan/libkiln_hal_vulkan.a base/libkiln_base.a)

@@ -401,7 +401,7 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
                                                dims, dims_given));
       if (static_cast<uint64_t>(offset) + view->byte_length() > buf.size) {
         return OutOfRangeError("view %s at offset %d exceeds the operand's %llu bytes",
-                               view->TypeString().c_str(), offset,
+                               KILN_STATUS_TEXT(view->TypeString().c_str()), offset,
                                static_cast<unsigned long long>(buf.size));
       }
       call.SetRef(0, RefValue::Adopt(RefType::kBufferView, std::move(view)));

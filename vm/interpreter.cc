@@ -37,6 +37,9 @@ StatusCode FailCode(int32_t code) {
 
 Status Context::Annotate(Status status, uint32_t m, uint32_t function, uint32_t offset,
                          const DecodedInstruction* inst) const {
+#if !KILN_STATUS_MESSAGES
+  return status;
+#endif
   // "main@0x0012 CALL_IMPORT hal.command_buffer.dispatch [conv_3]", built
   // without a host allocation.
   const Module& mod = *modules_[m]->module;

@@ -301,7 +301,7 @@ Status CheckRegistersImpl(const ImportSignature& sig, const ListT& args,
     bool want_ref = sig.ArgKind(i) == 'r';
     if (r.is_ref != want_ref) {
       return InvalidArgumentError("argument %zu is %s but the signature wants %s", i,
-                                  RegName(r).c_str(),
+                                  KILN_STATUS_TEXT(RegName(r).c_str()),
                                   want_ref ? "a ref register" : "an i32 register");
     }
   }
@@ -314,7 +314,7 @@ Status CheckRegistersImpl(const ImportSignature& sig, const ListT& args,
     bool want_ref = sig.results[i] == 'r';
     if (r.is_ref != want_ref) {
       return InvalidArgumentError("result %zu is %s but the signature wants %s", i,
-                                  RegName(r).c_str(),
+                                  KILN_STATUS_TEXT(RegName(r).c_str()),
                                   want_ref ? "a ref register" : "an i32 register");
     }
   }
@@ -447,6 +447,7 @@ StatusOr<std::vector<uint8_t>> BytecodeEncoder::Finish() {
 
 namespace {
 
+#if KILN_STATUS_MESSAGES
 Status InstError(const DecodedInstruction& inst, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 Status InstError(const DecodedInstruction& inst, const char* fmt, ...) {
@@ -457,12 +458,18 @@ Status InstError(const DecodedInstruction& inst, const char* fmt, ...) {
   va_end(args);
   return DataLossError("offset 0x%04x (%s): %s", inst.offset, inst.info->name, buffer);
 }
+#else
+template <typename... Args>
+inline Status InstError(const DecodedInstruction&, const char*, Args&&...) {
+  return Status(StatusCode::kDataLoss);
+}
+#endif
 
 Status CheckReg(const DecodedInstruction& inst, Reg reg, const FunctionLimits& limits) {
   uint32_t count = reg.is_ref ? limits.ref_register_count : limits.i32_register_count;
   if (reg.index >= count) {
     return InstError(inst, "register %s out of range (function has %u %s registers)",
-                     RegName(reg).c_str(), count, reg.is_ref ? "ref" : "i32");
+                     KILN_STATUS_TEXT(RegName(reg).c_str()), count, reg.is_ref ? "ref" : "i32");
   }
   return OkStatus();
 }
@@ -479,7 +486,7 @@ Status CheckAllRefs(const DecodedInstruction& inst, const RegList& list, const c
   for (size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_ref) {
       return InstError(inst, "%s %zu is %s but must be a ref register", what, i,
-                       RegName(list[i]).c_str());
+                       KILN_STATUS_TEXT(RegName(list[i]).c_str()));
     }
   }
   return OkStatus();
@@ -558,7 +565,8 @@ Status VerifyBytecode(ByteSpan code, const FunctionLimits& limits) {
                                                        inst.operands[2].list);
         if (!s.ok()) {
           return InstError(inst, "import %u (signature '%s'): %s", k,
-                           (*limits.imports)[k].ToString().c_str(), s.message().c_str());
+                           KILN_STATUS_TEXT((*limits.imports)[k].ToString().c_str()),
+                           s.message().c_str());
         }
         break;
       }

@@ -165,7 +165,8 @@ StatusOr<Ref<BufferView>> BufferView::Create(Ref<hal::Buffer> buffer, uint64_t b
   if (byte_offset > buffer->size() || bytes > buffer->size() - byte_offset) {
     return OutOfRangeError(
         "buffer view %s at byte offset %llu (%llu bytes) exceeds its buffer of %llu bytes",
-        TensorTypeString(dtype, dims, rank).c_str(), static_cast<unsigned long long>(byte_offset),
+        KILN_STATUS_TEXT(TensorTypeString(dtype, dims, rank).c_str()),
+        static_cast<unsigned long long>(byte_offset),
         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(buffer->size()));
   }
   Ref<BufferView> view = Ref<BufferView>::Adopt(new BufferView());
@@ -195,8 +196,9 @@ StatusOr<Ref<BufferView>> BufferView::CreateSubview(const BufferView& parent,
   if (known && (byte_offset > parent.byte_length() || bytes > parent.byte_length() - byte_offset)) {
     return OutOfRangeError(
         "subview %s at byte offset %llu (%llu bytes) exceeds its parent %s (%llu bytes)",
-        TensorTypeString(dtype, dims, rank).c_str(), static_cast<unsigned long long>(byte_offset),
-        static_cast<unsigned long long>(bytes), parent.TypeString().c_str(),
+        KILN_STATUS_TEXT(TensorTypeString(dtype, dims, rank).c_str()),
+        static_cast<unsigned long long>(byte_offset),
+        static_cast<unsigned long long>(bytes), KILN_STATUS_TEXT(parent.TypeString().c_str()),
         static_cast<unsigned long long>(parent.byte_length()));
   }
   // Invalid dtype/rank/dims: BufferView::Create reports them.

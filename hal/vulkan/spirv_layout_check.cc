@@ -102,6 +102,7 @@ class Checker {
   }
 
  private:
+#if KILN_STATUS_MESSAGES
   // One out-of-line error builder (no per-call-site template code).
   static Status Bad(size_t at, const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
     char what[192];
@@ -111,6 +112,12 @@ class Checker {
     va_end(args);
     return InvalidArgumentError("SPIR-V layout check: word %zu: %s", at, what);
   }
+#else
+  template <typename... Args>
+  static Status Bad(size_t, const char*, Args&&...) {
+    return Status(StatusCode::kInvalidArgument);
+  }
+#endif
   uint32_t Len(size_t at) const { return w_[at] >> 16; }
   uint32_t OpAt(size_t at) const { return w_[at] & 0xffffu; }
   // Operand word k of the instruction at `at`, or 0 past its end.

@@ -114,9 +114,13 @@ StatusOr<Ref<VulkanBuffer>> VulkanBuffer::Allocate(VulkanDevice* device, uint64_
   VkResult result = vk.vkAllocateMemory(device->handle(), &allocate_info, nullptr, &self->memory_);
   if (result != VK_SUCCESS) {
     self->memory_ = VK_NULL_HANDLE;
+#if KILN_STATUS_MESSAGES
     return Status(VkResultCode(result),
                   std::string("vkAllocateMemory(") + std::to_string(requirements.size) +
                       " bytes, " + KindName(kind) + "): " + VkResultName(result));
+#else
+    return Status(VkResultCode(result));
+#endif
   }
   self->memory_size_ = requirements.size;
   KILN_VK_RETURN_IF_ERROR(vk.vkBindBufferMemory(device->handle(), self->buffer_, self->memory_, 0),

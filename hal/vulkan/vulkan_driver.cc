@@ -90,12 +90,14 @@ StatusOr<Ref<Device>> CreateDevice(const DeviceOptions& options) {
     }
     if (selected == VK_NULL_HANDLE) {
       return NotFoundError("no Vulkan device name contains '%s' (available: %s)",
-                           options.name.c_str(), JoinNames(*instance, devices).c_str());
+                           options.name.c_str(),
+                           KILN_STATUS_TEXT(JoinNames(*instance, devices).c_str()));
     }
   } else if (options.index >= 0) {
     if (static_cast<size_t>(options.index) >= devices.size()) {
       return NotFoundError("Vulkan device index %d out of range (%zu devices: %s)", options.index,
-                           devices.size(), JoinNames(*instance, devices).c_str());
+                           devices.size(),
+                           KILN_STATUS_TEXT(JoinNames(*instance, devices).c_str()));
     }
     selected = devices[static_cast<size_t>(options.index)];
   } else {

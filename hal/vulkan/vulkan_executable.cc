@@ -152,8 +152,12 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
                                                   &pipeline_info, nullptr, &pipeline.pipeline);
     if (result != VK_SUCCESS) {
       pipeline.pipeline = VK_NULL_HANDLE;
+#if KILN_STATUS_MESSAGES
       return VkResultToStatus(
           result, ("vkCreateComputePipelines(entry point '" + entry.name + "')").c_str());
+#else
+      return VkResultToStatus(result, nullptr);
+#endif
     }
   }
   return ref;

@@ -92,8 +92,12 @@ StatusCode VkResultCode(VkResult result) {
 
 Status VkResultToStatus(VkResult result, const char* what) {
   if (result == VK_SUCCESS) return OkStatus();
+#if KILN_STATUS_MESSAGES
   return Status(VkResultCode(result),
                 std::string(what ? what : "vulkan") + ": " + VkResultName(result));
+#else
+  return Status(VkResultCode(result));
+#endif
 }
 
 }  // namespace kiln::hal::vulkan

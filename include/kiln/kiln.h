@@ -136,7 +136,9 @@ typedef enum kiln_status_code_e {
 
 /* Code of `status`; KILN_STATUS_OK for NULL. */
 KILN_API kiln_status_code_t kiln_status_code(kiln_status_t status);
-/* Human-readable message, valid until kiln_status_free; "" for NULL. */
+/* Human-readable message, valid until kiln_status_free; "" for NULL. A
+ * runtime built with KILN_STATUS_MESSAGES=OFF (the smallest build) returns
+ * the code's name instead, e.g. "DATA_LOSS". */
 KILN_API const char* kiln_status_message(kiln_status_t status);
 /* "INVALID_ARGUMENT", ... ; "OK" for KILN_STATUS_OK. Static storage. */
 KILN_API const char* kiln_status_code_name(kiln_status_code_t code);
