@@ -39,16 +39,20 @@
 //  4. Joins and immediates left without uses by rules 1-3 are erased (dead
 //     timepoint ops of the input are left alone).
 //  5. An await that is not covered and whose results are read only by
-//     stream.async.execute regions of the same block (as captures) is folded
-//     into them: each such execute awaits the timepoint itself and captures
-//     the await's operands; the await goes. The host no longer waits: the
-//     regions wait (IREE: await folded into its consumers).
+//     stream.async.execute regions (as captures; in the same block or in
+//     regions nested in later ops, loop bodies included) is folded into
+//     them: each such execute awaits the timepoint itself and captures the
+//     await's operands; the await goes. The host no longer waits: the
+//     regions wait (IREE: await folded into its consumers; an execute in a
+//     loop body awaits the timepoint on every trip, which is reached once,
+//     IREE's scfForNoSink / scfWhileNoSink).
 //  6. An await that is not covered and whose results are read only inside
 //     the regions of one later scf.if / scf.index_switch of the same block
 //     is sunk: a copy of the await opens each region that reads them, and
 //     the original goes. A branch that does not read them does not wait
 //     (IREE: awaits sunk into regions). Not into scf.for / scf.while (a
-//     body may run zero times or many: conservative), not when a result is
+//     body may run zero times or many: conservative; rule 5 still folds an
+//     await read only by execution regions there), not when a result is
 //     also read outside that op.
 //  Rules 5 and 6 then apply again inside the regions (a sunk await read
 //  only by an execute there is folded into it).
@@ -212,14 +216,15 @@ class Elider {
   }
 
   // Rule 5: every use of every result of `await` is a capture operand of a
-  // stream.async.execute in the await's block.
+  // stream.async.execute (in the await's block or nested in a later op's
+  // regions: the await's operands dominate it).
   bool FoldIntoExecutes(ir::Operation* await) {
     std::set<ir::Operation*> executes;
     for (ir::Value* r : await->results())
       for (const ir::Use& u : r->uses()) {
         ir::Operation* e = u.user;
-        if (!e->is("stream.async.execute") || e->parent_block() != await->parent_block() ||
-            u.operand_index < NumExecuteAwaits(e) || e->ints_attr("operand_segments").size() != 2)
+        if (!e->is("stream.async.execute") || u.operand_index < NumExecuteAwaits(e) ||
+            e->ints_attr("operand_segments").size() != 2)
           return false;
         executes.insert(e);
       }
