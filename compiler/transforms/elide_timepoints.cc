@@ -33,8 +33,29 @@
 //     by it, with none by a new stream.timepoint.immediate.
 //  3. stream.async.execute: awaits that are immediate, repeated, covered, or
 //     implied by another await are dropped (operand_segments updated).
+//  2b. (with rule 2) a join member covered at the join (an earlier await
+//     reached it) is dropped too: join(%a, %b) after an await of %a is %b
+//     (IREE: joins of already covered timepoints).
 //  4. Joins and immediates left without uses by rules 1-3 are erased (dead
 //     timepoint ops of the input are left alone).
+//  5. An await that is not covered and whose results are read only by
+//     stream.async.execute regions (as captures; in the same block or in
+//     regions nested in later ops, loop bodies included) is folded into
+//     them: each such execute awaits the timepoint itself and captures the
+//     await's operands; the await goes. The host no longer waits: the
+//     regions wait (IREE: await folded into its consumers; an execute in a
+//     loop body awaits the timepoint on every trip, which is reached once,
+//     IREE's scfForNoSink / scfWhileNoSink).
+//  6. An await that is not covered and whose results are read only inside
+//     the regions of one later scf.if / scf.index_switch of the same block
+//     is sunk: a copy of the await opens each region that reads them, and
+//     the original goes. A branch that does not read them does not wait
+//     (IREE: awaits sunk into regions). Not into scf.for / scf.while (a
+//     body may run zero times or many: conservative; rule 5 still folds an
+//     await read only by execution regions there), not when a result is
+//     also read outside that op.
+//  Rules 5 and 6 then apply again inside the regions (a sunk await read
+//  only by an execute there is folded into it).
 // Every await that stays gets a remark saying why it is needed.
 //
 // Preconditions: stream level (after schedule-execution).
@@ -146,7 +167,7 @@ class Elider {
       if (n == "stream.timepoint.await") {
         ProcessAwait(op, covered);
       } else if (n == "stream.timepoint.join") {
-        ProcessJoin(op);
+        ProcessJoin(op, covered);
       } else if (n == "stream.async.execute") {
         ProcessExecute(op, covered);
         for (unsigned r = 0; r < op->num_regions(); ++r) ProcessRegion(op->region(r), covered);
@@ -187,13 +208,101 @@ class Elider {
       NoteOrphan(tp);
       return;
     }
+    if (FoldIntoExecutes(op) || SinkIntoRegions(op)) return;
     covered.insert(tp);
     ctx_.Remark(op, "await kept: its timepoint is not covered by an earlier await in this block, an "
-                    "enclosing region, or every branch of an scf op before it");
+                    "enclosing region, or every branch of an scf op before it; a result is read "
+                    "outside an execution region or a single scf.if / index_switch");
   }
 
-  void ProcessJoin(ir::Operation* op) {
-    std::vector<ir::Value*> kept = Prune(op->operands(), nullptr);
+  // Rule 5: every use of every result of `await` is a capture operand of a
+  // stream.async.execute (in the await's block or nested in a later op's
+  // regions: the await's operands dominate it).
+  bool FoldIntoExecutes(ir::Operation* await) {
+    std::set<ir::Operation*> executes;
+    for (ir::Value* r : await->results())
+      for (const ir::Use& u : r->uses()) {
+        ir::Operation* e = u.user;
+        if (!e->is("stream.async.execute") || u.operand_index < NumExecuteAwaits(e) ||
+            e->ints_attr("operand_segments").size() != 2)
+          return false;
+        executes.insert(e);
+      }
+    if (executes.empty()) return false;
+    ir::Value* tp = await->operand(0);
+    for (ir::Operation* e : executes) {
+      unsigned n = NumExecuteAwaits(e);
+      std::vector<ir::Value*> operands(e->operands().begin(), e->operands().end());
+      for (unsigned i = n; i < operands.size(); ++i)
+        for (unsigned k = 0; k < await->num_results(); ++k)
+          if (operands[i] == await->result(k)) operands[i] = await->operand(k + 1);
+      operands.insert(operands.begin() + n, tp);
+      e->SetOperands(operands);
+      std::vector<int64_t> seg = e->ints_attr("operand_segments");
+      seg[0] = static_cast<int64_t>(n + 1);
+      e->set_attr("operand_segments", ir::Attribute(seg));
+    }
+    ctx_.Remark(await, "await folded into the execution region" + std::string(executes.size() > 1 ? "s" : "") +
+                           " reading its results: the region waits, not the host");
+    await->Erase();
+    return true;
+  }
+
+  // The region of `op` (an scf.if / index_switch) holding `user`, or nullptr.
+  static ir::Region* RegionOf(ir::Operation* user, ir::Operation* op) {
+    for (ir::Operation* o = user; o; o = o->parent_op()) {
+      ir::Block* b = o->parent_block();
+      ir::Region* r = b ? b->parent() : nullptr;
+      if (r && r->parent_op() == op) return r;
+    }
+    return nullptr;
+  }
+
+  // Rule 6.
+  bool SinkIntoRegions(ir::Operation* await) {
+    ir::Operation* target = nullptr;
+    std::set<ir::Region*> regions;
+    for (ir::Value* r : await->results())
+      for (const ir::Use& u : r->uses()) {
+        ir::Operation* holder = u.user;
+        while (holder && holder->parent_block() != await->parent_block()) holder = holder->parent_op();
+        if (!holder || holder == u.user || !(holder->is("scf.if") || holder->is("scf.index_switch")))
+          return false;  // read in the await's block itself, or in another kind of op
+        if (target && holder != target) return false;
+        target = holder;
+        regions.insert(RegionOf(u.user, holder));
+      }
+    if (!target) return false;
+    for (ir::Region* region : regions)
+      if (!region || region->num_blocks() != 1 || region->block(0)->ops().empty()) return false;
+    for (ir::Region* region : regions) {
+      ir::Builder b = ir::Builder::Before(region->block(0)->ops().front().get());
+      b.set_loc(await->loc());
+      std::vector<ir::Type> types;
+      for (ir::Value* r : await->results()) types.push_back(r->type());
+      ir::Operation* copy = b.Create("stream.timepoint.await", await->operands(), types);
+      for (unsigned k = 0; k < await->num_results(); ++k) {
+        std::vector<std::pair<ir::Operation*, unsigned>> inside;
+        for (const ir::Use& u : await->result(k)->uses())
+          if (RegionOf(u.user, target) == region) inside.push_back({u.user, u.operand_index});
+        for (auto& [user, index] : inside) user->SetOperand(index, copy->result(k));
+      }
+    }
+    ctx_.Remark(await, "await sunk into the " + std::to_string(regions.size()) + " region" +
+                           (regions.size() > 1 ? "s" : "") + " of " + analysisDescribe(target) +
+                           " reading its results: other branches do not wait");
+    await->Erase();
+    return true;
+  }
+
+  static std::string analysisDescribe(const ir::Operation* op) {
+    std::string s = "'" + op->name() + "'";
+    if (!op->loc().empty()) s += " (" + op->loc() + ")";
+    return s;
+  }
+
+  void ProcessJoin(ir::Operation* op, const TimepointSet& covered) {
+    std::vector<ir::Value*> kept = Prune(op->operands(), &covered);
     for (ir::Value* m : op->operands()) NoteOrphan(m);
     if (kept.size() == 1) {
       op->result(0)->ReplaceAllUsesWith(kept[0]);

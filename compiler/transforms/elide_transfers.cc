@@ -10,7 +10,12 @@
 // (kiln-compile --topology=... sets it; lit tests write it in the input).
 // Without one, only transfers whose two affinities name the same device are
 // elided (as if every link were discrete). `affinity` is the target,
-// `source_affinity` the source; absent = the default device.
+// `source_affinity` the source. A transfer without `source_affinity` moves
+// its operand from where the operand's producer put it: the producer's
+// `affinity` (a dispatch, import, splat... placed on a device, or the
+// target of an earlier transfer); the default device only when the
+// producer has none (a function argument, an op without an affinity).
+// IREE: the source affinity of a value is inferred from its producer.
 //
 // Rules, for each transfer T = transfer(%v) from S to D, everywhere (nested
 // scf regions included), in program order:
@@ -82,6 +87,14 @@ class Devices {
   std::map<std::string, int> names_;
 };
 
+// Where `t` (a transfer) moves its operand from: its source_affinity, else
+// the affinity of the operand's producer, else "" (the default device).
+std::string SourceAffinity(const ir::Operation* t) {
+  if (t->attr("source_affinity")) return t->str_attr("source_affinity");
+  const ir::Operation* def = t->num_operands() == 1 ? t->operand(0)->defining_op() : nullptr;
+  return def && def->attr("affinity") ? def->str_attr("affinity") : std::string();
+}
+
 std::string Quoted(const std::string& affinity) {
   return affinity.empty() ? "the default device" : "'" + affinity + "'";
 }
@@ -120,7 +133,7 @@ class ElideTransfersPass : public ir::Pass {
       // Rule 1: the nearest value of the chain on a device sharing memory with the target.
       ir::Value* candidate = nullptr;
       ir::Value* v = t->operand(0);
-      std::string v_affinity = t->str_attr("source_affinity");
+      std::string v_affinity = SourceAffinity(t);
       bool unknown = false;
       for (int depth = 0; v && depth < 64; ++depth) {
         int dev = devices.Resolve(v_affinity);
@@ -136,12 +149,13 @@ class ElideTransfersPass : public ir::Pass {
         ir::Operation* def = v->defining_op();
         if (!def || !def->is("stream.async.transfer") || def->num_operands() != 1) break;
         v = def->operand(0);
-        v_affinity = def->str_attr("source_affinity");
+        v_affinity = SourceAffinity(def);
       }
       if (unknown) continue;
       if (!candidate) {
-        ctx.Remark(t, "transfer kept: " + Quoted(t->str_attr("source_affinity")) + " and " +
-                          Quoted(target_name) + " do not share memory");
+        ctx.Remark(t, "transfer kept: " + Quoted(SourceAffinity(t)) + " and " + Quoted(target_name) +
+                          " do not share memory" +
+                          (t->attr("source_affinity") ? "" : " (source affinity from the operand's producer)"));
         continue;
       }
       ir::Value* result = t->result(0);

@@ -8,6 +8,7 @@ void RegisterAllPasses() {
   registered = true;
   ir::RegisterPass("fold-empty-tensors", CreateFoldEmptyTensorsPass);
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
+  ir::RegisterPass("infer-argument-ownership", CreateInferArgumentOwnershipPass);
   ir::RegisterPass("materialize-copy-on-write", CreateMaterializeCopyOnWritePass);
   ir::RegisterPass("elide-async-copies", CreateElideAsyncCopiesPass);
   ir::RegisterPass("elide-dead-writes", CreateElideDeadWritesPass);

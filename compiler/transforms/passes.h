@@ -34,6 +34,11 @@ std::unique_ptr<ir::Pass> CreateScheduleExecutionPass();
 // earlier wait (same block, enclosing regions, all branches of an scf op).
 std::unique_ptr<ir::Pass> CreateElideTimepointsPass();
 
+// --infer-argument-ownership: marks resource arguments of module-internal
+// (sym_visibility = "private") functions `consume` when every call site
+// passes its last use (by-value arguments inferred from callers).
+std::unique_ptr<ir::Pass> CreateInferArgumentOwnershipPass();
+
 // --materialize-copy-on-write: clones each resource before its tied (in-place)
 // use, so in-place writes never clobber a value observed elsewhere.
 std::unique_ptr<ir::Pass> CreateMaterializeCopyOnWritePass();

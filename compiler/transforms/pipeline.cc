@@ -17,6 +17,9 @@ const std::vector<std::string>& DefaultPipeline() {
       // copies are introduced for correctness and the ones not needed are
       // elided. No elision relies on a decision a later one invalidates.
       "elide-transfers",
+      // Arguments of module-internal functions that every caller hands over
+      // become consumed, before copy-on-write sees the ownership.
+      "infer-argument-ownership",
       "materialize-copy-on-write",
       "elide-async-copies",
       // Subrange writes overwritten before any read (dead stores).
@@ -42,7 +45,7 @@ Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, cons
   RegisterAllPasses();
   for (const std::string& flag : flags) {
     if (options.disable_elision && (flag == "elide-async-copies" || flag == "elide-transfers" ||
-                                     flag == "elide-dead-writes")) continue;
+                                     flag == "elide-dead-writes" || flag == "infer-argument-ownership")) continue;
     std::unique_ptr<ir::Pass> pass = ir::CreatePass(flag);
     if (!pass) return InvalidArgumentError("unknown pass '%s'", flag.c_str());
     size_t first_remark = ctx.remarks.size();

@@ -14,7 +14,8 @@ namespace kiln::transforms {
 struct PipelineOptions {
   bool verify_each = true;  // run the IR verifier after every pass
   // Skip the passes that remove copies, transfers and writes
-  // (elide-transfers, elide-async-copies, elide-dead-writes): the
+  // (elide-transfers, infer-argument-ownership, elide-async-copies,
+  // elide-dead-writes): the
   // correct-but-naive program, for differential tests.
   bool disable_elision = false;
   // When non-empty, the IR after each pass is appended here (--print-ir-after-all).

@@ -243,7 +243,22 @@ class Generator {
       // the main module's (one name, one text: Entry() derives the body
       // from the name).
       for (const auto& e : lib_executables_) executables_.insert(e);
-      for (const LibFn& fn : lib_) os << fn.text;
+      // Half of these programs (chosen from the seed, not the PRNG, so every
+      // other seed's program is unchanged) make the callees module-internal:
+      // --infer-argument-ownership may then turn borrowed arguments that
+      // every call site hands over into consumed ones.
+      bool internal = ((prog_.seed * 0x9E3779B97F4A7C15ull) >> 40) & 1;
+      if (internal) Note("call to an internal function");
+      for (const LibFn& fn : lib_) {
+        std::string text = fn.text;
+        if (internal) {
+          const std::string key = "sym_name = \"" + fn.name + "\"}";
+          size_t at = text.rfind(key);
+          if (at != std::string::npos)
+            text.replace(at, key.size(), "sym_name = \"" + fn.name + "\", sym_visibility = \"private\"}");
+        }
+        os << text;
+      }
     } else {
       for (const LibFn& fn : lib_) {
         os << "\"func.func\"() ({\n}) {sym_name = \"lib." << fn.name << "\", import = true, arg_types = ["

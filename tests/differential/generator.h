@@ -27,7 +27,9 @@ struct GeneratedProgram {
   // and 1-3 exported functions f0..f2 that @main calls as @lib.f<i> (func.call of
   // a func.func {import = true} declaration in `kir`). In half of the programs
   // with callees, f0..f2 are functions of `kir` itself instead, called as
-  // @f<i> (calls within one module), and this is empty.
+  // @f<i> (calls within one module), and this is empty; in half of those
+  // (by seed) they are module-internal (sym_visibility = "private"), so
+  // --infer-argument-ownership may make their borrowed arguments consumed.
   std::string lib_kir;
   std::vector<std::vector<float>> inputs;    // one f32 1-D tensor per argument
   std::vector<bool> consume;                 // per argument: arg_ownership "consume"
@@ -42,7 +44,8 @@ struct GeneratedProgram {
   // "device condition", "func.call", "call borrow operand", "call consume
   // operand", "call consume operand read later", "call consume operand dead
   // after", "call in a region or branch", "call result passed to a call",
-  // "call result returned", "call result stored to a global", "transfer
+  // "call result returned", "call result stored to a global", "call to an
+  // internal function", "transfer
   // unified" / "transfer discrete" / "transfer (no topology)" (the module's
   // kiln.topology), "transfer round trip", "fill between transfer legs" (the
   // source filled in place after the first leg, the transferred value read
