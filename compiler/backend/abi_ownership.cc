@@ -77,16 +77,18 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
   // on this submission (kiln_invoke_async), a synchronous invoke waits once.
   enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(1))}, {});
   std::vector<Reg> ret_regs;
-  for (auto& [t, s] : results) {
-    std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
-                              Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
-    for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
-    uint16_t view = NewRef();
-    enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
-    ret_regs.push_back(Reg::Ref(view));
-  }
+  for (auto& [t, s] : results) ret_regs.push_back(Reg::Ref(CreateView(s, t)));
   enc.Ret(ret_regs);
   return OkStatus();
+}
+
+uint16_t FunctionEmitter::CreateView(const Storage& s, const ir::Type& t) {
+  std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
+                            Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
+  for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
+  uint16_t view = NewRef();
+  enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
+  return view;
 }
 
 }  // namespace kiln::backend

@@ -178,12 +178,7 @@ Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
       args.push_back(Reg::Ref(arg_reg));
       continue;
     }
-    std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
-                              Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
-    for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
-    uint16_t view = NewRef();
-    enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
-    args.push_back(Reg::Ref(view));
+    args.push_back(Reg::Ref(CreateView(s, t)));
   }
   for (unsigned k = 0; k < op->num_results(); ++k) results.push_back(Reg::Ref(NewRef()));
   debug_offsets.push_back(enc.offset());

@@ -210,6 +210,10 @@ class FunctionEmitter {
   // since the last barrier.
   void Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes);
   Status EmitDispatch(ir::Operation* op, uint16_t cmd);
+  // A new ref register holding a buffer view of `s` (buffer, offset) with
+  // `type`'s dtype and shape (kBufferViewCreate): how a tensor is handed to a
+  // caller (returns) or a callee (call arguments). The caller drops it.
+  uint16_t CreateView(const Storage& s, const ir::Type& type);
   void BindingArgs(const Storage& s, std::vector<vm::Reg>* args) {
     args->push_back(Reg::Ref(s.buffer));
     args->push_back(Reg::I32(OffsetReg(s)));
