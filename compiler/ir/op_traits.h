@@ -125,8 +125,9 @@ const char* OpName(OpCode code);
 int TiedOperandIndex(const Operation& op, unsigned result);
 // True when result `result` is a new allocation: ResultStorage::kFresh and
 // not tied (stream.async.clone / alloca / splat / transfer, an untied
-// stream.async.dispatch result). False for tensor-level ops' results only in
-// that they are values, not resources: callers ask at the stream level.
+// stream.async.dispatch result). Computing tensor-level ops are kFresh too
+// (a newly computed value, no storage yet): callers asking about storage
+// check Traits(op).level == OpLevel::kStream.
 bool AllocatesFresh(const Operation& op, unsigned result);
 // Byte size of result `result` from the op's size attribute (SizeAttr); -1
 // when the op has no size attribute or the attribute is absent / too short.
