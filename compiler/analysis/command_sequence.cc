@@ -2,9 +2,11 @@
 
 namespace kiln::analysis {
 
+using ir::OpCode;
+
 CommandSequence AnalyzeCommandSequence(ir::Operation* func) {
   CommandSequence out;
-  if (!func || !func->is("func.func") || func->num_regions() != 1) {
+  if (!func || !func->is(OpCode::kFuncFunc) || func->num_regions() != 1) {
     out.is_static = false;
     out.reason = "not a func.func with a body";
     return out;
@@ -12,9 +14,9 @@ CommandSequence AnalyzeCommandSequence(ir::Operation* func) {
   func->Walk([&](ir::Operation* op) {
     if (!out.is_static) return;
     const char* why = nullptr;
-    if (op->is("stream.async.load")) {
+    if (op->is(OpCode::kStreamAsyncLoad)) {
       why = "a host read of device data";
-    } else if (op->is("func.call")) {
+    } else if (op->is(OpCode::kFuncCall)) {
       why = "a call runs its own submissions";
     }
     if (!why) return;

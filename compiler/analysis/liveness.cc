@@ -4,6 +4,9 @@
 #include <vector>
 
 namespace kiln::analysis {
+
+using ir::OpCode;
+
 namespace {
 
 // Pre-order walk of `block` and the blocks of the regions nested in it.
@@ -12,7 +15,7 @@ void ForEachOp(ir::Block* block, F&& f) {
   for (auto& owned : block->ops()) owned->Walk(f);
 }
 
-bool IsLoop(ir::Operation* op) { return op->is("scf.for") || op->is("scf.while"); }
+bool IsLoop(ir::Operation* op) { return op->is(OpCode::kScfFor) || op->is(OpCode::kScfWhile); }
 
 const std::set<ir::Value*> kNone;
 
@@ -143,7 +146,7 @@ int Liveness::RegionEnd(ir::Operation* op) const {
 
 int Liveness::UseStep(ir::Operation* user, int def_step) const {
   int at = StepOf(user);
-  for (ir::Operation* p = user->parent_op(); p && !p->is("func.func"); p = p->parent_op())
+  for (ir::Operation* p = user->parent_op(); p && !p->is(OpCode::kFuncFunc); p = p->parent_op())
     if (IsLoop(p) && def_step < StepOf(p)) at = std::max(at, RegionEnd(p));
   return at;
 }

@@ -7,6 +7,9 @@
 #include <unordered_set>
 
 namespace kiln::analysis {
+
+using ir::OpCode;
+
 namespace {
 
 using ir::Block;
@@ -14,11 +17,10 @@ using ir::Operation;
 using ir::Region;
 using ir::Value;
 
-// Ops whose regions and results this analysis models (ops.h).
-bool IsModelledRegionOp(const Operation* op) {
-  return op->is("scf.for") || op->is("scf.while") || op->is("scf.if") ||
-         op->is("scf.index_switch") || op->is("stream.async.execute");
-}
+// Ops whose regions and results this analysis models: those whose results
+// are what their regions yield (ops.def ResultStorage::kRegion: scf.if,
+// scf.index_switch, scf.for, scf.while, stream.async.execute).
+bool IsModelledRegionOp(const Operation* op) { return ir::Traits(op).storage == ir::ResultStorage::kRegion; }
 
 bool IsResourceOrTensor(const Value* v) {
   return v && (v->type().kind == ir::TypeKind::kResource || v->type().is_tensor());
@@ -149,7 +151,7 @@ Observer LaterUseOf(Value* x, Operation* point) {
     for (Block* b : reach) exits = exits || LeavesRegion(b);
     if (!exits || region == x_region) return none;  // x is not visible outside its region
     Operation* parent = region->parent_op();
-    if (!parent || parent->is("func.func")) return none;
+    if (!parent || parent->is(OpCode::kFuncFunc)) return none;
     if (IsLoopOp(parent) || !IsModelledRegionOp(parent)) {
       // A later trip runs every op of the loop again; x is defined outside.
       for (unsigned r = 0; r < parent->num_regions(); ++r)
@@ -175,7 +177,7 @@ std::string ObserverText(const Observer& o) {
     case Observer::Kind::kLaterTrip:
       return "used again by " + DescribeOp(o.op) + " in a later trip of " + DescribeOp(o.loop);
     case Observer::Kind::kEscape:
-      if (o.op->is("util.global.store")) return "stored to global" + SymbolOf(o.op, "global");
+      if (o.op->is(OpCode::kUtilGlobalStore)) return "stored to global" + SymbolOf(o.op, "global");
       return "passed to a call of" + SymbolOf(o.op, "callee");
     case Observer::Kind::kNone:
       break;
@@ -234,7 +236,7 @@ Verdict Ownership(Value* v, std::unordered_set<Value*>& visiting, int depth) {
   if (v->is_block_argument()) {
     Block* b = v->parent_block();
     Operation* owner = b->parent_op();
-    if (owner && owner->is("func.func") && b == owner->region(0)->block(0)) {
+    if (owner && owner->is(OpCode::kFuncFunc) && b == owner->region(0)->block(0)) {
       std::vector<std::string> own = owner->strs_attr("arg_ownership");
       if (v->index() < own.size() && own[v->index()] == "consume") return Ok();
       return No("source is a function argument (borrowed)");
@@ -242,15 +244,17 @@ Verdict Ownership(Value* v, std::unordered_set<Value*>& visiting, int depth) {
     return FlowTargetOwnership(v, visiting, depth);
   }
   Operation* def = v->defining_op();
-  const std::string& n = def->name();
-  if (n == "stream.async.clone" || n == "stream.async.alloca" || n == "stream.async.splat" ||
-      n == "stream.async.transfer")
+  const OpCode n = def->code();
+  const ir::OpInfo& traits = ir::Traits(def);
+  // A new allocation that is never tied (clone, alloca, splat, transfer).
+  if (traits.level == ir::OpLevel::kStream && traits.storage == ir::ResultStorage::kFresh &&
+      traits.tie == ir::Tie::kNone)
     return Ok();
-  if (n == "stream.tensor.import")
+  if (n == OpCode::kStreamTensorImport)
     return def->bool_attr("consume") ? Ok() : No("source is a borrowed import");
-  if (n == "stream.async.constant") return No("source is a constant");
-  if (n == "util.global.load") return No("source is a global load" + SymbolOf(def, "global"));
-  if (n == "func.call") {
+  if (n == OpCode::kStreamAsyncConstant) return No("source is a constant");
+  if (n == OpCode::kUtilGlobalLoad) return No("source is a global load" + SymbolOf(def, "global"));
+  if (n == OpCode::kFuncCall) {
     // A call result is fresh storage or a consumed operand handed back (the
     // callee copies a borrowed argument it returns), so the caller owns it;
     // but a callee may return one buffer as several results.
@@ -260,14 +264,13 @@ Verdict Ownership(Value* v, std::unordered_set<Value*>& visiting, int depth) {
                                  " (they may be one buffer)");
     return Ok();
   }
-  if (n == "stream.timepoint.await") {
+  if (n == OpCode::kStreamTimepointAwait) {
     unsigned i = v->index() + 1;
     if (i >= def->num_operands()) return No("source is an await result without an operand");
     return Ownership(def->operand(i), visiting, depth + 1);
   }
-  if (n == "stream.async.slice") return Ownership(def->operand(0), visiting, depth + 1);
-  if (n == "stream.async.dispatch" || n == "stream.async.update" || n == "stream.async.copy" ||
-      n == "stream.async.fill") {
+  if (n == OpCode::kStreamAsyncSlice) return Ownership(def->operand(0), visiting, depth + 1);
+  if (traits.tie != ir::Tie::kNone) {  // dispatch, update, copy, fill
     int tied = TiedOperandOfResult(def, v->index());
     if (tied < 0) return Ok();  // a fresh result
     return Ownership(def->operand(static_cast<unsigned>(tied)), visiting, depth + 1);
@@ -283,19 +286,10 @@ Verdict Ownership(Value* v, std::unordered_set<Value*>& visiting, int depth) {
 // ---------------------------------------------------------------------------
 bool IsResource(const ir::Value* v) { return v && v->type().kind == ir::TypeKind::kResource; }
 
-int TiedOperandOfResult(const ir::Operation* op, unsigned result) {
-  if (op->is("stream.async.dispatch")) {
-    std::vector<int64_t> tied = op->ints_attr("tied_operands");
-    if (result >= tied.size() || tied[result] < 0 || tied[result] >= op->num_operands()) return -1;
-    return static_cast<int>(tied[result]);
-  }
-  if (op->is("stream.async.update") || op->is("stream.async.copy") || op->is("stream.async.fill"))
-    return result == 0 && op->num_operands() > 0 ? 0 : -1;
-  return -1;
-}
+int TiedOperandOfResult(const ir::Operation* op, unsigned result) { return ir::TiedOperandIndex(*op, result); }
 
 bool IsConsumedCallOperand(const ir::Operation* call, unsigned operand) {
-  if (!call->is("func.call")) return false;
+  if (!call->is(OpCode::kFuncCall)) return false;
   const ir::Attribute* a = call->attr("callee");
   const ir::SymbolRef* callee = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
   if (!callee) return false;
@@ -304,7 +298,7 @@ bool IsConsumedCallOperand(const ir::Operation* call, unsigned operand) {
   const ir::Block* module = top->parent_block();
   if (!module) return false;
   for (const auto& o : const_cast<ir::Block*>(module)->ops()) {
-    if (!o->is("func.func") || o->str_attr("sym_name") != callee->name) continue;
+    if (!o->is(OpCode::kFuncFunc) || o->str_attr("sym_name") != callee->name) continue;
     std::vector<std::string> own = o->strs_attr("arg_ownership");
     return operand < own.size() && own[operand] == "consume";
   }
@@ -313,7 +307,7 @@ bool IsConsumedCallOperand(const ir::Operation* call, unsigned operand) {
 
 std::vector<unsigned> TiedOperands(const ir::Operation* op) {
   std::set<unsigned> s;
-  if (op->is("func.call"))
+  if (op->is(OpCode::kFuncCall))
     for (unsigned i = 0; i < op->num_operands(); ++i)
       if (IsConsumedCallOperand(op, i)) s.insert(i);
   for (unsigned i = 0; i < op->num_results(); ++i) {
@@ -333,17 +327,17 @@ int64_t ResultSize(const ir::Operation* op, unsigned result) {
 // ---------------------------------------------------------------------------
 // Value flow
 // ---------------------------------------------------------------------------
-bool IsLoopOp(const ir::Operation* op) { return op && (op->is("scf.for") || op->is("scf.while")); }
+bool IsLoopOp(const ir::Operation* op) { return op && (op->is(OpCode::kScfFor) || op->is(OpCode::kScfWhile)); }
 
 std::vector<ir::Value*> FlowTargets(const ir::Operation* op, unsigned i) {
   std::vector<Value*> r;
   auto add = [&](Value* v) {
     if (v) r.push_back(v);
   };
-  const std::string& n = op->name();
-  if (n == "cf.br") {
+  const OpCode n = op->code();
+  if (n == OpCode::kCfBr) {
     if (op->num_successors() == 1) add(ArgOrNull(op->successor(0), i));
-  } else if (n == "cf.cond_br") {
+  } else if (n == OpCode::kCfCondBr) {
     std::vector<int64_t> seg = Segments(op);
     if (i == 0 || seg.size() != 3 || op->num_successors() != 2) return r;
     unsigned j = i - 1;
@@ -352,32 +346,32 @@ std::vector<ir::Value*> FlowTargets(const ir::Operation* op, unsigned i) {
     } else {
       add(ArgOrNull(op->successor(1), j - static_cast<unsigned>(seg[1])));
     }
-  } else if (n == "scf.yield") {
+  } else if (n == OpCode::kScfYield) {
     Operation* p = op->parent_op();
     if (!p) return r;
-    if (p->is("scf.for")) {
+    if (p->is(OpCode::kScfFor)) {
       add(ArgOrNull(EntryBlock(p, 0), i + 1));
       add(ResultOrNull(p, i));
-    } else if (p->is("scf.while")) {
+    } else if (p->is(OpCode::kScfWhile)) {
       add(ArgOrNull(EntryBlock(p, 0), i));
-    } else if (p->is("scf.if") || p->is("scf.index_switch")) {
+    } else if (p->is(OpCode::kScfIf) || p->is(OpCode::kScfIndexSwitch)) {
       add(ResultOrNull(p, i));
     }
-  } else if (n == "scf.condition") {
+  } else if (n == OpCode::kScfCondition) {
     Operation* p = op->parent_op();
-    if (!p || !p->is("scf.while") || i == 0) return r;
+    if (!p || !p->is(OpCode::kScfWhile) || i == 0) return r;
     add(ArgOrNull(EntryBlock(p, 1), i - 1));
     add(ResultOrNull(p, i - 1));
-  } else if (n == "stream.yield") {
+  } else if (n == OpCode::kStreamYield) {
     Operation* p = op->parent_op();
-    if (p && p->is("stream.async.execute")) add(ResultOrNull(p, i));
-  } else if (n == "scf.for") {
+    if (p && p->is(OpCode::kStreamAsyncExecute)) add(ResultOrNull(p, i));
+  } else if (n == OpCode::kScfFor) {
     if (i < 3) return r;
     add(ArgOrNull(EntryBlock(op, 0), i - 3 + 1));
     add(ResultOrNull(op, i - 3));
-  } else if (n == "scf.while") {
+  } else if (n == OpCode::kScfWhile) {
     add(ArgOrNull(EntryBlock(op, 0), i));
-  } else if (n == "stream.async.execute") {
+  } else if (n == OpCode::kStreamAsyncExecute) {
     std::vector<int64_t> seg = Segments(op);
     unsigned awaits = seg.size() == 2 ? static_cast<unsigned>(seg[0]) : 0;
     if (i >= awaits) add(ArgOrNull(EntryBlock(op, 0), i - awaits));
@@ -386,16 +380,16 @@ std::vector<ir::Value*> FlowTargets(const ir::Operation* op, unsigned i) {
 }
 
 int FlowGroup(const ir::Operation* op, unsigned i) {
-  const std::string& n = op->name();
-  if (n == "cf.br" || n == "scf.yield" || n == "stream.yield" || n == "scf.while") return 0;
-  if (n == "cf.cond_br") {
+  const OpCode n = op->code();
+  if (n == OpCode::kCfBr || n == OpCode::kScfYield || n == OpCode::kStreamYield || n == OpCode::kScfWhile) return 0;
+  if (n == OpCode::kCfCondBr) {
     std::vector<int64_t> seg = Segments(op);
     if (i == 0 || seg.size() != 3) return -1;
     return i - 1 < seg[1] ? 0 : 1;
   }
-  if (n == "scf.condition") return i == 0 ? -1 : 0;
-  if (n == "scf.for") return i < 3 ? -1 : 0;
-  if (n == "stream.async.execute") {
+  if (n == OpCode::kScfCondition) return i == 0 ? -1 : 0;
+  if (n == OpCode::kScfFor) return i < 3 ? -1 : 0;
+  if (n == OpCode::kStreamAsyncExecute) {
     std::vector<int64_t> seg = Segments(op);
     unsigned awaits = seg.size() == 2 ? static_cast<unsigned>(seg[0]) : 0;
     return i < awaits ? -1 : 0;
@@ -415,7 +409,7 @@ std::vector<FlowEdge> IncomingValues(ir::Value* v, bool* modelled) {
       // A branch target: every branch of the region may pass values here.
       for (auto& blk : region->blocks())
         if (Operation* t = blk->terminator()) candidates.push_back(t);
-    } else if (owner && owner->is("func.func")) {
+    } else if (owner && owner->is(OpCode::kFuncFunc)) {
       return r;  // function arguments come from callers: not a flow target
     } else if (owner && IsModelledRegionOp(owner)) {
       candidates = RegionTerminators(owner);
@@ -451,9 +445,9 @@ namespace {
 // on is not what `point` may have changed. (A later execution of the op, in
 // a loop around it, is a later trip: the captured-value rule covers it.)
 bool InSiblingBranch(const Operation* terminator, const Operation* point) {
-  if (!terminator->is("scf.yield")) return false;
+  if (!terminator->is(OpCode::kScfYield)) return false;
   const Operation* op = terminator->parent_op();
-  if (!op || !(op->is("scf.if") || op->is("scf.index_switch")) || point == op) return false;
+  if (!op || !(op->is(OpCode::kScfIf) || op->is(OpCode::kScfIndexSwitch)) || point == op) return false;
   const Operation* a = point;
   while (a && a->parent_op() != op) a = a->parent_op();
   if (!a || !a->parent_block() || !terminator->parent_block()) return false;
@@ -473,13 +467,13 @@ std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_f
     Value* x = out[k];
     // What x is a view of.
     if (Operation* def = x->defining_op()) {
-      const std::string& n = def->name();
-      if (n == "stream.timepoint.await") {
+      const OpCode n = def->code();
+      if (n == OpCode::kStreamTimepointAwait) {
         if (x->index() + 1 < def->num_operands()) add(def->operand(x->index() + 1));
-      } else if (n == "stream.async.slice" || n == "stream.tensor.import" ||
-                 n == "stream.tensor.export") {
+      } else if (n == OpCode::kStreamAsyncSlice || n == OpCode::kStreamTensorImport ||
+                 n == OpCode::kStreamTensorExport) {
         if (def->num_operands() > 0) add(def->operand(0));
-      } else if (n == "func.call") {
+      } else if (n == OpCode::kFuncCall) {
         // A callee may return its consumed argument; everything else it
         // returns is fresh storage (a borrowed argument is copied).
         for (unsigned i = 0; i < def->num_operands(); ++i)
@@ -492,13 +486,13 @@ std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_f
     // What views x, and where x is passed to.
     for (const ir::Use& u : x->uses()) {
       Operation* user = u.user;
-      const std::string& n = user->name();
-      if (n == "stream.timepoint.await") {
+      const OpCode n = user->code();
+      if (n == OpCode::kStreamTimepointAwait) {
         if (u.operand_index >= 1) add(ResultOrNull(user, u.operand_index - 1));
-      } else if (n == "stream.async.slice" || n == "stream.tensor.import" ||
-                 n == "stream.tensor.export") {
+      } else if (n == OpCode::kStreamAsyncSlice || n == OpCode::kStreamTensorImport ||
+                 n == OpCode::kStreamTensorExport) {
         if (u.operand_index == 0) add(ResultOrNull(user, 0));
-      } else if (n == "func.call") {
+      } else if (n == OpCode::kFuncCall) {
         if (IsConsumedCallOperand(user, u.operand_index))
           for (Value* res : user->results()) add(res);
       }
@@ -514,8 +508,8 @@ Observer FindLaterObserver(ir::Value* v, ir::Operation* point, const ir::Operati
   std::vector<Value*> aliases = ContentAliases(v, skip_flows_at, point);
   for (Value* x : aliases)
     for (const ir::Use& u : x->uses())
-      if (u.user->is("util.global.store") ||
-          (u.user->is("func.call") && IsConsumedCallOperand(u.user, u.operand_index)))
+      if (u.user->is(OpCode::kUtilGlobalStore) ||
+          (u.user->is(OpCode::kFuncCall) && IsConsumedCallOperand(u.user, u.operand_index)))
         return Observer{Observer::Kind::kEscape, u.user, nullptr};
   for (Value* x : aliases)
     if (Observer o = LaterUseOf(x, point)) return o;

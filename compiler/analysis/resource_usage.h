@@ -56,7 +56,8 @@ namespace kiln::analysis {
 bool IsResource(const ir::Value* v);
 // The operand index result `result` of `op` is written in place into, or -1:
 // stream.async.dispatch `tied_operands[result]`; stream.async.update / copy /
-// fill: operand 0 (the target).
+// fill: operand 0 (the target). The ties are the `Tie` column of
+// compiler/ir/ops.def (ir::TiedOperandIndex).
 int TiedOperandOfResult(const ir::Operation* op, unsigned result);
 // Every operand index `op` writes in place, ascending, without duplicates.
 // Also every operand a func.call passes to a `consume` parameter (see

@@ -23,12 +23,12 @@ namespace kiln::backend {
 // (a register, a global, a result view), so there is nothing to emit.
 Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
   EmitReport& report = m_.report();
-  (op->is("stream.resource.retain") ? report.retains
-   : op->is("stream.resource.release") ? report.releases : report.deallocas)++;
+  (op->is(OpCode::kStreamResourceRetain) ? report.retains
+   : op->is(OpCode::kStreamResourceRelease) ? report.releases : report.deallocas)++;
   // Several blocks: block order is not execution order, so a drop placed by
   // program position could run before a use in a later-executed block; keep
   // the registers (freed at return, as without the pass).
-  if (op->is("stream.resource.retain") || multi_block_) return OkStatus();
+  if (op->is(OpCode::kStreamResourceRetain) || multi_block_) return OkStatus();
   auto it = droppable_.find(RootOf(op->operand(0)));
   if (it == droppable_.end()) return OkStatus();
   const Storage& s = storage_.at(it->first);
@@ -53,11 +53,11 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
   std::vector<std::pair<ir::Type, Storage>> results;
   for (ir::Value* v : ret->operands()) {
     ir::Operation* exp = v->defining_op();
-    if (!exp || !exp->is("stream.tensor.export"))
+    if (!exp || !exp->is(OpCode::kStreamTensorExport))
       return InvalidArgumentError("emit: function result is not a stream.tensor.export");
     Storage s = storage_.at(exp->operand(0));
     ir::Operation* root = RootOf(exp->operand(0))->defining_op();
-    bool borrowed = s.kind == Storage::kArgument && root && root->is("stream.tensor.import") &&
+    bool borrowed = s.kind == Storage::kArgument && root && root->is(OpCode::kStreamTensorImport) &&
                     !root->bool_attr("consume");
     if (s.kind == Storage::kConstant || s.kind == Storage::kVariable || borrowed) {
       Storage copy;
@@ -77,16 +77,18 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
   // on this submission (kiln_invoke_async), a synchronous invoke waits once.
   enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(1))}, {});
   std::vector<Reg> ret_regs;
-  for (auto& [t, s] : results) {
-    std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
-                              Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
-    for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
-    uint16_t view = NewRef();
-    enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
-    ret_regs.push_back(Reg::Ref(view));
-  }
+  for (auto& [t, s] : results) ret_regs.push_back(Reg::Ref(CreateView(s, t)));
   enc.Ret(ret_regs);
   return OkStatus();
+}
+
+uint16_t FunctionEmitter::CreateView(const Storage& s, const ir::Type& t) {
+  std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
+                            Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
+  for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
+  uint16_t view = NewRef();
+  enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
+  return view;
 }
 
 }  // namespace kiln::backend

@@ -45,7 +45,7 @@ StatusOr<const ModuleEmitter::ModuleImport*> ModuleEmitter::ModuleImportFor(ir::
     ir::Block* entry = decl->region(0)->block(0);
     for (ir::Value* a : entry->arguments()) m.arg_types.push_back(a->type());
     for (auto& b : decl->region(0)->blocks())
-      if (b->terminator() && b->terminator()->is("func.return")) {
+      if (b->terminator() && b->terminator()->is(OpCode::kFuncReturn)) {
         for (ir::Value* r : b->terminator()->operands()) m.result_types.push_back(r->type());
         break;
       }
@@ -88,7 +88,7 @@ StatusOr<std::set<ir::Value*>> FunctionEmitter::MovedIntoCalls(ir::Block* body) 
   std::set<ir::Value*> moved;
   Status status;
   ForEachOp(body, [&](ir::Operation* op) {
-    if (!status.ok() || !op->is("func.call")) return;
+    if (!status.ok() || !op->is(OpCode::kFuncCall)) return;
     auto imp = m_.ModuleImportFor(module_, op);
     if (!imp.ok()) {
       status = imp.status();
@@ -110,7 +110,7 @@ StatusOr<std::set<ir::Value*>> FunctionEmitter::MovedIntoCalls(ir::Block* body) 
 bool FunctionEmitter::MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type,
                                       uint16_t* arg_reg) {
   ir::Operation* def = operand->defining_op();
-  if (call->parent_op() != func_ || !def || !def->is("stream.tensor.import") || !def->bool_attr("consume"))
+  if (call->parent_op() != func_ || !def || !def->is(OpCode::kStreamTensorImport) || !def->bool_attr("consume"))
     return false;
   ir::Value* arg = def->operand(0);
   if (!arg->is_block_argument() || !(arg->type() == type)) return false;
@@ -119,7 +119,7 @@ bool FunctionEmitter::MovableArgument(ir::Operation* call, ir::Value* operand, c
   for (const ir::Use& u : operand->uses()) {
     if (u.user == call) continue;
     for (ir::Value* r : u.user->results())
-      if (TiedOperand(u.user, r->index()) == operand) return false;  // written in place (taken storage)
+      if (AllocationSource(u.user, r->index()) == operand) return false;  // written in place (taken storage)
   }
   *arg_reg = static_cast<uint16_t>(arg->index());
   return true;
@@ -178,12 +178,7 @@ Status FunctionEmitter::RecordCall(ir::Operation* op, uint16_t cmd) {
       args.push_back(Reg::Ref(arg_reg));
       continue;
     }
-    std::vector<Reg> vargs = {Reg::Ref(s.buffer), Reg::I32(OffsetReg(s)),
-                              Reg::I32(ConstReg(static_cast<int64_t>(t.dtype))), Reg::I32(ConstReg(t.rank()))};
-    for (int64_t d : t.shape) vargs.push_back(Reg::I32(ConstReg(d)));
-    uint16_t view = NewRef();
-    enc.CallImport(HalImport::kBufferViewCreate, vargs, {Reg::Ref(view)});
-    args.push_back(Reg::Ref(view));
+    args.push_back(Reg::Ref(CreateView(s, t)));
   }
   for (unsigned k = 0; k < op->num_results(); ++k) results.push_back(Reg::Ref(NewRef()));
   debug_offsets.push_back(enc.offset());

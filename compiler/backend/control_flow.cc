@@ -23,26 +23,26 @@ std::vector<FunctionEmitter::EdgeGroup> FunctionEmitter::EdgeGroupsOf(ir::Operat
   ir::Operation* parent = op->parent_block() && op->parent_block()->parent()
                               ? op->parent_block()->parent()->parent_op()
                               : nullptr;
-  if (op->is("scf.yield") && parent && parent->is("scf.for")) {
+  if (op->is(OpCode::kScfYield) && parent && parent->is(OpCode::kScfFor)) {
     EdgeGroup g;
     for (unsigned i = 0; i < op->num_operands(); ++i) {
       g.operands.push_back(i);
       g.dsts.push_back(storage_of(parent->region(0)->block(0)->argument(1 + i)));
     }
     groups.push_back(g);
-  } else if (op->is("scf.yield") && parent && parent->is("scf.while") &&
+  } else if (op->is(OpCode::kScfYield) && parent && parent->is(OpCode::kScfWhile) &&
              op->parent_block() == parent->region(1)->block(0)) {
     block_group(parent->region(0)->block(0), 0, op->num_operands());
-  } else if (op->is("scf.condition") && parent && parent->is("scf.while")) {
+  } else if (op->is(OpCode::kScfCondition) && parent && parent->is(OpCode::kScfWhile)) {
     EdgeGroup g;
     for (unsigned i = 1; i < op->num_operands() && i - 1 < parent->num_results(); ++i) {
       g.operands.push_back(i);
       g.dsts.push_back(storage_of(parent->result(i - 1)));
     }
     groups.push_back(g);
-  } else if (op->is("cf.br") && op->num_successors() == 1) {
+  } else if (op->is(OpCode::kCfBr) && op->num_successors() == 1) {
     block_group(op->successor(0), 0, op->num_operands());
-  } else if (op->is("cf.cond_br") && op->num_successors() == 2) {
+  } else if (op->is(OpCode::kCfCondBr) && op->num_successors() == 2) {
     std::vector<int64_t> seg = op->ints_attr("operand_segments");
     if (seg.size() == 3) {
       block_group(op->successor(0), 1, static_cast<unsigned>(seg[1]));
@@ -89,7 +89,7 @@ Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region,
   }
   ir::Block* block = op->region(region)->block(0);
   ir::Operation* yield = block->terminator();
-  if (yield && !yield->is("scf.yield")) yield = nullptr;
+  if (yield && !yield->is(OpCode::kScfYield)) yield = nullptr;
   for (auto& owned : block->ops())
     if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
@@ -175,7 +175,7 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   // A zero-trip loop reaches the exit in this state: keep it for the join.
   const PathState at_exit = SaveState();
   for (auto& owned : loop_body->ops()) {
-    if (owned->is("scf.yield")) continue;
+    if (owned->is(OpCode::kScfYield)) continue;
     KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   }
   ir::Operation* yield = loop_body->terminator();
@@ -199,7 +199,7 @@ std::vector<Range> FunctionEmitter::TouchedRanges(const std::vector<ir::Block*>&
     ForEachOp(b, [&](ir::Operation* inner) {
       for (ir::Value* v : inner->results()) add(v);
       for (ir::Value* v : inner->operands()) add(v);
-      if (inner->is("util.global.load") || inner->is("util.global.store")) {
+      if (inner->is(OpCode::kUtilGlobalLoad) || inner->is(OpCode::kUtilGlobalStore)) {
         auto g = global_storage_.find(inner->str_attr("global"));
         if (g != global_storage_.end()) ranges.push_back(RangeOf(g->second));
       }
@@ -231,9 +231,9 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   ir::Block* after = op->region(1)->block(0);
   ir::Operation* cond = before->terminator();
   ir::Operation* yield = after->terminator();
-  if (!cond || !cond->is("scf.condition") || cond->num_operands() != 1 + op->num_results() ||
+  if (!cond || !cond->is(OpCode::kScfCondition) || cond->num_operands() != 1 + op->num_results() ||
       before->num_arguments() != op->num_operands() || after->num_arguments() != op->num_results() || !yield ||
-      !yield->is("scf.yield") || yield->num_operands() != before->num_arguments())
+      !yield->is(OpCode::kScfYield) || yield->num_operands() != before->num_arguments())
     return InvalidArgumentError("emit: malformed scf.while (%s)", op->loc().c_str());
   // Host results: one register each, shared with the after argument.
   for (ir::Value* r : op->results()) {

@@ -82,7 +82,7 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   ir::Operation* body = nullptr;
   if (executables_.empty())  // indexed once: a lookup per dispatch, not a module walk
     for (auto& top : module_.body()->ops())
-      if (top->is("flow.executable")) executables_.emplace(top->str_attr("sym_name"), top.get());
+      if (top->is(OpCode::kFlowExecutable)) executables_.emplace(top->str_attr("sym_name"), top.get());
   auto found = entry ? executables_.find(entry->name) : executables_.end();
   if (found != executables_.end() && !found->second->region(0)->block(0)->empty())
     body = found->second->region(0)->block(0)->ops().front().get();

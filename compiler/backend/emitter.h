@@ -32,6 +32,7 @@
 namespace kiln::backend {
 
 using vm::Reg;
+using ir::OpCode;
 
 // Every binding offset is aligned to this (the largest
 // minStorageBufferOffsetAlignment Vulkan permits), so any device can bind it.
@@ -46,6 +47,16 @@ enum HalImport : uint16_t {
 #undef KILN_HAL_IMPORT
   kHalImportCount
 };
+
+// What the backend asks of a resource value (resource_values.cc); the op
+// rules come from compiler/ir/ops.def (op_traits.h).
+// The operand result `index` of `op` is written in place into (ops.def Tie),
+// or nullptr.
+ir::Value* TiedValue(ir::Operation* op, unsigned index);
+// The operand whose allocation result `index` lives in: its tied operand, or
+// operand 0 of a view (stream.async.slice, at an offset); nullptr when the
+// result has storage of its own.
+ir::Value* AllocationSource(ir::Operation* op, unsigned index);
 
 // Where a tensor's bytes live at run time.
 struct Storage {
@@ -210,6 +221,10 @@ class FunctionEmitter {
   // since the last barrier.
   void Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes);
   Status EmitDispatch(ir::Operation* op, uint16_t cmd);
+  // A new ref register holding a buffer view of `s` (buffer, offset) with
+  // `type`'s dtype and shape (kBufferViewCreate): how a tensor is handed to a
+  // caller (returns) or a callee (call arguments). The caller drops it.
+  uint16_t CreateView(const Storage& s, const ir::Type& type);
   void BindingArgs(const Storage& s, std::vector<vm::Reg>* args) {
     args->push_back(Reg::Ref(s.buffer));
     args->push_back(Reg::I32(OffsetReg(s)));
@@ -312,7 +327,7 @@ class FunctionEmitter {
   // (buffer, offset) = take_or_clone(cmd, arg) and set the flag.
   void EnsureTaken(ir::Operation* op, uint16_t cmd) {
     for (ir::Value* r : op->results()) {
-      ir::Value* t = TiedOperandOf(op, r->index());
+      ir::Value* t = TiedValue(op, r->index());
       if (!t) continue;
       auto it = lazy_takes_.find(RootOfValue(t));
       if (it == lazy_takes_.end()) continue;
@@ -328,7 +343,6 @@ class FunctionEmitter {
       pending_writes_.push_back(RangeOf(lt.storage));  // a possible copy: order the write after it
     }
   }
-  static ir::Value* TiedOperandOf(ir::Operation* op, unsigned index);
   // One parallel copy of an edge: operand indices of `op` and the storage
   // each is copied into (nullptr: a host value).
   struct EdgeGroup {
@@ -379,9 +393,6 @@ class FunctionEmitter {
   int next_group_ = 0;
 };
 
-// Operand whose storage result `index` of `op` reuses (tied), or nullptr
-// (resource_values.cc).
-ir::Value* TiedOperand(ir::Operation* op, unsigned index);
 // The value whose allocation `v` lives in (through tied results and slices).
 ir::Value* RootOf(ir::Value* v);
 // Ops placed by --resource-lifetime (compiler/transforms/resource_lifetime.cc).

@@ -12,11 +12,11 @@ Status FunctionEmitter::Emit() {
   ir::Block* body = region->block(0);
   multi_block_ = region->num_blocks() > 1;
   ir::Operation* ret = body->terminator();
-  if (!multi_block_ && (!ret || !ret->is("func.return")))
+  if (!multi_block_ && (!ret || !ret->is(OpCode::kFuncReturn)))
     return InvalidArgumentError("emit: function without func.return");
   for (auto& b : region->blocks()) {
     ir::Operation* t = b->terminator();
-    if (!t || !(t->is("func.return") || t->is("cf.br") || t->is("cf.cond_br")))
+    if (!t || !(t->is(OpCode::kFuncReturn) || t->is(OpCode::kCfBr) || t->is(OpCode::kCfCondBr)))
       return InvalidArgumentError("emit: a block of the function does not end in func.return, cf.br or cf.cond_br");
   }
   // Arguments occupy ref registers 0..N-1; the command buffer comes next.
@@ -58,9 +58,9 @@ Status FunctionEmitter::Emit() {
       block_entry.consts = consts_;
       block_entry.exes = executable_regs_;
     }
-    if (t->is("func.return")) {
+    if (t->is(OpCode::kFuncReturn)) {
       KILN_RETURN_IF_ERROR(EmitReturn(t, cmd));
-    } else if (t->is("cf.br")) {
+    } else if (t->is(OpCode::kCfBr)) {
       if (t->num_successors() != 1) return InvalidArgumentError("emit: cf.br needs one successor");
       KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(0), 0, t->num_operands(), cmd));
       enc.Br(labels[index.at(t->successor(0))]);
@@ -97,43 +97,41 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
                     Reg::I32(ConstReg(static_cast<int32_t>(pattern)))},
                    {});
   };
-  const std::string& n = op->name();
+  const OpCode n = op->code();
   if (IsLifetimeOp(op)) return RecordLifetime(op);
-  if (n == "stream.timepoint.immediate") return OkStatus();  // one queue: recording order is queue order
-  if (n == "stream.async.dispatch" || n == "stream.async.update" || n == "stream.async.copy" ||
-      n == "stream.async.fill")
-    EnsureTaken(op, cmd);
-  if (n == "stream.async.dispatch") return EmitDispatch(op, cmd);
-  if (n == "scf.if" || n == "scf.for" || n == "scf.while" || n == "scf.index_switch") {
-    Status s = n == "scf.if"    ? RecordIf(op, cmd)
-               : n == "scf.for" ? RecordFor(op, cmd)
-               : n == "scf.while" ? RecordWhile(op, cmd)
+  if (n == OpCode::kStreamTimepointImmediate) return OkStatus();  // one queue: recording order is queue order
+  if (ir::Traits(op).tie != ir::Tie::kNone) EnsureTaken(op, cmd);  // writes in place (ops.def Tie)
+  if (n == OpCode::kStreamAsyncDispatch) return EmitDispatch(op, cmd);
+  if (n == OpCode::kScfIf || n == OpCode::kScfFor || n == OpCode::kScfWhile || n == OpCode::kScfIndexSwitch) {
+    Status s = n == OpCode::kScfIf    ? RecordIf(op, cmd)
+               : n == OpCode::kScfFor ? RecordFor(op, cmd)
+               : n == OpCode::kScfWhile ? RecordWhile(op, cmd)
                                   : RecordSwitch(op, cmd);
     unsubmitted_work_ = true;  // conservatively, for calls after the region
     return s;
   }
-  if (n == "func.call") return RecordCall(op, cmd);
-  if (n == "arith.addi" || n == "arith.subi" || n == "arith.muli" || n == "arith.cmpi") return RecordHostArith(op);
-  if (n == "util.global.load") {
+  if (n == OpCode::kFuncCall) return RecordCall(op, cmd);
+  if (ir::Traits(op).has(ir::kHostArith)) return RecordHostArith(op);
+  if (n == OpCode::kUtilGlobalLoad) {
     // A snapshot copies the global into the value's own storage; a view
     // records nothing.
     if (global_snapshots_.count(op->result(0)))
       CopyInto(cmd, GlobalStorage(op->str_attr("global")), storage_.at(op->result(0)));
     return OkStatus();
   }
-  if (n == "util.global.store") {
+  if (n == OpCode::kUtilGlobalStore) {
     // Copy into the global's buffer unless the value already lives there (a
     // state updated in place by tied ops on a loaded global: no copy).
     CopyInto(cmd, storage_.at(op->operand(0)), GlobalStorage(op->str_attr("global")));
     return OkStatus();
   }
-  if (n == "arith.constant") {
+  if (n == OpCode::kArithConstant) {
     uint16_t r = NewI32();
     enc.ConstI32(r, static_cast<int32_t>(op->int_attr("value")));
     i32_values_[op->result(0)] = r;
     return OkStatus();
   }
-  if (n == "stream.async.load") {
+  if (n == OpCode::kStreamAsyncLoad) {
     // A device value the host branches on: submit what is recorded, wait,
     // read it, and continue in a fresh command buffer (same register).
     const Storage& src = storage_.at(op->operand(0));
@@ -155,22 +153,22 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
     i32_values_[op->result(0)] = r;
     return OkStatus();
   }
-  if (n == "stream.async.clone" || n == "stream.async.transfer") {
+  if (n == OpCode::kStreamAsyncClone || n == OpCode::kStreamAsyncTransfer) {
     RecordCopy(cmd, storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
-  } else if (n == "stream.async.update") {
+  } else if (n == OpCode::kStreamAsyncUpdate) {
     Storage dst = storage_.at(op->result(0));
     dst.offset += op->int_attr("offset");
     dst.length = op->int_attr("length");
     RecordCopy(cmd, storage_.at(op->operand(1)), dst, op->int_attr("length"));
-  } else if (n == "stream.async.copy") {
+  } else if (n == OpCode::kStreamAsyncCopy) {
     Storage src = storage_.at(op->operand(1)), dst = storage_.at(op->result(0));
     src.offset += op->int_attr("src_offset");
     dst.offset += op->int_attr("dst_offset");
     src.length = dst.length = op->int_attr("length");
     RecordCopy(cmd, src, dst, op->int_attr("length"));
-  } else if (n == "stream.async.splat") {
+  } else if (n == OpCode::kStreamAsyncSplat) {
     fill(storage_.at(op->result(0)), 0, op->int_attr("size"), op->int_attr("pattern"));
-  } else if (n == "stream.async.fill") {
+  } else if (n == OpCode::kStreamAsyncFill) {
     fill(storage_.at(op->result(0)), op->int_attr("offset"), op->int_attr("length"), op->int_attr("pattern"));
   }
   return OkStatus();
@@ -186,12 +184,12 @@ Status FunctionEmitter::RecordHostArith(ir::Operation* op) {
   if (a == i32_values_.end() || b == i32_values_.end())
     return UnimplementedError("emit: %s operand is not a host value (%s)", op->name().c_str(), op->loc().c_str());
   uint16_t r = NewI32();
-  const std::string& n = op->name();
-  if (n == "arith.addi") {
+  const OpCode n = op->code();
+  if (n == OpCode::kArithAddi) {
     enc.AddI32(r, a->second, b->second);
-  } else if (n == "arith.subi") {
+  } else if (n == OpCode::kArithSubi) {
     enc.SubI32(r, a->second, b->second);
-  } else if (n == "arith.muli") {
+  } else if (n == OpCode::kArithMuli) {
     enc.MulI32(r, a->second, b->second);
   } else {
     std::string pred = op->str_attr("predicate");

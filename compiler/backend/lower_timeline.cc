@@ -3,6 +3,9 @@
 #include <vector>
 
 namespace kiln::backend {
+
+using ir::OpCode;
+
 namespace {
 
 bool IsTimepoint(const ir::Value* v) { return v->type().kind == ir::TypeKind::kTimepoint; }
@@ -40,13 +43,13 @@ int StripControlFlowTimepoints(ir::Operation* func) {
     std::vector<ir::Operation*> ys;
     for (unsigned r = 0; r < op->num_regions(); ++r)
       for (auto& b : op->region(r)->blocks())
-        if (ir::Operation* t = b->terminator(); t && t->parent_op() == op && (t->is("scf.yield")))
+        if (ir::Operation* t = b->terminator(); t && t->parent_op() == op && (t->is(OpCode::kScfYield)))
           ys.push_back(t);
     return ys;
   };
   for (ir::Operation* op : ops) {
-    const std::string& n = op->name();
-    if (n == "scf.if" || n == "scf.index_switch") {
+    const OpCode n = op->code();
+    if (n == OpCode::kScfIf || n == OpCode::kScfIndexSwitch) {
       for (unsigned k = op->num_results(); k-- > 0;) {
         if (!IsTimepoint(op->result(k))) continue;
         ReplaceWithImmediate(op->result(k), AfterOp(op));
@@ -55,20 +58,20 @@ int StripControlFlowTimepoints(ir::Operation* func) {
         op->EraseResult(k);
         ++removed;
       }
-    } else if (n == "scf.for" && op->num_regions() == 1 && !op->region(0)->empty()) {
+    } else if (n == OpCode::kScfFor && op->num_regions() == 1 && !op->region(0)->empty()) {
       ir::Block* body = op->region(0)->block(0);
       ir::Operation* y = body->terminator();
       for (unsigned k = op->num_results(); k-- > 0;) {
         if (!IsTimepoint(op->result(k)) || k + 1 >= body->num_arguments() || 3 + k >= op->num_operands()) continue;
         ReplaceWithImmediate(op->result(k), AfterOp(op));
         ReplaceWithImmediate(body->argument(k + 1), AtBlockStart(body));
-        if (y && y->is("scf.yield") && k < y->num_operands()) y->EraseOperand(k);
+        if (y && y->is(OpCode::kScfYield) && k < y->num_operands()) y->EraseOperand(k);
         body->EraseArgument(k + 1);
         op->EraseOperand(3 + k);
         op->EraseResult(k);
         ++removed;
       }
-    } else if (n == "scf.while" && op->num_regions() == 2 && !op->region(0)->empty() &&
+    } else if (n == OpCode::kScfWhile && op->num_regions() == 2 && !op->region(0)->empty() &&
                !op->region(1)->empty()) {
       ir::Block* before = op->region(0)->block(0);
       ir::Block* after = op->region(1)->block(0);
@@ -82,7 +85,7 @@ int StripControlFlowTimepoints(ir::Operation* func) {
           ReplaceWithImmediate(after->argument(j), AtBlockStart(after));
           after->EraseArgument(j);
         }
-        if (cond && cond->is("scf.condition") && 1 + j < cond->num_operands()) cond->EraseOperand(1 + j);
+        if (cond && cond->is(OpCode::kScfCondition) && 1 + j < cond->num_operands()) cond->EraseOperand(1 + j);
         op->EraseResult(j);
         ++removed;
       }
@@ -92,7 +95,7 @@ int StripControlFlowTimepoints(ir::Operation* func) {
         ReplaceWithImmediate(before->argument(k), AtBlockStart(before));
         before->EraseArgument(k);
         if (k < op->num_operands()) op->EraseOperand(k);
-        if (y && y->is("scf.yield") && k < y->num_operands()) y->EraseOperand(k);
+        if (y && y->is(OpCode::kScfYield) && k < y->num_operands()) y->EraseOperand(k);
         ++removed;
       }
     }
@@ -107,9 +110,9 @@ int StripControlFlowTimepoints(ir::Operation* func) {
       for (auto& pred : body->blocks()) {
         ir::Operation* t = pred->terminator();
         if (!t) continue;
-        if (t->is("cf.br") && t->num_successors() == 1 && t->successor(0) == blk.get()) {
+        if (t->is(OpCode::kCfBr) && t->num_successors() == 1 && t->successor(0) == blk.get()) {
           if (k < t->num_operands()) t->EraseOperand(k);
-        } else if (t->is("cf.cond_br") && t->num_successors() == 2) {
+        } else if (t->is(OpCode::kCfCondBr) && t->num_successors() == 2) {
           std::vector<int64_t> seg = t->ints_attr("operand_segments");
           if (seg.size() != 3) continue;
           // The false successor first: erasing keeps the true segment's indices.
@@ -137,7 +140,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   int n_regions = 0, n_awaits = 0;
   std::vector<ir::Operation*> executes, timeline_ops;
   func->Walk([&](ir::Operation* op) {
-    if (op->is("stream.async.execute")) executes.push_back(op);
+    if (op->is(OpCode::kStreamAsyncExecute)) executes.push_back(op);
   });
   for (ir::Operation* exec : executes) {
     if (exec->num_regions() != 1 || exec->region(0)->blocks().size() != 1)
@@ -151,7 +154,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
       return InvalidArgumentError("emit: stream.async.execute (%s): %u block arguments for %lld captures",
                                   exec->loc().c_str(), body->num_arguments(), static_cast<long long>(seg[1]));
     ir::Operation* yield = body->terminator();
-    if (!yield || !yield->is("stream.yield") || yield->num_operands() + 1 != exec->num_results())
+    if (!yield || !yield->is(OpCode::kStreamYield) || yield->num_operands() + 1 != exec->num_results())
       return InvalidArgumentError("emit: stream.async.execute (%s): the region must end in stream.yield of %u values",
                                   exec->loc().c_str(), exec->num_results() - 1);
     // Captures are the operands themselves.
@@ -177,7 +180,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   // Awaits: the resources themselves.
   std::vector<ir::Operation*> await_ops;
   func->Walk([&](ir::Operation* op) {
-    if (op->is("stream.timepoint.await")) await_ops.push_back(op);
+    if (op->is(OpCode::kStreamTimepointAwait)) await_ops.push_back(op);
   });
   for (ir::Operation* a : await_ops) {
     if (a->num_operands() != a->num_results() + 1)
@@ -192,18 +195,18 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   // emitter lowers the dealloca itself, function_emitter.cc RecordLifetime).
   std::vector<ir::Operation*> deallocas;
   func->Walk([&](ir::Operation* op) {
-    if (op->is("stream.resource.dealloca") && op->num_operands() == 2) deallocas.push_back(op);
+    if (op->is(OpCode::kStreamResourceDealloca) && op->num_operands() == 2) deallocas.push_back(op);
   });
   for (ir::Operation* d : deallocas) {
     ir::Operation* def = d->operand(1)->defining_op();
-    if (def && def->is("stream.timepoint.immediate")) continue;
+    if (def && def->is(OpCode::kStreamTimepointImmediate)) continue;
     ir::Builder b = ir::Builder::Before(d);
     b.set_loc(d->loc());
     d->SetOperand(1, b.Create("stream.timepoint.immediate", {}, {ir::Type::Timepoint()})->result(0));
   }
   auto only_deallocas = [](ir::Operation* op) {
     for (const ir::Use& u : op->result(0)->uses())
-      if (!u.user->is("stream.resource.dealloca")) return false;
+      if (!u.user->is(OpCode::kStreamResourceDealloca)) return false;
     return true;
   };
   // Joins and immediates, once unused (joins may feed joins).
@@ -211,7 +214,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
     changed = false;
     timeline_ops.clear();
     func->Walk([&](ir::Operation* op) {
-      if (op->is("stream.timepoint.join") || op->is("stream.timepoint.immediate")) timeline_ops.push_back(op);
+      if (op->is(OpCode::kStreamTimepointJoin) || op->is(OpCode::kStreamTimepointImmediate)) timeline_ops.push_back(op);
     });
     for (ir::Operation* op : timeline_ops) {
       if (!op->result(0)->use_empty()) continue;
@@ -220,7 +223,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
     }
   }
   for (ir::Operation* op : timeline_ops) {
-    if (op->is("stream.timepoint.immediate") && only_deallocas(op)) continue;
+    if (op->is(OpCode::kStreamTimepointImmediate) && only_deallocas(op)) continue;
     const ir::Use& u = op->result(0)->uses().front();
     return UnimplementedError("emit: a timepoint (%s) is used by '%s' (%s); only execution regions, awaits and "
                               "joins of one queue are supported",

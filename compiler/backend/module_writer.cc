@@ -62,7 +62,7 @@ flatbuffers::Offset<fb::TensorSig> MakeSig(flatbuffers::FlatBufferBuilder& fbb, 
 Status ModuleEmitter::CollectGlobals(ir::Module& module) {
   for (auto& owned : module.body()->ops()) {
     ir::Operation* op = owned.get();
-    if (!op->is("util.global")) continue;
+    if (!op->is(OpCode::kUtilGlobal)) continue;
     std::string sym = op->str_attr("sym_name");
     int64_t size = op->int_attr("size", -1);
     if (sym.empty()) return InvalidArgumentError("emit: util.global without sym_name (%s)", op->loc().c_str());
@@ -77,7 +77,7 @@ Status ModuleEmitter::CollectGlobals(ir::Module& module) {
   Status status;
   for (ir::Operation* func : module.functions()) {
     func->Walk([&](ir::Operation* op) {
-      if (!status.ok() || (!op->is("util.global.load") && !op->is("util.global.store"))) return;
+      if (!status.ok() || (!op->is(OpCode::kUtilGlobalLoad) && !op->is(OpCode::kUtilGlobalStore))) return;
       std::string sym = op->str_attr("global");
       const GlobalInfo* g = FindGlobal(sym);
       if (!g) {
@@ -85,7 +85,7 @@ Status ModuleEmitter::CollectGlobals(ir::Module& module) {
                                       op->loc().c_str());
         return;
       }
-      if (op->is("util.global.load")) {
+      if (op->is(OpCode::kUtilGlobalLoad)) {
         if (op->num_results() != 1 || op->result(0)->type().kind != ir::TypeKind::kResource) {
           status = InvalidArgumentError("emit: util.global.load @%s must give one resource (%s)", sym.c_str(),
                                         op->loc().c_str());
@@ -146,7 +146,7 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     }
     ir::Operation* ret = body->terminator();
     for (auto& b : func->region(0)->blocks())  // a body with branches: its (first) func.return
-      if (b->terminator() && b->terminator()->is("func.return")) {
+      if (b->terminator() && b->terminator()->is(OpCode::kFuncReturn)) {
         ret = b->terminator();
         break;
       }

@@ -4,24 +4,28 @@
 
 namespace kiln::backend {
 
-// Operand whose storage result `index` of `op` reuses (tied), or nullptr.
-ir::Value* TiedOperand(ir::Operation* op, unsigned index) {
-  if (op->is("stream.async.dispatch")) {
-    std::vector<int64_t> tied = op->ints_attr("tied_operands");
-    if (index < tied.size() && tied[index] >= 0 && tied[index] < op->num_operands())
-      return op->operand(static_cast<unsigned>(tied[index]));
-    return nullptr;
-  }
-  if (op->is("stream.async.update") || op->is("stream.async.copy") || op->is("stream.async.fill"))
+// The operand whose allocation result `index` of `op` lives in: the operand
+// it is tied to (ops.def Tie), or operand 0 of a stream-level view
+// (stream.async.slice; the offset is applied separately); nullptr for a
+// result with storage of its own.
+ir::Value* AllocationSource(ir::Operation* op, unsigned index) {
+  if (ir::Value* tied = TiedValue(op, index)) return tied;
+  const ir::OpInfo& traits = ir::Traits(op);
+  if (traits.level == ir::OpLevel::kStream && traits.storage == ir::ResultStorage::kView && op->num_operands() > 0)
     return op->operand(0);
-  if (op->is("stream.async.slice")) return op->operand(0);  // a view (offset applied separately)
   return nullptr;
+}
+
+// The operand result `index` of `op` is written in place into, or nullptr.
+ir::Value* TiedValue(ir::Operation* op, unsigned index) {
+  int tied = ir::TiedOperandIndex(*op, index);
+  return tied < 0 ? nullptr : op->operand(static_cast<unsigned>(tied));
 }
 
 // The value whose allocation `v` lives in (through tied results and slices).
 ir::Value* RootOf(ir::Value* v) {
   while (ir::Operation* def = v->defining_op()) {
-    ir::Value* tied = TiedOperand(def, v->index());
+    ir::Value* tied = AllocationSource(def, v->index());
     if (!tied) break;
     v = tied;
   }
@@ -29,12 +33,7 @@ ir::Value* RootOf(ir::Value* v) {
 }
 
 // Ops placed by --resource-lifetime (compiler/transforms/resource_lifetime.cc).
-bool IsLifetimeOp(ir::Operation* op) {
-  return op->is("stream.resource.dealloca") || op->is("stream.resource.retain") || op->is("stream.resource.release");
-}
-ir::Value* FunctionEmitter::TiedOperandOf(ir::Operation* op, unsigned index) {
-  return op->is("stream.async.slice") ? nullptr : TiedOperand(op, index);
-}
+bool IsLifetimeOp(ir::Operation* op) { return ir::Traits(op).has(ir::kLifetime); }
 ir::Value* FunctionEmitter::RootOfValue(ir::Value* v) { return RootOf(v); }
 
 namespace {
@@ -47,21 +46,21 @@ int64_t BlockArgumentSize(ir::Value* v, int depth) {
   ir::Operation* owner = b && b->parent() ? b->parent()->parent_op() : nullptr;
   if (!owner || depth > 32) return 0;
   unsigned i = v->index();
-  if (owner->is("scf.for")) return i >= 1 && 3 + i - 1 < owner->num_operands() ? SizeOf(owner->operand(3 + i - 1), depth + 1) : 0;
-  if (owner->is("scf.while")) {
+  if (owner->is(OpCode::kScfFor)) return i >= 1 && 3 + i - 1 < owner->num_operands() ? SizeOf(owner->operand(3 + i - 1), depth + 1) : 0;
+  if (owner->is(OpCode::kScfWhile)) {
     if (b == owner->region(0)->block(0)) return i < owner->num_operands() ? SizeOf(owner->operand(i), depth + 1) : 0;
     return i < owner->num_results() ? SizeOf(owner->result(i), depth + 1) : 0;
   }
-  if (owner->is("func.func")) {
+  if (owner->is(OpCode::kFuncFunc)) {
     for (auto& blk : owner->region(0)->blocks()) {
       ir::Operation* t = blk->terminator();
       if (!t) continue;
       // The first incoming edge whose size is known (a back edge may lead
       // around a cycle of block arguments).
       int64_t size = 0;
-      if (t->is("cf.br") && t->num_successors() == 1 && t->successor(0) == b && i < t->num_operands())
+      if (t->is(OpCode::kCfBr) && t->num_successors() == 1 && t->successor(0) == b && i < t->num_operands())
         size = SizeOf(t->operand(i), depth + 1);
-      if (t->is("cf.cond_br") && t->num_successors() == 2) {
+      if (t->is(OpCode::kCfCondBr) && t->num_successors() == 2) {
         std::vector<int64_t> seg = t->ints_attr("operand_segments");
         if (seg.size() != 3) continue;
         if (t->successor(0) == b && i < static_cast<unsigned>(seg[1])) size = SizeOf(t->operand(1 + i), depth + 1);
@@ -81,22 +80,22 @@ int64_t SizeOf(ir::Value* v, int depth) {
   ir::Operation* def = v->defining_op();
   if (!def) return v->is_block_argument() ? BlockArgumentSize(v, depth) : 0;
   if (depth > 32) return 0;
-  if (def->is("scf.index_switch")) {  // what the case regions yield
+  if (def->is(OpCode::kScfIndexSwitch)) {  // what the case regions yield
     ir::Operation* y = def->region(0)->block(0)->terminator();
     return y && v->index() < y->num_operands() ? SizeOf(y->operand(v->index()), depth + 1) : 0;
   }
-  if (def->is("scf.while")) {  // what the condition forwards
+  if (def->is(OpCode::kScfWhile)) {  // what the condition forwards
     ir::Operation* c = def->region(0)->block(0)->terminator();
     return c && 1 + v->index() < c->num_operands() ? SizeOf(c->operand(1 + v->index()), depth + 1) : 0;
   }
-  if (def->is("stream.async.dispatch")) return def->ints_attr("sizes").at(v->index());
-  if (def->is("scf.if")) {  // what the branches yield
+  if (def->is(OpCode::kStreamAsyncDispatch)) return def->ints_attr("sizes").at(v->index());
+  if (def->is(OpCode::kScfIf)) {  // what the branches yield
     ir::Operation* y = def->region(0)->block(0)->terminator();
     return y ? SizeOf(y->operand(v->index()), depth + 1) : 0;
   }
-  if (def->is("stream.async.slice")) return def->int_attr("length");
-  if (def->is("scf.for")) return SizeOf(def->operand(3 + v->index()), depth + 1);  // the init
-  if (def->is("func.call")) {  // sizes: [result bytes] (convert-to-stream)
+  if (def->is(OpCode::kStreamAsyncSlice)) return def->int_attr("length");
+  if (def->is(OpCode::kScfFor)) return SizeOf(def->operand(3 + v->index()), depth + 1);  // the init
+  if (def->is(OpCode::kFuncCall)) {  // sizes: [result bytes] (convert-to-stream)
     std::vector<int64_t> sizes = def->ints_attr("sizes");
     return v->index() < sizes.size() ? sizes[v->index()] : 0;
   }

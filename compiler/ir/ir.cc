@@ -183,6 +183,7 @@ std::unique_ptr<Operation> Operation::Create(std::string name, const std::vector
                                              unsigned num_regions) {
   std::unique_ptr<Operation> op(new Operation());
   op->name_ = std::move(name);
+  op->code_ = LookupOpCode(op->name_);
   op->attrs_ = std::move(attrs);
   for (Value* v : operands) op->AppendOperand(v);
   for (unsigned i = 0; i < result_types.size(); ++i) {
@@ -535,21 +536,21 @@ Module::Module() : body_region_(std::make_unique<Region>(nullptr)) { body_region
 
 Operation* Module::LookupFunction(const std::string& name) {
   for (auto& op : body()->ops())
-    if (op->is("func.func") && op->str_attr("sym_name") == name) return op.get();
+    if (op->is(OpCode::kFuncFunc) && op->str_attr("sym_name") == name) return op.get();
   return nullptr;
 }
 
 std::vector<Operation*> Module::functions() {
   std::vector<Operation*> r;
   for (auto& op : body()->ops())
-    if (op->is("func.func") && !op->bool_attr("import")) r.push_back(op.get());
+    if (op->is(OpCode::kFuncFunc) && !op->bool_attr("import")) r.push_back(op.get());
   return r;
 }
 
 std::vector<Operation*> Module::import_declarations() {
   std::vector<Operation*> r;
   for (auto& op : body()->ops())
-    if (op->is("func.func") && op->bool_attr("import")) r.push_back(op.get());
+    if (op->is(OpCode::kFuncFunc) && op->bool_attr("import")) r.push_back(op.get());
   return r;
 }
 

@@ -3,7 +3,9 @@
 // pipeline (DESIGN.md "Data flow"): the tensor level after import, dispatch
 // regions after fusion, and the stream/vm levels. Ops are identified by name
 // ("tensor.conv2d", "flow.dispatch", ...); the op set of each level is listed
-// in compiler/ir/ops.h.
+// in compiler/ir/ops.h, and what each op is (tied operands, storage, effects,
+// terminator) in the table compiler/ir/ops.def, queried through
+// op->code() / Traits(op) (compiler/ir/op_traits.h).
 //
 // Ownership: a Region owns its Blocks, a Block owns its arguments and
 // Operations, an Operation owns its results and Regions. The top-level Module
@@ -26,6 +28,7 @@
 
 #include "base/dtype.h"
 #include "base/half.h"
+#include "compiler/ir/op_traits.h"
 
 namespace kiln::ir {
 
@@ -181,6 +184,11 @@ class Operation {
   ~Operation();
 
   const std::string& name() const { return name_; }
+  // The op's row in compiler/ir/ops.def (OpCode::kUnknown for a name the
+  // table does not list), interned from the name once at creation; query its
+  // traits with Traits(op) (op_traits.h) rather than comparing names.
+  OpCode code() const { return code_; }
+  bool is(OpCode c) const { return code_ == c; }
   bool is(const char* n) const { return name_ == n; }
   // Dialect prefix: "tensor" for "tensor.conv2d".
   std::string dialect() const;
@@ -262,6 +270,7 @@ class Operation {
   friend class Block;
   Operation() = default;
   std::string name_;
+  OpCode code_ = OpCode::kUnknown;
   std::vector<Value*> operands_;
   std::vector<std::unique_ptr<Value>> results_;
   std::map<std::string, Attribute> attrs_;

@@ -3,6 +3,12 @@
 // bytecode emitter. Every op is written in the generic form of ir.h; result
 // types are always fully static.
 //
+// What each op *is* (level, tied operands, fresh / view / external storage,
+// size attribute, terminator, effects) is the one table compiler/ir/ops.def,
+// queried through Traits(op) / op->code() (compiler/ir/op_traits.h). To add
+// an op: describe it here, add its row to ops.def, and a case to
+// op_traits_test.cc when it ties, views or allocates storage or has effects.
+//
 // ---------------------------------------------------------------------------
 // Structural
 //   func.func      attrs: sym_name: string, arg_names: [string...] (AttrList),
@@ -245,12 +251,13 @@
 namespace kiln::ir {
 
 // True for ops whose result element i depends only on element i of each
-// (broadcast) operand: the unary/binary/ternary elementwise ops above.
+// (broadcast) operand: the unary/binary/ternary elementwise ops above
+// (OpFlag kElementwise in ops.def; Traits(op).is_elementwise() when an
+// Operation is at hand).
 bool IsElementwiseOp(const std::string& name);
-// True for ops that stay on the host side of dispatch formation.
-inline bool IsHostSideOp(const std::string& name) {
-  return name == "tensor.constant" || name == "tensor.reshape";
-}
+// True for ops that stay on the host side of dispatch formation (OpFlag
+// kHostSide: tensor.constant, tensor.reshape).
+bool IsHostSideOp(const std::string& name);
 
 }  // namespace kiln::ir
 

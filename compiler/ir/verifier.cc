@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "compiler/ir/conv_transpose.h"
-#include "compiler/ir/ops.h"
+#include "compiler/ir/op_traits.h"
 
 namespace kiln::ir {
 namespace {
@@ -21,21 +21,6 @@ std::vector<Type> TypesOf(const std::vector<Value*>& vs) {
   std::vector<Type> ts;
   for (Value* v : vs) ts.push_back(v ? v->type() : Type());
   return ts;
-}
-
-bool IsTerminatorName(const std::string& n) {
-  return n == "func.return" || n == "flow.return" || n == "cf.br" || n == "cf.cond_br" ||
-         n == "scf.yield" || n == "scf.condition" || n == "stream.yield" || n == "vm.return";
-}
-
-bool IsComparison(const std::string& n) {
-  return n == "tensor.equal" || n == "tensor.greater" || n == "tensor.less" ||
-         n == "tensor.greater_equal" || n == "tensor.less_equal";
-}
-// Unary predicates on a float: the result is i1.
-bool IsClassification(const std::string& n) { return n == "tensor.isnan" || n == "tensor.isinf"; }
-bool IsLogical(const std::string& n) {
-  return n == "tensor.and" || n == "tensor.or" || n == "tensor.xor" || n == "tensor.not";
 }
 
 // Numpy-style broadcast of two shapes; false if incompatible.
@@ -191,9 +176,11 @@ class Verifier {
     return true;
   }
 
+  // Ops whose every block must end in a terminator: func.func, flow.dispatch
+  // and the host control-flow ops (scf.*; those without regions have none).
   bool NeedsTerminators(const Operation* op) {
-    const std::string& n = op->name();
-    return n == "func.func" || n == "flow.dispatch" || n.compare(0, 4, "scf.") == 0;
+    return op->is(OpCode::kFuncFunc) || op->is(OpCode::kFlowDispatch) ||
+           (Traits(op).level == OpLevel::kControl && Traits(op).has(kHasRegions));
   }
 
   // The module-level block holding `op` (top-level ops are its symbols).
@@ -249,7 +236,7 @@ class Verifier {
     Operation* target = nullptr;
     if (Block* top = TopLevelBlock(op))
       for (auto& o : top->ops())
-        if (o->is("func.func") && o->str_attr("sym_name") == callee->name) target = o.get();
+        if (o->is(OpCode::kFuncFunc) && o->str_attr("sym_name") == callee->name) target = o.get();
     if (!target) return Fail(op, "calls @" + callee->name + ", which is not a function of this module (declare it with func.func {import = true})");
     std::vector<Type> args, results;
     if (target->bool_attr("import")) {
@@ -282,7 +269,7 @@ class Verifier {
     for (unsigned i = 0; i < op->num_results(); ++i)
       if (!CheckStatic(op, op->result(i)->type(), "result #" + std::to_string(i))) return false;
     // Terminators are last in their block, and required where known.
-    if (IsTerminatorName(op->name()) && op->parent_block() &&
+    if (Traits(op).is_terminator() && op->parent_block() &&
         op->parent_block()->terminator() != op)
       return Fail(op, "terminator must be the last op of its block");
     for (Block* s : op->successors()) {
@@ -294,41 +281,41 @@ class Verifier {
         for (unsigned b = 0; b < op->region(r)->num_blocks(); ++b) {
           Operation* t = op->region(r)->block(b)->terminator();
           if (!t) return Fail(op, "block #" + std::to_string(b) + " of region #" + std::to_string(r) + " is empty (needs a terminator)");
-          if (!IsTerminatorName(t->name()))
+          if (!Traits(t).is_terminator())
             return Fail(op, "block #" + std::to_string(b) + " of region #" + std::to_string(r) +
                                 " does not end in a terminator (ends in '" + t->name() + "')");
         }
       }
     }
-    const std::string& n = op->name();
-    if (n == "func.func") return op->bool_attr("import") ? VerifyImportDecl(op) : VerifyFunc(op);
-    if (n == "func.call") return VerifyCall(op);
-    if (n == "func.return") {
+    const OpCode n = op->code();
+    if (n == OpCode::kFuncFunc) return op->bool_attr("import") ? VerifyImportDecl(op) : VerifyFunc(op);
+    if (n == OpCode::kFuncCall) return VerifyCall(op);
+    if (n == OpCode::kFuncReturn) {
       Operation* p = op->parent_op();
-      if (!p || !p->is("func.func")) return Fail(op, "expects parent op 'func.func'");
+      if (!p || !p->is(OpCode::kFuncFunc)) return Fail(op, "expects parent op 'func.func'");
       return true;
     }
-    if (n == "flow.dispatch") return VerifyDispatch(op);
-    if (n == "flow.return") {
+    if (n == OpCode::kFlowDispatch) return VerifyDispatch(op);
+    if (n == OpCode::kFlowReturn) {
       Operation* p = op->parent_op();
-      if (!p || !p->is("flow.dispatch")) return Fail(op, "expects parent op 'flow.dispatch'");
+      if (!p || !p->is(OpCode::kFlowDispatch)) return Fail(op, "expects parent op 'flow.dispatch'");
       return true;
     }
-    if (n == "cf.br" || n == "cf.cond_br") return VerifyBranch(op);
-    if (n == "scf.if") return VerifyScfIf(op);
-    if (n == "scf.for") return VerifyScfFor(op);
-    if (n == "scf.while") return VerifyScfWhile(op);
-    if (n == "scf.index_switch") return VerifyScfSwitch(op);
-    if (n == "scf.yield" || n == "scf.condition") return VerifyScfTerminator(op);
-    if (n == "arith.constant") return VerifyArithConstant(op);
-    if (n == "tensor.extract") return VerifyExtract(op);
-    if (IsElementwiseOp(n)) return VerifyElementwise(op);
-    if (n == "tensor.constant") return VerifyConstant(op);
-    if (n == "tensor.conv2d") return VerifyConv(op);
-    if (n == "tensor.conv_transpose") return VerifyConvTranspose(op);
-    if (n == "tensor.matmul") return VerifyMatmul(op);
-    if (n == "tensor.reshape") return VerifyReshape(op);
-    if (n == "tensor.arg_reduce") return VerifyArgReduce(op);
+    if (n == OpCode::kCfBr || n == OpCode::kCfCondBr) return VerifyBranch(op);
+    if (n == OpCode::kScfIf) return VerifyScfIf(op);
+    if (n == OpCode::kScfFor) return VerifyScfFor(op);
+    if (n == OpCode::kScfWhile) return VerifyScfWhile(op);
+    if (n == OpCode::kScfIndexSwitch) return VerifyScfSwitch(op);
+    if (n == OpCode::kScfYield || n == OpCode::kScfCondition) return VerifyScfTerminator(op);
+    if (n == OpCode::kArithConstant) return VerifyArithConstant(op);
+    if (n == OpCode::kTensorExtract) return VerifyExtract(op);
+    if (Traits(op).is_elementwise()) return VerifyElementwise(op);
+    if (n == OpCode::kTensorConstant) return VerifyConstant(op);
+    if (n == OpCode::kTensorConv2d) return VerifyConv(op);
+    if (n == OpCode::kTensorConvTranspose) return VerifyConvTranspose(op);
+    if (n == OpCode::kTensorMatmul) return VerifyMatmul(op);
+    if (n == OpCode::kTensorReshape) return VerifyReshape(op);
+    if (n == OpCode::kTensorArgReduce) return VerifyArgReduce(op);
     return true;
   }
 
@@ -372,7 +359,7 @@ class Verifier {
     const Operation* first = nullptr;
     bool ok = true;
     op->Walk([&](Operation* o) {
-      if (!ok || !o->is("func.return") || o->parent_op() != op) return;
+      if (!ok || !o->is(OpCode::kFuncReturn) || o->parent_op() != op) return;
       if (!first) {
         first = o;
         return;
@@ -395,7 +382,7 @@ class Verifier {
       return Fail(op, "region arguments " + TypeList(TypesOf(body->arguments())) +
                           " do not match operands " + TypeList(TypesOf(op->operands())));
     Operation* t = body->terminator();
-    if (t && t->is("flow.return") && TypesOf(t->operands()) != TypesOf(op->results()))
+    if (t && t->is(OpCode::kFlowReturn) && TypesOf(t->operands()) != TypesOf(op->results()))
       return Fail(t, "operand types " + TypeList(TypesOf(t->operands())) +
                          " do not match the dispatch result types " +
                          TypeList(TypesOf(op->results())));
@@ -404,7 +391,7 @@ class Verifier {
 
   bool VerifyBranch(Operation* op) {
     std::vector<std::vector<Value*>> groups;
-    if (op->is("cf.br")) {
+    if (op->is(OpCode::kCfBr)) {
       if (op->num_successors() != 1) return Fail(op, "expects 1 successor");
       groups.push_back(op->operands());
     } else {
@@ -439,7 +426,7 @@ class Verifier {
 
   // Region #r of `op` has one block whose arguments have types `args` and
   // whose terminator is `term` with operand types `yields`.
-  bool CheckRegion(Operation* op, unsigned r, const std::vector<Type>& args, const char* term,
+  bool CheckRegion(Operation* op, unsigned r, const std::vector<Type>& args, OpCode term,
                    const std::vector<Type>& yields) {
     Region* region = op->region(r);
     std::string which = "region #" + std::to_string(r);
@@ -449,8 +436,8 @@ class Verifier {
       return Fail(op, which + " arguments " + TypeList(TypesOf(b->arguments())) + " should be " +
                           TypeList(args));
     Operation* t = b->terminator();
-    if (!t || t->name() != term)
-      return Fail(op, which + " must end in '" + term + "'");
+    if (!t || !t->is(term))
+      return Fail(op, which + " must end in '" + OpName(term) + "'");
     if (!Compatible(TypesOf(t->operands()), yields))
       return Fail(t, "operand types " + TypeList(TypesOf(t->operands())) + " do not match " +
                          TypeList(yields));
@@ -477,10 +464,10 @@ class Verifier {
       return Fail(op, "expects one i1 operand (the condition)");
     if (op->num_regions() != 2) return Fail(op, "expects 2 regions (then, else)");
     std::vector<Type> rt = TypesOf(op->results());
-    if (!CheckRegion(op, 0, {}, "scf.yield", rt)) return false;
+    if (!CheckRegion(op, 0, {}, OpCode::kScfYield, rt)) return false;
     // An else region may be empty when the op has no results.
     if (op->region(1)->empty() && rt.empty()) return true;
-    return CheckRegion(op, 1, {}, "scf.yield", rt);
+    return CheckRegion(op, 1, {}, OpCode::kScfYield, rt);
   }
 
   bool VerifyScfFor(Operation* op) {
@@ -495,7 +482,7 @@ class Verifier {
       return Fail(op, "result types " + TypeList(results) + " do not match the init types " + TypeList(inits));
     std::vector<Type> args = {Type::Index()};
     args.insert(args.end(), results.begin(), results.end());
-    return CheckRegion(op, 0, args, "scf.yield", results);
+    return CheckRegion(op, 0, args, OpCode::kScfYield, results);
   }
 
   bool VerifyScfWhile(Operation* op) {
@@ -505,7 +492,7 @@ class Verifier {
     Region* before = op->region(0);
     if (before->num_blocks() != 1) return Fail(op, "region #0 must have exactly one block");
     Operation* c = before->block(0)->terminator();
-    if (!c || !c->is("scf.condition")) return Fail(op, "region #0 must end in 'scf.condition'");
+    if (!c || !c->is(OpCode::kScfCondition)) return Fail(op, "region #0 must end in 'scf.condition'");
     std::vector<Type> cond_ops = TypesOf(c->operands());
     if (cond_ops.empty() || cond_ops[0].kind != TypeKind::kI1)
       return Fail(c, "expects an i1 condition as operand #0");
@@ -521,8 +508,8 @@ class Verifier {
     std::vector<Type> bargs = TypesOf(before->block(0)->arguments());
     if (!Compatible(inits, bargs))
       return Fail(op, "region #0 arguments " + TypeList(bargs) + " should be " + TypeList(inits));
-    if (!CheckRegion(op, 0, bargs, "scf.condition", want)) return false;
-    return CheckRegion(op, 1, rt, "scf.yield", bargs);
+    if (!CheckRegion(op, 0, bargs, OpCode::kScfCondition, want)) return false;
+    return CheckRegion(op, 1, rt, OpCode::kScfYield, bargs);
   }
 
   bool VerifyScfSwitch(Operation* op) {
@@ -537,21 +524,21 @@ class Verifier {
     if (seen.size() != cases.size()) return Fail(op, "repeats a case value");
     std::vector<Type> rt = TypesOf(op->results());
     for (unsigned r = 0; r < op->num_regions(); ++r)
-      if (!CheckRegion(op, r, {}, "scf.yield", rt)) return false;
+      if (!CheckRegion(op, r, {}, OpCode::kScfYield, rt)) return false;
     return true;
   }
 
   bool VerifyScfTerminator(Operation* op) {
     Operation* p = op->parent_op();
-    if (op->is("scf.condition")) {
-      if (!p || !p->is("scf.while") || op->parent_block()->parent() != p->region(0))
+    if (op->is(OpCode::kScfCondition)) {
+      if (!p || !p->is(OpCode::kScfWhile) || op->parent_block()->parent() != p->region(0))
         return Fail(op, "expects to end the 'before' region of an 'scf.while'");
       return true;
     }
-    if (!p || (!p->is("scf.if") && !p->is("scf.for") && !p->is("scf.while") &&
-               !p->is("scf.index_switch")))
+    if (!p || (!p->is(OpCode::kScfIf) && !p->is(OpCode::kScfFor) && !p->is(OpCode::kScfWhile) &&
+               !p->is(OpCode::kScfIndexSwitch)))
       return Fail(op, "expects parent op 'scf.if', 'scf.for', 'scf.while' or 'scf.index_switch'");
-    if (p->is("scf.while") && op->parent_block()->parent() != p->region(1))
+    if (p->is(OpCode::kScfWhile) && op->parent_block()->parent() != p->region(1))
       return Fail(op, "in an 'scf.while' ends the 'after' region only");
     return true;
   }
@@ -586,15 +573,9 @@ class Verifier {
   }
 
   bool VerifyElementwise(Operation* op) {
-    const std::string& n = op->name();
-    unsigned arity = n == "tensor.select" ? 3
-                     : (n == "tensor.add" || n == "tensor.sub" || n == "tensor.mul" ||
-                        n == "tensor.div" || n == "tensor.pow" || n == "tensor.max" ||
-                        n == "tensor.min" || n == "tensor.mod" || IsComparison(n) ||
-                        n == "tensor.shift_left" || n == "tensor.shift_right" ||
-                        (IsLogical(n) && n != "tensor.not"))
-                         ? 2
-                         : 1;
+    const OpCode n = op->code();
+    const OpInfo& traits = Traits(op);
+    unsigned arity = traits.has(kTernary) ? 3 : traits.has(kBinary) ? 2 : 1;
     if (!ExpectCounts(op, arity, 1) || !AllTensors(op)) return false;
     std::vector<int64_t> shape = op->operand(0)->type().shape;
     for (unsigned i = 1; i < arity; ++i) {
@@ -609,21 +590,21 @@ class Verifier {
       return Fail(op, "result shape " + Dims(rt.shape) + " does not match the broadcast shape " +
                           Dims(shape));
     // Element types.
-    unsigned first_data = n == "tensor.select" ? 1 : 0;
+    unsigned first_data = n == OpCode::kTensorSelect ? 1 : 0;
     DType dt = op->operand(first_data)->type().dtype;
     for (unsigned i = first_data + 1; i < arity; ++i)
       if (op->operand(i)->type().dtype != dt)
         return Fail(op, std::string("operand element types differ: ") + DTypeName(dt) + " vs " +
                             DTypeName(op->operand(i)->type().dtype));
-    if (n == "tensor.select" && op->operand(0)->type().dtype != DType::kBool)
+    if (n == OpCode::kTensorSelect && op->operand(0)->type().dtype != DType::kBool)
       return Fail(op, "condition must have element type i1");
-    if (IsLogical(n) && dt != DType::kBool) return Fail(op, "expects i1 operands");
-    if ((n == "tensor.shift_left" || n == "tensor.shift_right") &&
+    if (traits.has(kLogical) && dt != DType::kBool) return Fail(op, "expects i1 operands");
+    if ((n == OpCode::kTensorShiftLeft || n == OpCode::kTensorShiftRight) &&
         (IsFloatType(dt) || dt == DType::kBool))
       return Fail(op, "expects integer operands");
-    if (n == "tensor.cast") return true;
-    if (IsClassification(n) && dt != DType::kF32) return Fail(op, "expects an f32 operand");
-    DType want = IsComparison(n) || IsClassification(n) ? DType::kBool : dt;
+    if (n == OpCode::kTensorCast) return true;
+    if (traits.has(kClassify) && dt != DType::kF32) return Fail(op, "expects an f32 operand");
+    DType want = traits.has(kCompare) || traits.has(kClassify) ? DType::kBool : dt;
     if (rt.dtype != want)
       return Fail(op, std::string("result element type ") + DTypeName(rt.dtype) + " should be " +
                           DTypeName(want));
