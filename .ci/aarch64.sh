@@ -15,7 +15,8 @@
 #     failing when over the budget written in that script; then the same for
 #     the code-only build (KILN_STATUS_MESSAGES=OFF) against its own budget,
 #     whose app must compute sigmoid(0) = 0.5 on the node bundle's
-#     test_sigmoid module and fail a garbled module with DATA_LOSS.
+#     test_sigmoid module and fail that module with one byte inverted with
+#     DATA_LOSS.
 # Needs KILN_CROSS=1 scripts/setup.sh (CI=true implies it) and the host build
 # of scripts/test.sh (for the bundle).
 set -euo pipefail
@@ -52,7 +53,11 @@ KILN_SIZE_STATUS_MESSAGES=OFF scripts/size_report.sh "$codes_build" \
   "$bundle/node.test_sigmoid/module.kiln" | tee "$codes_build.log"
 grep -q 'result\[0\]\[0\] = 0.500000$' "$codes_build.log" ||
   { echo "error: the code-only app did not compute sigmoid(0) = 0.5" >&2; exit 1; }
-garbled="$root/build/default/tests/e2e/bad_input/garbled.kiln"
+# The garbled module: test_sigmoid's with its middle byte inverted (the
+# module's integrity hash covers every byte, so loading must fail).
+garbled="$codes_build/garbled.kiln"
+python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[len(d) // 2] ^= 0xFF; open(sys.argv[2], "wb").write(d)' \
+  "$bundle/node.test_sigmoid/module.kiln" "$garbled"
 if err=$(VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json \
          qemu-aarch64-static -L / "$codes_build/size/app.stripped" "$garbled" 2>&1); then
   echo "error: the code-only app loaded a garbled module" >&2; exit 1
