@@ -70,8 +70,10 @@ std::string CompileAndRun(const std::string& onnx_path, const onnx_import::Impor
 
 // Runs main of the compiled module `module_bytes` on `inputs` (as the above,
 // for callers that compile with their own driver::CompileOptions).
+// `invoke_delta` (may be null) receives the copies, dispatches and transfers
+// of the kiln_invoke alone (not the argument uploads or result reads).
 std::string RunModule(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
-                      std::vector<HostTensor>* outputs);
+                      std::vector<HostTensor>* outputs, kiln_device_stats_t* invoke_delta = nullptr);
 
 // Parses `kir` (textual IR at the tensor, dispatch or stream level), runs the
 // default pipeline and emission, and runs main on `inputs`.
