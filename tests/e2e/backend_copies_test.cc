@@ -13,32 +13,7 @@
 namespace kiln::e2e {
 namespace {
 
-const char* kExecutables = KILN_E2E_ADD_EXECUTABLE R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.mul"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "mul"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "mul"} : () -> ()
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.less"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
-    "flow.return"(%s) : (tensor<4xi1>) -> ()
-  }) {name = "less"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
-}) {sym_name = "less"} : () -> ()
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a) ({
-  ^bb0(%x: tensor<4xf32>):
-    %s = "tensor.neg"(%x) : (tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "neg"} : (tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "neg"} : () -> ()
-)";
+const char* const kExecutables = kArithExecutables;
 
 // An scf.for that updates a CONSUMED argument in place, 3 trips:
 //   x = [1, 2, 3, 4]; r = x + 3 * 1 = [4, 5, 6, 7].

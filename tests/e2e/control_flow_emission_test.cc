@@ -16,32 +16,7 @@
 namespace kiln::e2e {
 namespace {
 
-const char* kExecutables = KILN_E2E_ADD_EXECUTABLE R"(
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.mul"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "mul"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "mul"} : () -> ()
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a) ({
-  ^bb0(%x: tensor<4xf32>):
-    %s = "tensor.neg"(%x) : (tensor<4xf32>) -> tensor<4xf32>
-    "flow.return"(%s) : (tensor<4xf32>) -> ()
-  }) {name = "neg"} : (tensor<4xf32>) -> tensor<4xf32>
-}) {sym_name = "neg"} : () -> ()
-"flow.executable"() ({
-^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
-  %0 = "flow.dispatch"(%a, %b) ({
-  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
-    %s = "tensor.less"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
-    "flow.return"(%s) : (tensor<4xi1>) -> ()
-  }) {name = "less"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
-}) {sym_name = "less"} : () -> ()
-)";
+const char* const kExecutables = kArithExecutables;
 
 // scf.while with a device condition: while (x[0] < 10) x = x * 2.
 //   x = [1, 2, 3, 4]: x[0] goes 1 -> 2 -> 4 -> 8 -> 16 (4 trips, 5 tests)
