@@ -425,6 +425,13 @@ ir::Value* TiedChainRoot(ir::Value* v);
 // the yields then copy nothing; the caller's donated buffer is the carried
 // storage.
 std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body);
+// The same inside the body of every scf.for of `body`: an scf.if /
+// index_switch result in a loop body whose incoming values are the carried
+// argument or in-place updates of it (a branch may also yield a fresh value,
+// copied in at its yield) lives in the carried storage, so neither the
+// yield nor the loop's back edge copies; likewise a nested loop's carried
+// value. Mapped to the carried argument.
+std::map<ir::Value*, ir::Value*> ValuesInCarriedArguments(ir::Block* body);
 // The fresh allocation (ops.def: a stream-level new allocation) a branch
 // yields `v` from, through in-place updates all defined in `branch`; nullptr
 // when `v` does not come from one. AssignStorage writes it straight into the

@@ -10,6 +10,8 @@
 // shared storage while the region runs and after it.
 #include "compiler/backend/emitter.h"
 
+#include <functional>
+
 namespace kiln::backend {
 namespace {
 
@@ -76,61 +78,103 @@ ir::Value* TiedChainRoot(ir::Value* v) {
   return v;
 }
 
-std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body) {
-  // Every value living in each consumed import's storage (tied updates and
-  // slices of it), and its uses.
+namespace {
+
+// The rule of ValuesInConsumedImports / ValuesInCarriedArguments over the
+// ops of `block`: roots are the values `is_root` accepts (each also counts
+// as living in its own storage). With `allow_fresh`, an scf.if /
+// index_switch branch may also yield a fresh value it made (copied into the
+// shared storage at its yield, once the branch has read what it needs).
+void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& is_root, bool allow_fresh,
+                      std::map<ir::Value*, ir::Value*>* shares) {
+  // Every value living in each root's storage (tied updates and slices).
   std::map<ir::Value*, std::vector<ir::Value*>> family;
-  for (auto& owned : body->ops())
+  for (ir::Value* a : block->arguments())
+    if (is_root(a)) family[a].push_back(a);
+  for (auto& owned : block->ops())
     owned->Walk([&](ir::Operation* op) {
       for (ir::Value* r : op->results()) {
         if (r->type().kind != ir::TypeKind::kResource) continue;
         ir::Value* root = RootOf(r);
-        ir::Operation* def = root->defining_op();
-        if (def && def->is(OpCode::kStreamTensorImport) && def->bool_attr("consume") && def->parent_block() == body)
-          family[root].push_back(r);
+        if (is_root(root)) family[root].push_back(r);
       }
     });
   std::map<ir::Operation*, size_t> position;
-  for (auto& owned : body->ops()) position.emplace(owned.get(), position.size());
-  std::map<ir::Value*, ir::Value*> shares;
-  std::set<ir::Value*> claimed;  // one region result per import
-  for (auto& owned : body->ops()) {
+  for (auto& owned : block->ops()) position.emplace(owned.get(), position.size());
+  std::set<ir::Value*> claimed;  // one region result per root
+  for (auto& owned : block->ops()) {
     ir::Operation* op = owned.get();
     const bool loop = op->is(OpCode::kScfFor) || op->is(OpCode::kScfWhile);
     if (!loop && !op->is(OpCode::kScfIf) && !op->is(OpCode::kScfIndexSwitch)) continue;
     for (ir::Value* r : op->results()) {
       if (r->type().kind != ir::TypeKind::kResource) continue;
       std::vector<ir::Value*> in = IncomingOf(op, r->index());
-      if (in.empty()) continue;
-      // Every incoming value is the import itself or an in-place update of
-      // it (no slice: the result needs the whole storage).
-      ir::Value* imp = TiedChainRoot(in[0]);
-      auto fam = family.find(imp);
-      if (fam == family.end() || claimed.count(imp) || SizeOf(imp) != SizeOf(r)) continue;
-      bool all = true;
-      for (ir::Value* v : in) all = all && TiedChainRoot(v) == imp;
-      if (!all) continue;
-      // Nothing else reads the import's storage while it holds the result:
-      // no use after the op, none by a call (which may take it), and for a
-      // loop none inside its body (a capture would see the carried updates);
-      // the loop's initial operand is the one use there.
+      // Every incoming value is the root itself or an in-place update of it
+      // (no slice: the result needs the whole storage), or, with
+      // `allow_fresh`, a fresh value its branch made.
+      ir::Value* root = nullptr;
+      bool all = !in.empty();
+      for (size_t k = 0; k < in.size() && all; ++k) {
+        ir::Value* c = TiedChainRoot(in[k]);
+        if (family.count(c)) {
+          if (root && root != c) all = false;
+          root = c;
+        } else {
+          all = allow_fresh && !loop && FreshRootYielded(in[k], op->region(static_cast<unsigned>(k))->block(0));
+        }
+      }
+      if (!all || !root || claimed.count(root) || SizeOf(root) != SizeOf(r)) continue;
+      // Nothing else reads the root's storage while it holds the result: no
+      // use after the op, none by a call (which may take it), and for a loop
+      // none inside its body (a capture would see the carried updates); the
+      // loop's initial operand is the one use there.
       bool safe = true;
-      for (ir::Value* v : fam->second) {
+      for (ir::Value* v : family[root]) {
         for (const ir::Use& u : v->uses()) {
           if (IsLifetimeOp(u.user)) continue;
-          ir::Operation* top = AncestorIn(body, u.user);
+          ir::Operation* top = AncestorIn(block, u.user);
           if (!top || u.user->is(OpCode::kFuncCall)) safe = false;
           else if (top == op) safe = safe && (loop ? u.user == op : true);
           else if (position.at(top) > position.at(op)) safe = false;
         }
       }
       if (!safe) continue;
-      claimed.insert(imp);
-      shares[r] = imp;
+      claimed.insert(root);
+      (*shares)[r] = root;
       if (loop)
-        for (ir::Value* a : CarriedArguments(op, r->index())) shares[a] = imp;
+        for (ir::Value* a : CarriedArguments(op, r->index())) (*shares)[a] = root;
     }
   }
+}
+
+}  // namespace
+
+std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body) {
+  std::map<ir::Value*, ir::Value*> shares;
+  ShareRootStorage(
+      body,
+      [&](ir::Value* v) {
+        ir::Operation* def = v->defining_op();
+        return def && def->is(OpCode::kStreamTensorImport) && def->bool_attr("consume") && def->parent_block() == body;
+      },
+      /*allow_fresh=*/false, &shares);
+  return shares;
+}
+
+std::map<ir::Value*, ir::Value*> ValuesInCarriedArguments(ir::Block* body) {
+  std::map<ir::Value*, ir::Value*> shares;
+  for (auto& owned : body->ops())
+    owned->Walk([&](ir::Operation* loop) {
+      if (!loop->is(OpCode::kScfFor) || loop->num_regions() != 1 || loop->region(0)->empty()) return;
+      ir::Block* b = loop->region(0)->block(0);
+      ShareRootStorage(
+          b,
+          [&](ir::Value* v) {
+            return v->is_block_argument() && v->parent_block() == b && v->index() > 0 &&
+                   v->type().kind == ir::TypeKind::kResource;
+          },
+          /*allow_fresh=*/true, &shares);
+    });
   return shares;
 }
 

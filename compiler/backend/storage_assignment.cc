@@ -129,6 +129,17 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // a value defined before a loop and used in its body must survive every
   // trip, so such a use counts at the loop's end (UseStep).
   const analysis::Liveness steps(func_, [](ir::Value*) -> ir::Value* { return nullptr; });
+  // Region results and loop-carried values that live in the storage of a
+  // consumed import or of an enclosing loop's carried value
+  // (region_coalescing.cc). An import counts as written (taken lazily at
+  // the first write through any of them).
+  std::map<ir::Value*, ir::Value*> shares_root;
+  if (!multi_block_) {
+    shares_root = ValuesInConsumedImports(body);
+    for (auto& [v, root] : ValuesInCarriedArguments(body)) shares_root.emplace(v, root);
+  }
+  for (auto& [v, root] : shares_root)
+    if (!root->is_block_argument()) written.insert(root);
   // A fresh value a branch creates only to yield it, directly or through
   // in-place updates in the branch (a clone the branch then mutates), is
   // written straight into the scf.if's (or scf.index_switch's) result
@@ -143,18 +154,14 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       if (!y || !y->is(OpCode::kScfYield)) continue;
       for (unsigned i = 0; i < y->num_operands(); ++i) {
         ir::Value* v = y->operand(i);
-        if (v->uses().size() != 1) continue;
+        // Not into a result that shares a carried value's storage: the branch
+        // may read that value while it computes `v` (copied at the yield).
+        if (v->uses().size() != 1 || shares_root.count(op->result(i))) continue;
         ir::Value* root = FreshRootYielded(v, b);
         if (root && !escaping.count(root) && !yield_into.count(root)) yield_into[root] = op->result(i);
       }
     }
   });
-  // Region results and loop-carried values that live in a consumed
-  // import's storage (region_coalescing.cc): the import counts as written
-  // (taken lazily at the first write through any of them).
-  std::map<ir::Value*, ir::Value*> in_import;
-  if (!multi_block_) in_import = ValuesInConsumedImports(body);
-  for (auto& [v, imp] : in_import) written.insert(imp);
   // A copy made only to be a loop's initial value (elide-async-copies hoists
   // the copy of a borrowed, constant or still-live initial value out of the
   // loop) is written straight into the loop's carried storage, so entering
@@ -322,7 +329,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       // they live from the scf.if (before its branches' steps) to their last use.
       for (ir::Value* r : op->results()) {
         if (r->type().kind != ir::TypeKind::kResource || TiedValue(op, r->index()) || yield_into.count(r) ||
-            in_import.count(r))
+            shares_root.count(r))
           continue;
         if (escaping.count(r)) externals.push_back(r);
         // Loop-carried storage lives through every trip of its loop.
@@ -549,7 +556,8 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     lazy_takes_[op->result(0)] = t;
     taken[op->result(0)] = s;
   }
-  for (auto& [v, imp] : in_import) {
+  for (auto& [v, imp] : shares_root) {
+    if (!lazy_takes_.count(imp)) continue;  // a loop's carried value: nothing to take
     lazy_takes_[v] = lazy_takes_.at(imp);
     ir::Operation* owner = v->is_block_argument() ? nullptr : v->defining_op();
     if (owner && (owner->is(OpCode::kScfFor) || owner->is(OpCode::kScfWhile))) take_before_[owner].push_back(imp);
@@ -683,7 +691,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   walk([&](ir::Operation* op) {
     if (!view_error.ok()) return;
     for (ir::Value* r : op->results())
-      if (auto it = in_import.find(r); it != in_import.end()) storage_[r] = storage_.at(it->second);
+      if (auto it = shares_root.find(r); it != shares_root.end()) storage_[r] = storage_.at(it->second);
     if (op->is(OpCode::kStreamTensorImport)) {
       ir::Value* arg = op->operand(0);
       if (!arg->is_block_argument()) {
