@@ -12,6 +12,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("materialize-copy-on-write", CreateMaterializeCopyOnWritePass);
   ir::RegisterPass("elide-async-copies", CreateElideAsyncCopiesPass);
   ir::RegisterPass("elide-dead-writes", CreateElideDeadWritesPass);
+  ir::RegisterPass("slice-views", CreateSliceViewsPass);
   ir::RegisterPass("elide-transfers", CreateElideTransfersPass);
   ir::RegisterPass("schedule-execution", CreateScheduleExecutionPass);
   ir::RegisterPass("elide-timepoints", CreateElideTimepointsPass);

@@ -51,6 +51,9 @@ std::unique_ptr<ir::Pass> CreateElideAsyncCopiesPass();
 // --elide-dead-writes: removes an in-place update/copy/fill whose bytes the
 // next write of the same resource overwrites before any read.
 std::unique_ptr<ir::Pass> CreateElideDeadWritesPass();
+// --slice-views (slice_views.cc): dispatches that only copy one contiguous,
+// 256-byte-aligned range of their operand become stream.async.slice views.
+std::unique_ptr<ir::Pass> CreateSliceViewsPass();
 
 std::unique_ptr<ir::Pass> CreateResourceLifetimePass();  // --resource-lifetime: dealloca / retain / release
 

@@ -12,6 +12,7 @@ const std::vector<std::string>& DefaultPipeline() {
       "fold-empty-tensors",
       "fuse-dispatch-regions",
       "convert-to-stream",
+      "slice-views",
       // Transfers between devices that share memory become aliases of their
       // source first, so that copy-on-write sees the real aliasing; then
       // copies are introduced for correctness and the ones not needed are
