@@ -85,6 +85,8 @@ enum OpFlag : uint32_t {
   kLifetime = 1u << 12,
   kHostArith = 1u << 13,
   kBranch = 1u << 14,
+  kStructured = 1u << 15,
+  kDeviceWork = 1u << 16,
 };
 
 // One row of ops.def. Plain data with static storage; never freed.
