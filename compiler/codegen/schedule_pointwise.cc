@@ -51,7 +51,8 @@ Status Generator::CheckOps() {
                                                   "sum_square", "l2", "log_sum_exp"};
       if (!kinds.count(k)) return Unsupported(op, "reduce kind '" + k + "'");
     }
-    if ((n == ir::OpCode::kTensorGather || n == ir::OpCode::kTensorGatherElements) && ComputeType(op->operand(1)->type().dtype) == CT::kF32)
+    if ((n == ir::OpCode::kTensorGather || n == ir::OpCode::kTensorGatherElements) &&
+        ComputeType(op->operand(1)->type().dtype) == CT::kF32)
       return Unsupported(op, "float indices");
     if (n == ir::OpCode::kTensorResize) {
       Status s = CheckResize(op);

@@ -234,7 +234,8 @@ TEST(OpTraitsTest, StructuredTensorOps) {
     }
     // Every tensor op is exactly one of: elementwise, structured, host side,
     // or tensor.extract (a host read).
-    int classes = t.is_elementwise() + t.has(kStructured) + t.has(kHostSide) + (t.code == OpCode::kTensorExtract);
+    int classes =
+        t.is_elementwise() + t.has(kStructured) + t.has(kHostSide) + (t.code == OpCode::kTensorExtract);
     EXPECT_EQ(classes, 1) << t.name;
   }
   EXPECT_EQ(got, want);

@@ -59,7 +59,8 @@ class ConvertToStreamPass : public ir::Pass {
     for (ir::Operation* func : module.functions()) {
       if (func->num_regions() == 0 || func->region(0)->empty()) continue;
       bool already_stream = false;
-      for (auto& op : func->region(0)->block(0)->ops()) already_stream |= ir::Traits(op.get()).level == ir::OpLevel::kStream;
+      for (auto& op : func->region(0)->block(0)->ops())
+        already_stream |= ir::Traits(op.get()).level == ir::OpLevel::kStream;
       if (already_stream) {
         // Must not act: written at the stream level already (e.g. a .kir
         // test, possibly a body of several blocks with cf branches).

@@ -266,7 +266,8 @@ class Elider {
       for (const ir::Use& u : r->uses()) {
         ir::Operation* holder = u.user;
         while (holder && holder->parent_block() != await->parent_block()) holder = holder->parent_op();
-        if (!holder || holder == u.user || !(holder->is(ir::OpCode::kScfIf) || holder->is(ir::OpCode::kScfIndexSwitch)))
+        if (!holder || holder == u.user ||
+            !(holder->is(ir::OpCode::kScfIf) || holder->is(ir::OpCode::kScfIndexSwitch)))
           return false;  // read in the await's block itself, or in another kind of op
         if (target && holder != target) return false;
         target = holder;

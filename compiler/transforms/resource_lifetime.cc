@@ -101,8 +101,8 @@ bool IsLifetimeOp(const Operation* op) { return ir::Traits(op).has(ir::kLifetime
 // store, or a `consume` parameter of a call (ownership moves to the callee).
 // A borrowed call operand is only read by the callee: an ordinary use.
 bool IsEscapeUse(const Operation* op, unsigned operand) {
-  return op->is(ir::OpCode::kStreamTensorExport) || op->is(ir::OpCode::kFuncReturn) || op->is(ir::OpCode::kUtilGlobalStore) ||
-         analysis::IsConsumedCallOperand(op, operand);
+  return op->is(ir::OpCode::kStreamTensorExport) || op->is(ir::OpCode::kFuncReturn) ||
+         op->is(ir::OpCode::kUtilGlobalStore) || analysis::IsConsumedCallOperand(op, operand);
 }
 
 bool IsConditionalOp(const Operation* op) {
@@ -110,7 +110,8 @@ bool IsConditionalOp(const Operation* op) {
 }
 
 bool IsMergeOp(const Operation* op) {
-  return op->is(ir::OpCode::kScfIf) || op->is(ir::OpCode::kScfIndexSwitch) || op->is(ir::OpCode::kStreamAsyncExecute);
+  return op->is(ir::OpCode::kScfIf) || op->is(ir::OpCode::kScfIndexSwitch) ||
+         op->is(ir::OpCode::kStreamAsyncExecute);
 }
 
 // A value the function creates or is handed ownership of (see header).
