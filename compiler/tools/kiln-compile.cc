@@ -181,7 +181,9 @@ int main(int argc, char** argv) {
     // program's clones are counted so a copy without a remark still shows.
     int clones = 0;
     for (kiln::ir::Operation* f : module->functions())
-      f->Walk([&](kiln::ir::Operation* op) { clones += op->is("stream.async.clone") || op->is("stream.async.transfer"); });
+      f->Walk([&](kiln::ir::Operation* op) {
+        clones += op->is(kiln::ir::OpCode::kStreamAsyncClone) || op->is(kiln::ir::OpCode::kStreamAsyncTransfer);
+      });
     std::printf("copies in the final program: %d\n", clones);
     // The reasons the pipeline's last copy elision gave (on the program
     // before scheduling, whose values read as written); without elision
