@@ -45,6 +45,21 @@ namespace {
 
 ir::Type TransientResource() { return ir::Type::Resource(ir::Lifetime::kTransient); }
 
+// An op of the stream dialect proper: stream level, but not util.global /
+// load / store. Those are stream level too, yet a body that only touches
+// globals is not taken to be written at the stream level (it is converted,
+// and the conversion reports the global access it cannot lower).
+bool IsStreamDialectOp(const ir::Operation* op) {
+  switch (op->code()) {
+    case ir::OpCode::kUtilGlobal:
+    case ir::OpCode::kUtilGlobalLoad:
+    case ir::OpCode::kUtilGlobalStore:
+      return false;
+    default:
+      return ir::Traits(op).level == ir::OpLevel::kStream;
+  }
+}
+
 class ConvertToStreamPass : public ir::Pass {
  public:
   const char* flag() const override { return "convert-to-stream"; }
@@ -59,8 +74,7 @@ class ConvertToStreamPass : public ir::Pass {
     for (ir::Operation* func : module.functions()) {
       if (func->num_regions() == 0 || func->region(0)->empty()) continue;
       bool already_stream = false;
-      for (auto& op : func->region(0)->block(0)->ops())
-        already_stream |= ir::Traits(op.get()).level == ir::OpLevel::kStream;
+      for (auto& op : func->region(0)->block(0)->ops()) already_stream |= IsStreamDialectOp(op.get());
       if (already_stream) {
         // Must not act: written at the stream level already (e.g. a .kir
         // test, possibly a body of several blocks with cf branches).
