@@ -131,12 +131,12 @@ namespace detail {
 constexpr size_t kMaxRegionOps = 1024;
 
 StatusOr<CompiledDispatch> Generator::Run() {
-  if (!dispatch_ || !dispatch_->is("flow.dispatch") || dispatch_->num_regions() != 1 ||
+  if (!dispatch_ || !dispatch_->is(ir::OpCode::kFlowDispatch) || dispatch_->num_regions() != 1 ||
       dispatch_->region(0)->num_blocks() != 1)
     return InvalidArgumentError("codegen: expected a flow.dispatch op with one single-block region");
   block_ = dispatch_->region(0)->block(0);
   Operation* term = block_->terminator();
-  if (!term || !term->is("flow.return"))
+  if (!term || !term->is(ir::OpCode::kFlowReturn))
     return InvalidArgumentError("codegen: dispatch region must end in flow.return");
   if (block_->num_arguments() != dispatch_->num_operands())
     return InvalidArgumentError("codegen: dispatch block arguments must mirror its operands");
@@ -170,14 +170,14 @@ StatusOr<CompiledDispatch> Generator::Run() {
   // ---- schedule ----
   std::vector<Operation*> anchors;
   for (auto& owned : block_->ops())
-    if (AnchorOps().count(owned->name())) anchors.push_back(owned.get());
+    if (IsAnchorOp(owned.get())) anchors.push_back(owned.get());
   // The anchor-specific schedules need one anchor whose shape every result
   // has (the epilogue then runs per anchor element).
   Operation* anchor = anchors.size() == 1 ? anchors[0] : nullptr;
   bool same = anchor != nullptr;
   for (Value* v : results_) same = same && ShapeOf(v) == ShapeOf(anchor->result());
   if (!same) anchor = nullptr;
-  const std::string kind = anchor ? anchor->name() : "";
+  const ir::OpCode kind = anchor ? anchor->code() : ir::OpCode::kUnknown;
 
   cache_.emplace_back();
   uint32_t wx = 1, wy = 1;
@@ -185,12 +185,12 @@ StatusOr<CompiledDispatch> Generator::Run() {
     return Grid((n + kWorkgroupSize - 1) / kWorkgroupSize, &wx, &wy);
   };
   int reduce_lanes = 1;
-  if (kind == "tensor.reduce") {
+  if (kind == ir::OpCode::kTensorReduce) {
     int64_t count = 1;
     for (int64_t ax : ReduceAxes(anchor)) count *= ShapeOf(anchor->operand(0))[ax];
     reduce_lanes = ReduceLanes(count, NumElements(ShapeOf(anchor->result())));
   }
-  if (kind == "tensor.reduce" && reduce_lanes > 1) {
+  if (kind == ir::OpCode::kTensorReduce && reduce_lanes > 1) {
     uint64_t rows = static_cast<uint64_t>(NumElements(ShapeOf(anchor->result())));
     uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / reduce_lanes);
     KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));
@@ -198,7 +198,7 @@ StatusOr<CompiledDispatch> Generator::Run() {
                         std::to_string(rows) + " outputs, " + std::to_string(per_group) +
                         " per workgroup)";
     EmitReduceGroupMain(anchor, reduce_lanes, wx, wy);
-  } else if (kind == "tensor.softmax") {
+  } else if (kind == ir::OpCode::kTensorSoftmax) {
     Shape row_shape = ShapeOf(anchor->operand(0));
     int64_t axis = anchor->int_attr("axis", static_cast<int64_t>(row_shape.size()) - 1);
     if (axis < 0) axis += static_cast<int64_t>(row_shape.size());
@@ -216,7 +216,7 @@ StatusOr<CompiledDispatch> Generator::Run() {
                         (lanes > 1 ? std::to_string(lanes) + " lanes" : std::string("one invocation")) +
                         " per row (" + std::to_string(rows) + " rows)";
     EmitSoftmaxRowsMain(anchor, lanes, wx, wy);
-  } else if (kind == "tensor.conv2d") {
+  } else if (kind == ir::OpCode::kTensorConv2d) {
     const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
     int64_t group = std::max<int64_t>(anchor->int_attr("group", 1), 1);
     int64_t og = ws[0] / group;
@@ -228,7 +228,7 @@ StatusOr<CompiledDispatch> Generator::Run() {
                         std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
                         " invocations)";
     EmitConvTiledMain(anchor, to, tw, wx, wy);
-  } else if (kind == "tensor.matmul" && ShapeOf(anchor->operand(0)).size() >= 2 &&
+  } else if (kind == ir::OpCode::kTensorMatmul && ShapeOf(anchor->operand(0)).size() >= 2 &&
              ShapeOf(anchor->operand(1)).size() >= 2) {
     const Shape& os = ShapeOf(anchor->result());
     int64_t K = ShapeOf(anchor->operand(0)).back(), M = os[os.size() - 2], N = os.back();

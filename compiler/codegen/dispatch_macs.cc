@@ -21,18 +21,18 @@ uint64_t OpMacs(const ir::Operation& op) {
   const std::vector<int64_t>& x = op.operand(0)->type().shape;
   const std::vector<int64_t>& w = op.operand(1)->type().shape;
   const std::vector<int64_t>& y = op.result()->type().shape;
-  if (op.is("tensor.conv2d")) {
+  if (op.is(ir::OpCode::kTensorConv2d)) {
     // y [N, O, OH, OW]; w [O, C/group, KH, KW].
     if (y.size() != 4 || w.size() != 4) return 0;
     return Product(y, 0, 4) * Product(w, 1, 4);
   }
-  if (op.is("tensor.conv_transpose")) {
+  if (op.is(ir::OpCode::kTensorConvTranspose)) {
     // x [N, C, D...]; w [C, M/group, K...]: each input element feeds
     // (M/group) * prod(K) outputs.
     if (x.size() < 3 || w.size() != x.size()) return 0;
     return Product(x, 0, x.size()) * Product(w, 1, w.size());
   }
-  if (op.is("tensor.matmul")) {
+  if (op.is(ir::OpCode::kTensorMatmul)) {
     // y [..., M, N]; x [..., M, K].
     if (x.empty() || y.empty()) return 0;
     return Product(y, 0, y.size()) * Product(x, x.size() - 1, x.size());

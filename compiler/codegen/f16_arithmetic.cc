@@ -1,8 +1,5 @@
 #include "compiler/codegen/f16_arithmetic.h"
 
-#include <set>
-#include <string>
-
 namespace kiln::codegen {
 
 namespace {
@@ -11,13 +8,29 @@ bool IsF16Tensor(const ir::Value* v) {
   return v->type().is_tensor() && v->type().dtype == DType::kF16;
 }
 
+// What an op contributes to an f16-arithmetic region: kComputes (f16
+// arithmetic the variant emits in float16_t), kMoves (no arithmetic: a
+// constant, a broadcast or a reshape), or kUnsupported.
+enum class F16Role { kUnsupported, kComputes, kMoves };
+
+F16Role RoleOf(const ir::Operation* op) {
+  using ir::OpCode;
+  switch (op->code()) {
+    case OpCode::kTensorAdd: case OpCode::kTensorSub: case OpCode::kTensorMul:
+    case OpCode::kTensorDiv: case OpCode::kTensorMin: case OpCode::kTensorMax:
+    case OpCode::kTensorNeg: case OpCode::kTensorAbs: case OpCode::kTensorRelu:
+    case OpCode::kTensorClamp:
+      return F16Role::kComputes;
+    case OpCode::kTensorConstant: case OpCode::kTensorExpand: case OpCode::kTensorReshape:
+      return F16Role::kMoves;
+    default:
+      return F16Role::kUnsupported;
+  }
+}
+
 }  // namespace
 
 bool F16ArithmeticApplies(const ir::Operation* dispatch) {
-  static const std::set<std::string> kOps = {
-      "tensor.add", "tensor.sub", "tensor.mul",  "tensor.div",   "tensor.min",
-      "tensor.max", "tensor.neg", "tensor.abs",  "tensor.relu",  "tensor.clamp",
-      "tensor.constant", "tensor.expand", "tensor.reshape"};
   if (!dispatch || dispatch->num_regions() != 1 || dispatch->region(0)->num_blocks() != 1)
     return false;
   const ir::Block* block = dispatch->region(0)->block(0);
@@ -27,11 +40,11 @@ bool F16ArithmeticApplies(const ir::Operation* dispatch) {
   for (const auto& owned : block->ops()) {
     const ir::Operation* op = owned.get();
     if (op == block->terminator()) continue;
-    if (!kOps.count(op->name())) return false;
+    F16Role role = RoleOf(op);
+    if (role == F16Role::kUnsupported) return false;
     for (const ir::Value* r : op->results())
       if (!IsF16Tensor(r)) return false;
-    computes |= op->name() != "tensor.constant" && op->name() != "tensor.expand" &&
-                op->name() != "tensor.reshape";
+    computes |= role == F16Role::kComputes;
   }
   return computes;
 }

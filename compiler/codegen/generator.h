@@ -351,25 +351,31 @@ inline Idx BroadcastIdx(const Idx& idx, const Shape& out, const Shape& in) {
   return r;
 }
 
-inline const std::set<std::string>& FloatOnlyOps() {
-  static const std::set<std::string> k = {
-      "tensor.sigmoid", "tensor.tanh", "tensor.exp", "tensor.log", "tensor.sqrt",
-      "tensor.reciprocal", "tensor.floor", "tensor.ceil", "tensor.round", "tensor.erf",
-      "tensor.sin", "tensor.cos", "tensor.leaky_relu", "tensor.hard_sigmoid",
-      "tensor.hard_swish", "tensor.elu", "tensor.softplus", "tensor.tan", "tensor.asin",
-      "tensor.acos", "tensor.atan", "tensor.sinh", "tensor.cosh", "tensor.asinh", "tensor.acosh",
-      "tensor.atanh"};
-  return k;
+// The elementwise ops the generator computes in f32 only (transcendental and
+// activation functions: GLSL has them for float; a region that needs them on
+// another compute type is unsupported).
+inline bool IsFloatOnlyOp(const Operation* op) {
+  using ir::OpCode;
+  switch (op->code()) {
+    case OpCode::kTensorSigmoid: case OpCode::kTensorTanh: case OpCode::kTensorExp:
+    case OpCode::kTensorLog: case OpCode::kTensorSqrt: case OpCode::kTensorReciprocal:
+    case OpCode::kTensorFloor: case OpCode::kTensorCeil: case OpCode::kTensorRound:
+    case OpCode::kTensorErf: case OpCode::kTensorSin: case OpCode::kTensorCos:
+    case OpCode::kTensorLeakyRelu: case OpCode::kTensorHardSigmoid: case OpCode::kTensorHardSwish:
+    case OpCode::kTensorElu: case OpCode::kTensorSoftplus: case OpCode::kTensorTan:
+    case OpCode::kTensorAsin: case OpCode::kTensorAcos: case OpCode::kTensorAtan:
+    case OpCode::kTensorSinh: case OpCode::kTensorCosh: case OpCode::kTensorAsinh:
+    case OpCode::kTensorAcosh: case OpCode::kTensorAtanh:
+      return true;
+    default:
+      return false;
+  }
 }
 
-inline const std::set<std::string>& AnchorOps() {
-  static const std::set<std::string> k = {
-      "tensor.conv2d", "tensor.matmul", "tensor.reduce", "tensor.pool2d", "tensor.softmax",
-      "tensor.transpose", "tensor.slice", "tensor.concat", "tensor.pad", "tensor.gather",
-      "tensor.expand", "tensor.conv_transpose", "tensor.resize", "tensor.arg_reduce", "tensor.cumsum",
-      "tensor.gather_elements", "tensor.scatter_elements", "tensor.scatter_nd", "tensor.top_k"};
-  return k;
-}
+// An op that anchors a dispatch region: a structured tensor op (ops.def
+// kStructured: conv2d, matmul, reduce, gather, ...). The schedule is picked
+// by the region's anchor.
+inline bool IsAnchorOp(const Operation* op) { return ir::Traits(op).has(ir::kStructured); }
 
 // GLSL helper functions, emitted on first use.
 inline const char* const kErfHelper = R"(float kiln_erf(float x) {

@@ -22,31 +22,38 @@ std::string Generator::Eval(Value* v, const Idx& idx) {
   if (!op) {
     r = EvalArg(v, idx);
   } else {
-    const std::string& n = op->name();
-    if (n == "tensor.constant") r = EvalConstant(op, idx);
-    else if (ir::IsElementwiseOp(n)) r = EvalElementwise(op, idx);
-    else if (n == "tensor.conv2d") r = EvalConv(op, idx);
-    else if (n == "tensor.conv_transpose") r = EvalConvTranspose(op, idx);
-    else if (n == "tensor.matmul") r = EvalMatmul(op, idx);
-    else if (n == "tensor.pool2d") r = EvalPool(op, idx);
-    else if (n == "tensor.reduce") r = EvalReduce(op, idx);
-    else if (n == "tensor.arg_reduce") r = EvalArgReduce(op, idx);
-    else if (n == "tensor.cumsum") r = EvalCumsum(op, idx);
-    else if (n == "tensor.gather_elements") r = EvalGatherElements(op, idx);
-    else if (n == "tensor.top_k") r = EvalTopK(op, idx);
-    else if (n == "tensor.scatter_elements" || n == "tensor.scatter_nd") r = EvalScatter(op, idx);
-    else if (n == "tensor.softmax") r = EvalSoftmax(op, idx);
-    else if (n == "tensor.transpose") r = EvalTranspose(op, idx);
-    else if (n == "tensor.slice") r = EvalSlice(op, idx);
-    else if (n == "tensor.concat") r = EvalConcat(op, idx);
-    else if (n == "tensor.pad") r = EvalPad(op, idx);
-    else if (n == "tensor.gather") r = EvalGather(op, idx);
-    else if (n == "tensor.resize") r = EvalResize(op, idx);
-    else if (n == "tensor.expand") r = Eval(op->operand(0), BroadcastIdx(idx, ShapeOf(op->result()), ShapeOf(op->operand(0))));
-    else if (n == "tensor.reshape") r = EvalReshape(op, idx);
-    else {
-      Fail(Unsupported(op));
-      return "0";
+    using ir::OpCode;
+    if (ir::Traits(op).is_elementwise()) {
+      r = EvalElementwise(op, idx);
+    } else {
+      switch (op->code()) {
+        case OpCode::kTensorConstant: r = EvalConstant(op, idx); break;
+        case OpCode::kTensorConv2d: r = EvalConv(op, idx); break;
+        case OpCode::kTensorConvTranspose: r = EvalConvTranspose(op, idx); break;
+        case OpCode::kTensorMatmul: r = EvalMatmul(op, idx); break;
+        case OpCode::kTensorPool2d: r = EvalPool(op, idx); break;
+        case OpCode::kTensorReduce: r = EvalReduce(op, idx); break;
+        case OpCode::kTensorArgReduce: r = EvalArgReduce(op, idx); break;
+        case OpCode::kTensorCumsum: r = EvalCumsum(op, idx); break;
+        case OpCode::kTensorGatherElements: r = EvalGatherElements(op, idx); break;
+        case OpCode::kTensorTopK: r = EvalTopK(op, idx); break;
+        case OpCode::kTensorScatterElements:
+        case OpCode::kTensorScatterNd: r = EvalScatter(op, idx); break;
+        case OpCode::kTensorSoftmax: r = EvalSoftmax(op, idx); break;
+        case OpCode::kTensorTranspose: r = EvalTranspose(op, idx); break;
+        case OpCode::kTensorSlice: r = EvalSlice(op, idx); break;
+        case OpCode::kTensorConcat: r = EvalConcat(op, idx); break;
+        case OpCode::kTensorPad: r = EvalPad(op, idx); break;
+        case OpCode::kTensorGather: r = EvalGather(op, idx); break;
+        case OpCode::kTensorResize: r = EvalResize(op, idx); break;
+        case OpCode::kTensorExpand:
+          r = Eval(op->operand(0), BroadcastIdx(idx, ShapeOf(op->result()), ShapeOf(op->operand(0))));
+          break;
+        case OpCode::kTensorReshape: r = EvalReshape(op, idx); break;
+        default:
+          Fail(Unsupported(op));
+          return "0";
+      }
     }
   }
   if (!status_.ok()) return "0";
@@ -107,7 +114,8 @@ std::string Generator::EvalConstant(Operation* op, const Idx& idx) {
 }
 
 std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
-  const std::string& name = op->name();
+  using ir::OpCode;
+  const OpCode code = op->code();
   const Shape& os = ShapeOf(op->result());
   CT rct = CTOf(op->result());
   std::vector<std::string> a;
@@ -118,123 +126,165 @@ std::string Generator::EvalElementwise(Operation* op, const Idx& idx) {
   }
   if (!status_.ok()) return "0";
   auto A = [&](size_t i) { return Convert(a[i], act[i], rct); };
-  std::string k = name.substr(std::strlen("tensor."));
+  // A GLSL built-in of one argument.
+  auto call = [&](const char* fn) { return std::string(fn) + "(" + A(0) + ")"; };
   bool f = IsFloatCT(rct);
   std::string e;
-  std::string zero = Literal(rct, 0), one = Literal(rct, 1);
-  if (k == "neg") e = "(-" + A(0) + ")";
-  else if (k == "abs") e = IsUnsignedCT(rct) ? A(0) : "abs(" + A(0) + ")";
-  else if (k == "relu") e = "max(" + A(0) + ", " + zero + ")";
-  else if (k == "sigmoid") e = "(1.0 / (1.0 + exp(-" + A(0) + ")))";
-  else if (k == "tanh") e = "tanh(clamp(" + A(0) + ", -15.0, 15.0))";
-  else if (k == "exp" || k == "log" || k == "sqrt" || k == "floor" || k == "ceil" ||
-           k == "sin" || k == "cos") e = k + "(" + A(0) + ")";
-  else if (k == "tan" || k == "asin" || k == "acos" || k == "atan" || k == "sinh" ||
-           k == "cosh" || k == "asinh" || k == "acosh" || k == "atanh")
-    e = k + "(" + A(0) + ")";
-  else if (k == "sign") {
-    // GLSL sign(): -1, 0 or 1 for float and int; NaN stays NaN as in ONNX.
-    e = IsUnsignedCT(rct) ? Convert("(" + A(0) + " != " + zero + ")", CT::kBool, rct) : rct == CT::kBool ? A(0) : "sign(" + A(0) + ")";
-  } else if (k == "isnan") e = "isnan(" + a[0] + ")";
-  else if (k == "isinf") {
-    std::string x = a[0];
-    bool neg = op->int_attr("detect_negative", 1) != 0, pos = op->int_attr("detect_positive", 1) != 0;
-    e = neg && pos ? "isinf(" + x + ")"
-        : neg      ? "(isinf(" + x + ") && " + x + " < 0.0)"
-        : pos      ? "(isinf(" + x + ") && " + x + " > 0.0)"
-                   : "false";
-  }
-  else if (k == "round") e = "roundEven(" + A(0) + ")";
-  else if (k == "reciprocal") e = "(1.0 / " + A(0) + ")";
-  else if (k == "erf") {
-    helpers_.insert(kErfHelper);
-    e = "kiln_erf(" + A(0) + ")";
-  } else if (k == "not") e = "(!" + A(0) + ")";
-  else if (k == "cast") {
-    e = Convert(a[0], act[0], rct);
-    // A 16-bit float result inside the region rounds as its storage would.
-    DType rdt = op->result()->type().dtype;
-    if (rdt == DType::kF16) e = "unpackHalf2x16(packHalf2x16(vec2(" + e + ", 0.0))).x";
-    if (rdt == DType::kBF16) {
-      helpers_.insert(kToBF16Helper);
-      e = "uintBitsToFloat(kiln_to_bf16(" + e + ") << 16)";
+  std::string zero = Literal(rct, 0);
+  switch (code) {
+    case OpCode::kTensorNeg: e = "(-" + A(0) + ")"; break;
+    case OpCode::kTensorAbs: e = IsUnsignedCT(rct) ? A(0) : "abs(" + A(0) + ")"; break;
+    case OpCode::kTensorRelu: e = "max(" + A(0) + ", " + zero + ")"; break;
+    case OpCode::kTensorSigmoid: e = "(1.0 / (1.0 + exp(-" + A(0) + ")))"; break;
+    case OpCode::kTensorTanh: e = "tanh(clamp(" + A(0) + ", -15.0, 15.0))"; break;
+    case OpCode::kTensorExp: e = call("exp"); break;
+    case OpCode::kTensorLog: e = call("log"); break;
+    case OpCode::kTensorSqrt: e = call("sqrt"); break;
+    case OpCode::kTensorFloor: e = call("floor"); break;
+    case OpCode::kTensorCeil: e = call("ceil"); break;
+    case OpCode::kTensorSin: e = call("sin"); break;
+    case OpCode::kTensorCos: e = call("cos"); break;
+    case OpCode::kTensorTan: e = call("tan"); break;
+    case OpCode::kTensorAsin: e = call("asin"); break;
+    case OpCode::kTensorAcos: e = call("acos"); break;
+    case OpCode::kTensorAtan: e = call("atan"); break;
+    case OpCode::kTensorSinh: e = call("sinh"); break;
+    case OpCode::kTensorCosh: e = call("cosh"); break;
+    case OpCode::kTensorAsinh: e = call("asinh"); break;
+    case OpCode::kTensorAcosh: e = call("acosh"); break;
+    case OpCode::kTensorAtanh: e = call("atanh"); break;
+    case OpCode::kTensorSign:
+      // GLSL sign(): -1, 0 or 1 for float and int; NaN stays NaN as in ONNX.
+      e = IsUnsignedCT(rct) ? Convert("(" + A(0) + " != " + zero + ")", CT::kBool, rct) : rct == CT::kBool ? A(0) : "sign(" + A(0) + ")";
+      break;
+    case OpCode::kTensorIsnan: e = "isnan(" + a[0] + ")"; break;
+    case OpCode::kTensorIsinf: {
+      std::string x = a[0];
+      bool neg = op->int_attr("detect_negative", 1) != 0, pos = op->int_attr("detect_positive", 1) != 0;
+      e = neg && pos ? "isinf(" + x + ")"
+          : neg      ? "(isinf(" + x + ") && " + x + " < 0.0)"
+          : pos      ? "(isinf(" + x + ") && " + x + " > 0.0)"
+                     : "false";
+      break;
     }
-  }
-  else if (k == "leaky_relu") {
-    std::string x = A(0);
-    e = "(" + x + " < 0.0 ? " + x + " * " + FloatLit(op->float_attr("alpha", 0.01)) + " : " + x + ")";
-  } else if (k == "hard_sigmoid") {
-    e = "clamp(" + FloatLit(op->float_attr("alpha", 0.2)) + " * " + A(0) + " + " +
-        FloatLit(op->float_attr("beta", 0.5)) + ", 0.0, 1.0)";
-  } else if (k == "hard_swish") {
-    std::string x = A(0);
-    e = "(" + x + " * clamp(" + x + " * " + FloatLit(1.0 / 6.0) + " + 0.5, 0.0, 1.0))";
-  } else if (k == "elu") {
-    helpers_.insert(kExpm1Helper);
-    std::string x = A(0);
-    e = "(" + x + " > 0.0 ? " + x + " : " + FloatLit(op->float_attr("alpha", 1.0)) +
-        " * kiln_expm1(" + x + "))";
-  } else if (k == "softplus") {
-    helpers_.insert(kLog1pHelper);
-    std::string x = A(0);
-    e = "(max(" + x + ", 0.0) + kiln_log1p(exp(-abs(" + x + "))))";
-  } else if (k == "clamp") {
-    e = A(0);
-    if (op->has_attr("min")) e = "max(" + e + ", " + Literal(rct, op->float_attr("min")) + ")";
-    if (op->has_attr("max")) e = "min(" + e + ", " + Literal(rct, op->float_attr("max")) + ")";
-  } else if (k == "add") e = "(" + A(0) + " + " + A(1) + ")";
-  else if (k == "sub") e = "(" + A(0) + " - " + A(1) + ")";
-  else if (k == "mul") e = "(" + A(0) + " * " + A(1) + ")";
-  else if (k == "div") e = "(" + A(0) + " / " + A(1) + ")";
-  else if (k == "max") e = "max(" + A(0) + ", " + A(1) + ")";
-  else if (k == "min") e = "min(" + A(0) + ", " + A(1) + ")";
-  else if (k == "pow") {
-    helpers_.insert(kPowHelper);
-    std::string p = "kiln_pow(" + Convert(a[0], act[0], CT::kF32) + ", " +
-                    Convert(a[1], act[1], CT::kF32) + ")";
-    e = f ? p : std::string(CTName(rct)) + "(roundEven(" + p + "))";
-  } else if (k == "mod") {
-    bool fmod = op->int_attr("fmod", 0) != 0;
-    std::string x = A(0), y = A(1);
-    if (f) {
-      // fmod=1: C fmod (sign of the dividend); fmod=0: sign of the divisor.
-      e = fmod ? "(" + x + " - " + y + " * trunc(" + x + " / " + y + "))"
-               : "(" + x + " - " + y + " * floor(" + x + " / " + y + "))";
-    } else {
-      std::string r = Decl(rct, "(" + x + " - " + y + " * (" + x + " / " + y + "))");
-      if (fmod || IsUnsignedCT(rct)) e = r;
-      else e = "((" + r + " != " + zero + " && ((" + r + " < " + zero + ") != (" + y + " < " +
-               zero + "))) ? " + r + " + " + y + " : " + r + ")";
+    case OpCode::kTensorRound: e = "roundEven(" + A(0) + ")"; break;
+    case OpCode::kTensorReciprocal: e = "(1.0 / " + A(0) + ")"; break;
+    case OpCode::kTensorErf:
+      helpers_.insert(kErfHelper);
+      e = "kiln_erf(" + A(0) + ")";
+      break;
+    case OpCode::kTensorNot: e = "(!" + A(0) + ")"; break;
+    case OpCode::kTensorCast: {
+      e = Convert(a[0], act[0], rct);
+      // A 16-bit float result inside the region rounds as its storage would.
+      DType rdt = op->result()->type().dtype;
+      if (rdt == DType::kF16) e = "unpackHalf2x16(packHalf2x16(vec2(" + e + ", 0.0))).x";
+      if (rdt == DType::kBF16) {
+        helpers_.insert(kToBF16Helper);
+        e = "uintBitsToFloat(kiln_to_bf16(" + e + ") << 16)";
+      }
+      break;
     }
-  } else if (k == "equal" || k == "greater" || k == "less" || k == "greater_equal" ||
-             k == "less_equal") {
-    CT ct = act[0] == CT::kF64 || act[1] == CT::kF64   ? CT::kF64
-            : act[0] == CT::kF32 || act[1] == CT::kF32 ? CT::kF32
-                                                       : act[0];
-    const char* opr = k == "equal" ? "==" : k == "greater" ? ">" : k == "less" ? "<"
-                    : k == "greater_equal" ? ">=" : "<=";
-    e = "(" + Convert(a[0], act[0], ct) + " " + opr + " " + Convert(a[1], act[1], ct) + ")";
-  } else if (k == "and") e = "(" + A(0) + " && " + A(1) + ")";
-  else if (k == "or") e = "(" + A(0) + " || " + A(1) + ")";
-  else if (k == "xor") e = "(" + A(0) + " ^^ " + A(1) + ")";
-  else if (k == "shift_left" || k == "shift_right") {
-    // Logical shift in the compute type (32 or 64 bits), then wrapped to the
-    // dtype's width; a shift of the width or more gives 0 (ONNX BitShift).
-    DType rdt = op->result()->type().dtype;
-    const int64_t bits = static_cast<int64_t>(DTypeSize(rdt)) * 8;
-    const int64_t cbits = rct == CT::kU64 || rct == CT::kI64 ? 64 : 32;
-    std::string x = Decl(rct, A(0)), y = Decl(rct, A(1));
-    std::string s = "(" + x + (k == "shift_left" ? " << " : " >> ") + y + ")";
-    if (bits < cbits) s = "(" + s + " & " + IntLiteral(rct, (int64_t{1} << bits) - 1) + ")";
-    e = "(" + y + " < " + IntLiteral(rct, bits) + " ? " + s + " : " + zero + ")";
-  } else if (k == "select") {
-    e = "(" + Convert(a[0], act[0], CT::kBool) + " ? " + A(1) + " : " + A(2) + ")";
-  } else {
-    Fail(Unsupported(op));
-    return "0";
+    case OpCode::kTensorLeakyRelu: {
+      std::string x = A(0);
+      e = "(" + x + " < 0.0 ? " + x + " * " + FloatLit(op->float_attr("alpha", 0.01)) + " : " + x + ")";
+      break;
+    }
+    case OpCode::kTensorHardSigmoid:
+      e = "clamp(" + FloatLit(op->float_attr("alpha", 0.2)) + " * " + A(0) + " + " +
+          FloatLit(op->float_attr("beta", 0.5)) + ", 0.0, 1.0)";
+      break;
+    case OpCode::kTensorHardSwish: {
+      std::string x = A(0);
+      e = "(" + x + " * clamp(" + x + " * " + FloatLit(1.0 / 6.0) + " + 0.5, 0.0, 1.0))";
+      break;
+    }
+    case OpCode::kTensorElu: {
+      helpers_.insert(kExpm1Helper);
+      std::string x = A(0);
+      e = "(" + x + " > 0.0 ? " + x + " : " + FloatLit(op->float_attr("alpha", 1.0)) +
+          " * kiln_expm1(" + x + "))";
+      break;
+    }
+    case OpCode::kTensorSoftplus: {
+      helpers_.insert(kLog1pHelper);
+      std::string x = A(0);
+      e = "(max(" + x + ", 0.0) + kiln_log1p(exp(-abs(" + x + "))))";
+      break;
+    }
+    case OpCode::kTensorClamp:
+      e = A(0);
+      if (op->has_attr("min")) e = "max(" + e + ", " + Literal(rct, op->float_attr("min")) + ")";
+      if (op->has_attr("max")) e = "min(" + e + ", " + Literal(rct, op->float_attr("max")) + ")";
+      break;
+    case OpCode::kTensorAdd: e = "(" + A(0) + " + " + A(1) + ")"; break;
+    case OpCode::kTensorSub: e = "(" + A(0) + " - " + A(1) + ")"; break;
+    case OpCode::kTensorMul: e = "(" + A(0) + " * " + A(1) + ")"; break;
+    case OpCode::kTensorDiv: e = "(" + A(0) + " / " + A(1) + ")"; break;
+    case OpCode::kTensorMax: e = "max(" + A(0) + ", " + A(1) + ")"; break;
+    case OpCode::kTensorMin: e = "min(" + A(0) + ", " + A(1) + ")"; break;
+    case OpCode::kTensorPow: {
+      helpers_.insert(kPowHelper);
+      std::string p = "kiln_pow(" + Convert(a[0], act[0], CT::kF32) + ", " +
+                      Convert(a[1], act[1], CT::kF32) + ")";
+      e = f ? p : std::string(CTName(rct)) + "(roundEven(" + p + "))";
+      break;
+    }
+    case OpCode::kTensorMod: {
+      bool fmod = op->int_attr("fmod", 0) != 0;
+      std::string x = A(0), y = A(1);
+      if (f) {
+        // fmod=1: C fmod (sign of the dividend); fmod=0: sign of the divisor.
+        e = fmod ? "(" + x + " - " + y + " * trunc(" + x + " / " + y + "))"
+                 : "(" + x + " - " + y + " * floor(" + x + " / " + y + "))";
+      } else {
+        std::string r = Decl(rct, "(" + x + " - " + y + " * (" + x + " / " + y + "))");
+        if (fmod || IsUnsignedCT(rct)) e = r;
+        else e = "((" + r + " != " + zero + " && ((" + r + " < " + zero + ") != (" + y + " < " +
+                 zero + "))) ? " + r + " + " + y + " : " + r + ")";
+      }
+      break;
+    }
+    case OpCode::kTensorEqual:
+    case OpCode::kTensorGreater:
+    case OpCode::kTensorLess:
+    case OpCode::kTensorGreaterEqual:
+    case OpCode::kTensorLessEqual: {
+      CT ct = act[0] == CT::kF64 || act[1] == CT::kF64   ? CT::kF64
+              : act[0] == CT::kF32 || act[1] == CT::kF32 ? CT::kF32
+                                                         : act[0];
+      const char* opr = code == OpCode::kTensorEqual     ? "=="
+                        : code == OpCode::kTensorGreater ? ">"
+                        : code == OpCode::kTensorLess    ? "<"
+                        : code == OpCode::kTensorGreaterEqual ? ">="
+                                                              : "<=";
+      e = "(" + Convert(a[0], act[0], ct) + " " + opr + " " + Convert(a[1], act[1], ct) + ")";
+      break;
+    }
+    case OpCode::kTensorAnd: e = "(" + A(0) + " && " + A(1) + ")"; break;
+    case OpCode::kTensorOr: e = "(" + A(0) + " || " + A(1) + ")"; break;
+    case OpCode::kTensorXor: e = "(" + A(0) + " ^^ " + A(1) + ")"; break;
+    case OpCode::kTensorShiftLeft:
+    case OpCode::kTensorShiftRight: {
+      // Logical shift in the compute type (32 or 64 bits), then wrapped to the
+      // dtype's width; a shift of the width or more gives 0 (ONNX BitShift).
+      DType rdt = op->result()->type().dtype;
+      const int64_t bits = static_cast<int64_t>(DTypeSize(rdt)) * 8;
+      const int64_t cbits = rct == CT::kU64 || rct == CT::kI64 ? 64 : 32;
+      std::string x = Decl(rct, A(0)), y = Decl(rct, A(1));
+      std::string s = "(" + x + (code == OpCode::kTensorShiftLeft ? " << " : " >> ") + y + ")";
+      if (bits < cbits) s = "(" + s + " & " + IntLiteral(rct, (int64_t{1} << bits) - 1) + ")";
+      e = "(" + y + " < " + IntLiteral(rct, bits) + " ? " + s + " : " + zero + ")";
+      break;
+    }
+    case OpCode::kTensorSelect:
+      e = "(" + Convert(a[0], act[0], CT::kBool) + " ? " + A(1) + " : " + A(2) + ")";
+      break;
+    default:
+      Fail(Unsupported(op));
+      return "0";
   }
-  (void)one;
-  if (k == "div" && f) {
+  if (code == OpCode::kTensorDiv && f) {
     // `precise`: a float division stays a division. Without it a driver may
     // rewrite a / c with a constant c (a fused scalar literal) into
     // a * (1 / c), which rounds differently from the host and from the same
@@ -828,7 +878,7 @@ std::string Generator::EvalScatter(Operation* op, const Idx& idx) {
     else if (red == "min") Line(acc + " = min(" + acc + ", " + u + ");");
     else Line(acc + " = " + u + ";");
   };
-  if (op->is("tensor.scatter_elements")) {
+  if (op->is(ir::OpCode::kTensorScatterElements)) {
     const int64_t axis = op->int_attr("axis", 0);
     std::string guard;
     for (size_t d = 0; d < ds.size(); ++d)

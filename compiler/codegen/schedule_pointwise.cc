@@ -22,38 +22,39 @@ Status Generator::CheckOps() {
   };
   for (auto& owned : block_->ops()) {
     Operation* op = owned.get();
-    const std::string& n = op->name();
+    const ir::OpCode n = op->code();
     if (op == block_->terminator()) continue;
     if (op->num_regions() != 0 || op->num_results() != 1) return Unsupported(op);
-    if (!ir::IsElementwiseOp(n) && !AnchorOps().count(n) && n != "tensor.reshape" &&
-        n != "tensor.constant")
+    if (!ir::Traits(op).is_elementwise() && !IsAnchorOp(op) && n != ir::OpCode::kTensorReshape &&
+        n != ir::OpCode::kTensorConstant)
       return Unsupported(op);
     KILN_RETURN_IF_ERROR(check_type(op->result(), op));
     for (Value* v : op->operands()) KILN_RETURN_IF_ERROR(check_type(v, op));
     DType dt = op->result()->type().dtype;
-    if (FloatOnlyOps().count(n) && ComputeType(dt) != CT::kF32)
+    if (IsFloatOnlyOp(op) && ComputeType(dt) != CT::kF32)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
     // Max pooling only compares, so it runs in any non-bool compute type
     // (integers stay exact); average pooling divides and stays f32.
-    const bool int_max_pool = n == "tensor.pool2d" && op->str_attr("kind", "max") == "max" &&
+    const bool int_max_pool = n == ir::OpCode::kTensorPool2d && op->str_attr("kind", "max") == "max" &&
                               ComputeType(dt) != CT::kBool;
-    if ((n == "tensor.conv2d" || n == "tensor.pool2d" || n == "tensor.softmax" ||
-         n == "tensor.conv_transpose") &&
+    if ((n == ir::OpCode::kTensorConv2d || n == ir::OpCode::kTensorPool2d || n == ir::OpCode::kTensorSoftmax ||
+         n == ir::OpCode::kTensorConvTranspose) &&
         ComputeType(dt) != CT::kF32 && !int_max_pool)
       return Unsupported(op, std::string("dtype ") + DTypeName(dt));
-    if ((n == "tensor.conv2d" || n == "tensor.pool2d") &&
+    if ((n == ir::OpCode::kTensorConv2d || n == ir::OpCode::kTensorPool2d) &&
         (op->operand(0)->type().rank() != 4 || op->result()->type().rank() != 4 ||
-         (n == "tensor.conv2d" && op->operand(1)->type().rank() != 4)))
+         (n == ir::OpCode::kTensorConv2d && op->operand(1)->type().rank() != 4)))
       return Unsupported(op, "expects NCHW rank-4 tensors");
-    if (n == "tensor.reduce") {
+    if (n == ir::OpCode::kTensorReduce) {
       std::string k = op->str_attr("kind", "sum");
       static const std::set<std::string> kinds = {"sum", "mean", "max", "min", "prod",
                                                   "sum_square", "l2", "log_sum_exp"};
       if (!kinds.count(k)) return Unsupported(op, "reduce kind '" + k + "'");
     }
-    if ((n == "tensor.gather" || n == "tensor.gather_elements") && ComputeType(op->operand(1)->type().dtype) == CT::kF32)
+    if ((n == ir::OpCode::kTensorGather || n == ir::OpCode::kTensorGatherElements) &&
+        ComputeType(op->operand(1)->type().dtype) == CT::kF32)
       return Unsupported(op, "float indices");
-    if (n == "tensor.resize") {
+    if (n == ir::OpCode::kTensorResize) {
       Status s = CheckResize(op);
       if (!s.ok()) return Unsupported(op, s.message());
     }

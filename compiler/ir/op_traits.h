@@ -1,8 +1,9 @@
 // Op traits: what each op of the IR *is* (level, tied operands, where its
 // results' storage comes from, its size attribute, terminator, effects),
 // derived from the one table in compiler/ir/ops.def (DESIGN.md house style 2,
-// like vm/isa.def). The verifier, compiler/analysis/ and compiler/backend/
-// query these traits instead of comparing op names.
+// like vm/isa.def). The verifier, compiler/analysis/, compiler/backend/,
+// compiler/transforms/ and compiler/codegen/ query these traits (or compare
+// OpCodes) instead of comparing op names.
 //
 // Interning: Operation::Create (so also the parser and Clone) maps the op's
 // name to its OpCode once (one hash lookup per op created); op->code() and
@@ -85,6 +86,8 @@ enum OpFlag : uint32_t {
   kLifetime = 1u << 12,
   kHostArith = 1u << 13,
   kBranch = 1u << 14,
+  kStructured = 1u << 15,
+  kDeviceWork = 1u << 16,
 };
 
 // One row of ops.def. Plain data with static storage; never freed.

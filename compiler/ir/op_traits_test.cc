@@ -214,6 +214,55 @@ TEST(OpTraitsTest, ElementwiseClassesMatchOpsH) {
   EXPECT_EQ(ternary, 1u);
 }
 
+TEST(OpTraitsTest, StructuredTensorOps) {
+  // ops.h lists 19 tensor ops between tensor.conv2d and tensor.expand that
+  // are neither elementwise nor host side (tensor.reshape is listed among
+  // them but is host side).
+  const std::set<std::string> want = {
+      "tensor.conv2d",          "tensor.conv_transpose", "tensor.matmul",   "tensor.reduce",
+      "tensor.arg_reduce",      "tensor.gather_elements", "tensor.scatter_elements",
+      "tensor.scatter_nd",      "tensor.top_k",           "tensor.cumsum",   "tensor.pool2d",
+      "tensor.softmax",         "tensor.transpose",       "tensor.slice",    "tensor.concat",
+      "tensor.pad",             "tensor.gather",          "tensor.resize",   "tensor.expand"};
+  std::set<std::string> got;
+  for (size_t i = 0; i + 1 < kNumOpCodes; ++i) {
+    const OpInfo& t = Traits(static_cast<OpCode>(i));
+    if (t.has(kStructured)) got.insert(t.name);
+    if (t.level != OpLevel::kTensor) {
+      EXPECT_FALSE(t.has(kStructured)) << t.name;
+      continue;
+    }
+    // Every tensor op is exactly one of: elementwise, structured, host side,
+    // or tensor.extract (a host read).
+    int classes =
+        t.is_elementwise() + t.has(kStructured) + t.has(kHostSide) + (t.code == OpCode::kTensorExtract);
+    EXPECT_EQ(classes, 1) << t.name;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_FALSE(Traits(OpCode::kUnknown).has(kStructured));
+}
+
+TEST(OpTraitsTest, DeviceWork) {
+  // The ops recorded into a command buffer (the backend records dispatches,
+  // copies and fills for exactly these); allocas, views, constants, imports,
+  // host reads and the execute region itself are not device work.
+  const std::set<std::string> want = {"stream.async.dispatch", "stream.async.fill",   "stream.async.copy",
+                                      "stream.async.clone",    "stream.async.update", "stream.async.splat",
+                                      "stream.async.transfer"};
+  std::set<std::string> got;
+  for (size_t i = 0; i + 1 < kNumOpCodes; ++i) {
+    const OpInfo& t = Traits(static_cast<OpCode>(i));
+    if (!t.has(kDeviceWork)) continue;
+    got.insert(t.name);
+    EXPECT_EQ(t.level, OpLevel::kStream) << t.name;
+    EXPECT_FALSE(t.has_side_effects()) << t.name;
+  }
+  EXPECT_EQ(got, want);
+  for (OpCode c : {OpCode::kStreamAsyncAlloca, OpCode::kStreamAsyncSlice, OpCode::kStreamAsyncConstant,
+                   OpCode::kStreamAsyncLoad, OpCode::kStreamAsyncExecute, OpCode::kUnknown})
+    EXPECT_FALSE(Traits(c).has(kDeviceWork)) << OpName(c);
+}
+
 TEST(OpTraitsTest, ParserInterns) {
   std::string text = R"(
 "func.func"() ({

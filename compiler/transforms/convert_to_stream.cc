@@ -45,6 +45,21 @@ namespace {
 
 ir::Type TransientResource() { return ir::Type::Resource(ir::Lifetime::kTransient); }
 
+// An op of the stream dialect proper: stream level, but not util.global /
+// load / store. Those are stream level too, yet a body that only touches
+// globals is not taken to be written at the stream level (it is converted,
+// and the conversion reports the global access it cannot lower).
+bool IsStreamDialectOp(const ir::Operation* op) {
+  switch (op->code()) {
+    case ir::OpCode::kUtilGlobal:
+    case ir::OpCode::kUtilGlobalLoad:
+    case ir::OpCode::kUtilGlobalStore:
+      return false;
+    default:
+      return ir::Traits(op).level == ir::OpLevel::kStream;
+  }
+}
+
 class ConvertToStreamPass : public ir::Pass {
  public:
   const char* flag() const override { return "convert-to-stream"; }
@@ -59,7 +74,7 @@ class ConvertToStreamPass : public ir::Pass {
     for (ir::Operation* func : module.functions()) {
       if (func->num_regions() == 0 || func->region(0)->empty()) continue;
       bool already_stream = false;
-      for (auto& op : func->region(0)->block(0)->ops()) already_stream |= op->dialect() == "stream";
+      for (auto& op : func->region(0)->block(0)->ops()) already_stream |= IsStreamDialectOp(op.get());
       if (already_stream) {
         // Must not act: written at the stream level already (e.g. a .kir
         // test, possibly a body of several blocks with cf branches).
@@ -86,7 +101,7 @@ class ConvertToStreamPass : public ir::Pass {
     // (untyped) resources.
     std::map<ir::Operation*, ir::Type> extract_types;
     func->Walk([&](ir::Operation* op) {
-      if (op->is("tensor.extract")) extract_types[op] = op->operand(0)->type();
+      if (op->is(ir::OpCode::kTensorExtract)) extract_types[op] = op->operand(0)->type();
     });
     // Imports, at the top of the body.
     ir::Operation* first = body->empty() ? nullptr : body->ops().front().get();
@@ -110,7 +125,8 @@ class ConvertToStreamPass : public ir::Pass {
                       const std::vector<ir::Type>& result_types, std::map<ir::Operation*, ir::Type>& extract_types) {
     for (auto it = block->ops().begin(); it != block->ops().end();) {
       ir::Operation* op = (it++)->get();
-      if (op->is("tensor.constant")) {
+      const ir::OpInfo& traits = ir::Traits(op);
+      if (op->is(ir::OpCode::kTensorConstant)) {
         const ir::DenseElements* dense = op->dense_attr("value");
         ir::Operation* c = ir::Builder::Before(op).Create(
             "stream.async.constant", {}, {ir::Type::Resource(ir::Lifetime::kConstant)},
@@ -118,12 +134,12 @@ class ConvertToStreamPass : public ir::Pass {
         c->set_loc(op->loc());
         op->result(0)->ReplaceAllUsesWith(c->result(0));
         op->Erase();
-      } else if (op->is("tensor.reshape")) {
+      } else if (op->is(ir::OpCode::kTensorReshape)) {
         op->result(0)->ReplaceAllUsesWith(op->operand(0));
         op->Erase();
-      } else if (op->is("flow.dispatch")) {
+      } else if (op->is(ir::OpCode::kFlowDispatch)) {
         KILN_RETURN_IF_ERROR(ConvertDispatch(module, op, symbols));
-      } else if (op->is("tensor.extract")) {
+      } else if (op->is(ir::OpCode::kTensorExtract)) {
         // One element read back to the host: stream.async.load.
         const ir::Type& t = extract_types[op];
         ir::Operation* load = ir::Builder::Before(op).Create(
@@ -132,7 +148,7 @@ class ConvertToStreamPass : public ir::Pass {
         load->set_loc(op->loc());
         op->result(0)->ReplaceAllUsesWith(load->result(0));
         op->Erase();
-      } else if (op->dialect() == "scf") {
+      } else if (traits.level == ir::OpLevel::kControl && traits.has(ir::kHasRegions)) {
         // Structured control flow: convert the regions, then retype tensor
         // results and region arguments as resources (value semantics carry over).
         // Results are `!stream.resource<*>`: branches may yield constants,
@@ -146,7 +162,7 @@ class ConvertToStreamPass : public ir::Pass {
           }
         for (ir::Value* r : op->results())
           if (r->type().is_tensor()) r->set_type(any);
-      } else if (op->is("func.return")) {
+      } else if (op->is(ir::OpCode::kFuncReturn)) {
         ir::Builder b = ir::Builder::Before(op);
         for (unsigned i = 0; i < op->num_operands(); ++i) {
           const ir::Type& tensor_type = result_types[i];
@@ -154,7 +170,7 @@ class ConvertToStreamPass : public ir::Pass {
                                       {{"size", ir::Attribute(tensor_type.byte_size())}});
           op->SetOperand(i, e->result(0));
         }
-      } else if (op->is("func.call")) {
+      } else if (op->is(ir::OpCode::kFuncCall)) {
         // A call of another module's function: operands are already
         // resources (views pass to the callee); each result is a fresh
         // external resource the caller holds, sized from its tensor type.
@@ -166,8 +182,9 @@ class ConvertToStreamPass : public ir::Pass {
           r->set_type(ir::Type::Resource(ir::Lifetime::kExternal));
         }
         op->set_attr("sizes", ir::Attribute(sizes));
-      } else if (op->is("stream.tensor.import") || op->dialect() == "arith") {
-        continue;  // imports were inserted above; host arithmetic stays
+      } else if (op->is(ir::OpCode::kStreamTensorImport) ||
+                 (traits.level == ir::OpLevel::kControl && !traits.has(ir::kBranch))) {
+        continue;  // imports were inserted above; host arithmetic and region terminators stay
       } else {
         return UnimplementedError("convert-to-stream: unexpected op '%s' (%s) at the dispatch level",
                                   op->name().c_str(), op->loc().c_str());
@@ -199,7 +216,7 @@ class ConvertToStreamPass : public ir::Pass {
 
     // Outline: flow.executable { ^bb0(tensor args): flow.dispatch(args) }.
     ir::Operation* func = call->parent_op();
-    while (func && !func->is("func.func")) func = func->parent_op();  // out of scf regions
+    while (func && !func->is(ir::OpCode::kFuncFunc)) func = func->parent_op();  // out of scf regions
     if (!func) return InternalError("convert-to-stream: dispatch outside a function");
     ir::Operation* exe = ir::Builder::Before(func).Create("flow.executable", {}, {},
                                                           {{"sym_name", ir::Attribute(sym)}}, 1);

@@ -60,7 +60,7 @@ namespace {
 
 bool IsF32Tensor(const ir::Type& t) { return t.is_tensor() && t.dtype == DType::kF32; }
 bool Is8Bit(const ir::Type& t) { return t.is_tensor() && (t.dtype == DType::kU8 || t.dtype == DType::kI8); }
-bool IsTensorOp(const ir::Operation* op) { return op->name().rfind("tensor.", 0) == 0; }
+bool IsTensorOp(const ir::Operation* op) { return ir::Traits(op).level == ir::OpLevel::kTensor; }
 
 ir::Type AsF16(const ir::Type& t) { return ir::Type::Tensor(DType::kF16, t.shape); }
 
@@ -108,7 +108,7 @@ class DemoteF32ToF16Pass : public ir::Pass {
       for (ir::Operation* op : ops) {
         for (ir::Value* r : op->results()) {
           if (!IsF32Tensor(r->type())) continue;
-          if (op->is("tensor.constant")) {
+          if (op->is(ir::OpCode::kTensorConstant)) {
             const ir::DenseElements* d = op->dense_attr("value");
             if (!d || d->type.dtype != DType::kF32) continue;
             int64_t saturated = 0;
@@ -124,7 +124,7 @@ class DemoteF32ToF16Pass : public ir::Pass {
       //    of non-tensor ops) are cast to f16 once, after their definition.
       std::map<ir::Value*, ir::Value*> to_f16;
       for (ir::Operation* op : ops) {
-        if (op->is("tensor.cast")) continue;  // reads any dtype
+        if (op->is(ir::OpCode::kTensorCast)) continue;  // reads any dtype
         for (unsigned i = 0; i < op->num_operands(); ++i) {
           ir::Value* v = op->operand(i);
           if (!IsF32Tensor(v->type())) continue;

@@ -144,7 +144,7 @@ const ir::Operation* FeedsTypedEdge(const ir::Value* v) {
 bool IsGlobalStateUpdate(ir::Operation* clone) {
   ir::Value* src = clone->operand(0);
   ir::Operation* load = src->defining_op();
-  if (!load || !load->is("util.global.load")) return false;
+  if (!load || !load->is(ir::OpCode::kUtilGlobalLoad)) return false;
   const std::string sym = load->str_attr("global");
   ir::Block* block = load->parent_block();
   if (clone->parent_block() != block) return false;
@@ -160,7 +160,7 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
     if (v->uses().size() != 1) return false;
     ir::Operation* user = v->uses()[0].user;
     if (user->parent_block() != block) return false;
-    if (user->is("util.global.store")) {
+    if (user->is(ir::OpCode::kUtilGlobalStore)) {
       if (user->str_attr("global") != sym) return false;
       store = user;
       break;
@@ -185,9 +185,10 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
     if (!between) continue;
     bool touches = false;
     op->Walk([&](ir::Operation* inner) {
-      if ((inner->is("util.global.load") || inner->is("util.global.store")) && inner->str_attr("global") == sym)
+      if ((inner->is(ir::OpCode::kUtilGlobalLoad) || inner->is(ir::OpCode::kUtilGlobalStore)) &&
+          inner->str_attr("global") == sym)
         touches = true;
-      if (inner->is("func.call")) touches = true;
+      if (inner->is(ir::OpCode::kFuncCall)) touches = true;
     });
     if (touches) return false;
   }
@@ -208,9 +209,9 @@ bool NeverWrittenAfterDefinition(ir::Value* v) {
     ir::Operation* def = x->defining_op();
     if (!def) break;
     ir::Value* next = nullptr;
-    if (def->is("stream.async.slice")) {
+    if (def->is(ir::OpCode::kStreamAsyncSlice)) {
       next = def->operand(0);
-    } else if (def->is("stream.timepoint.await")) {
+    } else if (def->is(ir::OpCode::kStreamTimepointAwait)) {
       if (x->index() + 1 < def->num_operands()) next = def->operand(x->index() + 1);
     } else {
       int t = analysis::TiedOperandOfResult(def, x->index());
@@ -222,9 +223,9 @@ bool NeverWrittenAfterDefinition(ir::Value* v) {
     x = next;
   }
   for (ir::Value* a : analysis::ContentAliases(v)) {
-    if (ir::Operation* def = a->defining_op(); def && def->is("util.global.load")) return false;
+    if (ir::Operation* def = a->defining_op(); def && def->is(ir::OpCode::kUtilGlobalLoad)) return false;
     for (const ir::Use& u : a->uses()) {
-      if (u.user->is("util.global.store")) return false;
+      if (u.user->is(ir::OpCode::kUtilGlobalStore)) return false;
       if (producers.count(u.user)) continue;
       for (unsigned t : analysis::TiedOperands(u.user))
         if (t == u.operand_index) return false;
@@ -281,13 +282,13 @@ bool LoopLevel(ir::Value* a, std::vector<EntryEdge>* entries, ir::Value** next) 
   ir::Operation* owner = region->parent_op();
   if (b == region->block(0)) {
     if (!owner) return false;
-    if (owner->is("scf.for") && owner->num_regions() == 1 && a->index() >= 1 &&
+    if (owner->is(ir::OpCode::kScfFor) && owner->num_regions() == 1 && a->index() >= 1 &&
         3 + a->index() - 1 < owner->num_operands()) {
       entries->push_back(EntryEdge{owner, 3 + a->index() - 1});
-    } else if (owner->is("scf.while") && owner->num_regions() == 2 && region == owner->region(0) &&
+    } else if (owner->is(ir::OpCode::kScfWhile) && owner->num_regions() == 2 && region == owner->region(0) &&
                a->index() < owner->num_operands()) {
       entries->push_back(EntryEdge{owner, a->index()});
-    } else if (owner->is("scf.while") && owner->num_regions() == 2 && region == owner->region(1)) {
+    } else if (owner->is(ir::OpCode::kScfWhile) && owner->num_regions() == 2 && region == owner->region(1)) {
       // An "after" argument: the value scf.condition forwards.
       bool modelled = true;
       std::vector<analysis::FlowEdge> in = analysis::IncomingValues(a, &modelled);
@@ -333,19 +334,17 @@ const ir::Operation* FeedsLoopEntry(ir::Operation* clone) {
   for (int depth = 0; depth < 8; ++depth) {
     use = nullptr;
     for (const ir::Use& u : r->uses()) {
-      if (u.user->is("stream.resource.retain") || u.user->is("stream.resource.release") ||
-          u.user->is("stream.resource.dealloca"))
-        continue;
+      if (ir::Traits(u.user).has(ir::kLifetime)) continue;  // retain, release, dealloca
       if (use) return nullptr;
       use = &u;
     }
     if (!use) return nullptr;
     ir::Operation* user = use->user;
     ir::Operation* parent = user->parent_op();
-    if (user->is("stream.yield") && parent && parent->is("stream.async.execute") &&
+    if (user->is(ir::OpCode::kStreamYield) && parent && parent->is(ir::OpCode::kStreamAsyncExecute) &&
         use->operand_index < parent->num_results()) {
       r = parent->result(use->operand_index);
-    } else if (user->is("stream.timepoint.await") && use->operand_index >= 1 &&
+    } else if (user->is(ir::OpCode::kStreamTimepointAwait) && use->operand_index >= 1 &&
                use->operand_index - 1 < user->num_results()) {
       r = user->result(use->operand_index - 1);
     } else {
@@ -441,7 +440,7 @@ bool MaterializeSplatConstantCopy(ir::Operation* clone, ir::PassContext& ctx) {
   ir::Operation* def = clone->operand(0)->defining_op();
   int64_t size = clone->int_attr("size", -1);
   uint32_t pattern = 0;
-  if (!def || !def->is("stream.async.constant") || !SplatPattern(def, size, &pattern)) return false;
+  if (!def || !def->is(ir::OpCode::kStreamAsyncConstant) || !SplatPattern(def, size, &pattern)) return false;
   ir::Builder b = ir::Builder::Before(clone);
   b.set_loc(clone->loc());
   std::map<std::string, ir::Attribute> attrs = {{"size", ir::Attribute(size)},
@@ -465,7 +464,7 @@ class ElideAsyncCopiesPass : public ir::Pass {
     for (ir::Operation* func : module.functions()) {
       std::vector<ir::Operation*> clones;
       func->Walk([&](ir::Operation* op) {
-        if (op->is("stream.async.clone")) clones.push_back(op);
+        if (op->is(ir::OpCode::kStreamAsyncClone)) clones.push_back(op);
       });
       // Copies nobody reads go first (latest first, so a clone of a dead
       // clone goes too): a dead copy must not make its source look live to

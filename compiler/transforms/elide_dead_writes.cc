@@ -39,18 +39,13 @@ namespace kiln::transforms {
 namespace {
 
 // The byte range `op` writes into its target (operand 0), or false when op
-// is not a subrange write with known attributes.
+// is not a subrange write with known attributes. The subrange writes are the
+// ops whose effects (ops.def Writes) are operand 0 only: update, fill and
+// copy; copy names its range `dst_offset`, the others `offset`.
 bool WrittenRange(const ir::Operation* op, int64_t* begin, int64_t* end) {
-  int64_t offset = -1, length = -1;
-  if (op->is("stream.async.update") || op->is("stream.async.fill")) {
-    offset = op->int_attr("offset", -1);
-    length = op->int_attr("length", -1);
-  } else if (op->is("stream.async.copy")) {
-    offset = op->int_attr("dst_offset", -1);
-    length = op->int_attr("length", -1);
-  } else {
-    return false;
-  }
+  if (ir::Traits(op).writes != ir::OperandSet::kFirst) return false;
+  const int64_t offset = op->int_attr(op->is(ir::OpCode::kStreamAsyncCopy) ? "dst_offset" : "offset", -1);
+  const int64_t length = op->int_attr("length", -1);
   if (offset < 0 || length < 0 || op->num_operands() < 1 || op->num_results() != 1) return false;
   *begin = offset;
   *end = offset + length;

@@ -79,7 +79,7 @@ namespace {
 using TimepointSet = std::set<ir::Value*>;
 
 bool IsImmediate(ir::Value* tp) {
-  return tp->defining_op() && tp->defining_op()->is("stream.timepoint.immediate");
+  return tp->defining_op() && tp->defining_op()->is(ir::OpCode::kStreamTimepointImmediate);
 }
 
 unsigned NumExecuteAwaits(ir::Operation* exec) {
@@ -94,10 +94,10 @@ bool Implies(ir::Value* a, ir::Value* b, int depth = 0) {
   if (depth > 32) return false;
   ir::Operation* def = a->defining_op();
   if (!def) return false;
-  if (def->is("stream.timepoint.join")) {
+  if (def->is(ir::OpCode::kStreamTimepointJoin)) {
     for (ir::Value* m : def->operands())
       if (Implies(m, b, depth + 1)) return true;
-  } else if (def->is("stream.async.execute") && a->index() == def->num_results() - 1) {
+  } else if (def->is(ir::OpCode::kStreamAsyncExecute) && a->index() == def->num_results() - 1) {
     unsigned n = NumExecuteAwaits(def);
     for (unsigned i = 0; i < n; ++i)
       if (Implies(def->operand(i), b, depth + 1)) return true;
@@ -110,7 +110,7 @@ bool Covered(ir::Value* tp, const TimepointSet& covered, int depth = 0) {
   for (ir::Value* c : covered)
     if (Implies(c, tp)) return true;
   ir::Operation* def = tp->defining_op();
-  if (depth < 32 && def && def->is("stream.timepoint.join") && def->num_operands() > 0) {
+  if (depth < 32 && def && def->is(ir::OpCode::kStreamTimepointJoin) && def->num_operands() > 0) {
     for (ir::Value* m : def->operands())
       if (!Covered(m, covered, depth + 1)) return false;
     return true;
@@ -163,15 +163,15 @@ class Elider {
   TimepointSet ProcessBlock(ir::Block* block, TimepointSet covered) {
     for (auto it = block->ops().begin(); it != block->ops().end();) {
       ir::Operation* op = (it++)->get();
-      const std::string& n = op->name();
-      if (n == "stream.timepoint.await") {
+      const ir::OpCode n = op->code();
+      if (n == ir::OpCode::kStreamTimepointAwait) {
         ProcessAwait(op, covered);
-      } else if (n == "stream.timepoint.join") {
+      } else if (n == ir::OpCode::kStreamTimepointJoin) {
         ProcessJoin(op, covered);
-      } else if (n == "stream.async.execute") {
+      } else if (n == ir::OpCode::kStreamAsyncExecute) {
         ProcessExecute(op, covered);
         for (unsigned r = 0; r < op->num_regions(); ++r) ProcessRegion(op->region(r), covered);
-      } else if (n == "scf.if" || n == "scf.index_switch") {
+      } else if (n == ir::OpCode::kScfIf || n == ir::OpCode::kScfIndexSwitch) {
         std::vector<TimepointSet> outs;
         bool all = op->num_regions() > 0;
         for (unsigned r = 0; r < op->num_regions(); ++r) {
@@ -186,7 +186,7 @@ class Elider {
             if (everywhere) covered.insert(tp);
           }
         }
-      } else if (n == "scf.while" && op->num_regions() == 2) {
+      } else if (n == ir::OpCode::kScfWhile && op->num_regions() == 2) {
         TimepointSet before = ProcessRegion(op->region(0), covered);
         ProcessRegion(op->region(1), before);
         covered = before;
@@ -223,7 +223,7 @@ class Elider {
     for (ir::Value* r : await->results())
       for (const ir::Use& u : r->uses()) {
         ir::Operation* e = u.user;
-        if (!e->is("stream.async.execute") || u.operand_index < NumExecuteAwaits(e) ||
+        if (!e->is(ir::OpCode::kStreamAsyncExecute) || u.operand_index < NumExecuteAwaits(e) ||
             e->ints_attr("operand_segments").size() != 2)
           return false;
         executes.insert(e);
@@ -266,7 +266,8 @@ class Elider {
       for (const ir::Use& u : r->uses()) {
         ir::Operation* holder = u.user;
         while (holder && holder->parent_block() != await->parent_block()) holder = holder->parent_op();
-        if (!holder || holder == u.user || !(holder->is("scf.if") || holder->is("scf.index_switch")))
+        if (!holder || holder == u.user ||
+            !(holder->is(ir::OpCode::kScfIf) || holder->is(ir::OpCode::kScfIndexSwitch)))
           return false;  // read in the await's block itself, or in another kind of op
         if (target && holder != target) return false;
         target = holder;
@@ -353,7 +354,7 @@ class Elider {
  private:
   void NoteOrphan(ir::Value* tp) {
     ir::Operation* def = tp->defining_op();
-    if (def && (def->is("stream.timepoint.join") || def->is("stream.timepoint.immediate")))
+    if (def && (def->is(ir::OpCode::kStreamTimepointJoin) || def->is(ir::OpCode::kStreamTimepointImmediate)))
       orphans_.insert(def);
   }
 

@@ -115,7 +115,7 @@ class ElideTransfersPass : public ir::Pass {
     std::vector<ir::Operation*> transfers;
     for (ir::Operation* func : module.functions())
       func->Walk([&](ir::Operation* op) {
-        if (op->is("stream.async.transfer")) transfers.push_back(op);
+        if (op->is(ir::OpCode::kStreamAsyncTransfer)) transfers.push_back(op);
       });
     if (!have_topology && !transfers.empty())
       ctx.Remark(nullptr, "elide-transfers: module has no kiln.topology op; only transfers within one "
@@ -147,7 +147,7 @@ class ElideTransfersPass : public ir::Pass {
           break;
         }
         ir::Operation* def = v->defining_op();
-        if (!def || !def->is("stream.async.transfer") || def->num_operands() != 1) break;
+        if (!def || !def->is(ir::OpCode::kStreamAsyncTransfer) || def->num_operands() != 1) break;
         v = def->operand(0);
         v_affinity = SourceAffinity(def);
       }
@@ -177,7 +177,7 @@ class ElideTransfersPass : public ir::Pass {
     while (!maybe_dead.empty()) {
       ir::Operation* op = *maybe_dead.begin();
       maybe_dead.erase(maybe_dead.begin());
-      if (!op->is("stream.async.transfer") || !op->result(0)->use_empty()) continue;
+      if (!op->is(ir::OpCode::kStreamAsyncTransfer) || !op->result(0)->use_empty()) continue;
       ir::Operation* up = op->num_operands() == 1 ? op->operand(0)->defining_op() : nullptr;
       op->Erase();
       if (up) maybe_dead.insert(up);

@@ -48,7 +48,9 @@ class FoldEmptyTensorsPass : public ir::Pass {
     for (ir::Operation* func : module.functions()) {
       std::vector<ir::Operation*> empty;
       func->Walk([&](ir::Operation* op) {
-        if (op->name().rfind("tensor.", 0) != 0 || op->is("tensor.constant") || op->num_results() == 0) return;
+        if (ir::Traits(op).level != ir::OpLevel::kTensor || op->is(ir::OpCode::kTensorConstant) ||
+            op->num_results() == 0)
+          return;
         if (op->num_regions() != 0) return;
         for (ir::Value* r : op->results())
           if (!IsEmpty(r->type())) return;

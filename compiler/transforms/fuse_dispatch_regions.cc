@@ -72,7 +72,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ir/ops.h"
 #include "compiler/transforms/passes.h"
 
 namespace kiln::transforms {
@@ -99,7 +98,7 @@ struct Group {
 // scalars of hard-swish, of PP-LCNet's learnable affine blocks, eps).
 bool IsInlinableConstant(ir::Value* v) {
   ir::Operation* def = v->defining_op();
-  if (!def || !def->is("tensor.constant") || !v->type().is_tensor()) return false;
+  if (!def || !def->is(ir::OpCode::kTensorConstant) || !v->type().is_tensor()) return false;
   const ir::DenseElements* d = def->dense_attr("value");
   if (!d || !d->data) return false;
   const int64_t n = d->type.num_elements();
@@ -195,8 +194,9 @@ class FuseDispatchRegionsPass : public ir::Pass {
         for (auto& owned : block->ops()) {
           ir::Operation* op = owned.get();
           // tensor.extract reads one element on the host (a branch condition).
-          if (ir::IsHostSideOp(op->name()) || op->name() == "tensor.extract" ||
-              op->dialect() != "tensor")
+          const ir::OpInfo& traits = ir::Traits(op);
+          if (traits.level != ir::OpLevel::kTensor || traits.has(ir::kHostSide) ||
+              op->is(ir::OpCode::kTensorExtract))
             continue;
           ops.push_back(op);
         }
@@ -217,7 +217,7 @@ class FuseDispatchRegionsPass : public ir::Pass {
   static void CollectBlocks(ir::Block* block, std::vector<ir::Block*>* out) {
     out->push_back(block);
     for (auto& op : block->ops()) {
-      if (op->is("flow.dispatch")) continue;
+      if (op->is(ir::OpCode::kFlowDispatch)) continue;
       for (unsigned r = 0; r < op->num_regions(); ++r)
         for (auto& b : op->region(r)->blocks()) CollectBlocks(b.get(), out);
     }
@@ -230,7 +230,7 @@ class FuseDispatchRegionsPass : public ir::Pass {
     std::vector<Group> groups;
     std::map<ir::Operation*, size_t> group_of;
     for (ir::Operation* op : ops) {
-      if (ir::IsElementwiseOp(op->name())) {
+      if (ir::Traits(op).is_elementwise()) {
         int target = FindProducerGroup(op, groups, group_of);
         if (target >= 0) {
           groups[target].ops.push_back(op);
@@ -270,12 +270,17 @@ class FuseDispatchRegionsPass : public ir::Pass {
     return 1;
   }
 
-  static bool IsCheapElementwise(const std::string& n) {
-    static const std::set<std::string> k = {"tensor.add", "tensor.sub", "tensor.mul",
-                                            "tensor.div", "tensor.neg", "tensor.relu",
-                                            "tensor.clamp", "tensor.max", "tensor.min",
-                                            "tensor.cast"};
-    return k.count(n) != 0;
+  static bool IsCheapElementwise(const ir::Operation* op) {
+    using ir::OpCode;
+    switch (op->code()) {
+      case OpCode::kTensorAdd: case OpCode::kTensorSub: case OpCode::kTensorMul:
+      case OpCode::kTensorDiv: case OpCode::kTensorNeg: case OpCode::kTensorRelu:
+      case OpCode::kTensorClamp: case OpCode::kTensorMax: case OpCode::kTensorMin:
+      case OpCode::kTensorCast:
+        return true;
+      default:
+        return false;
+    }
   }
 
   // Merges an elementwise-only group into the front of the conv2d / matmul
@@ -288,8 +293,8 @@ class FuseDispatchRegionsPass : public ir::Pass {
       if (g.ops.empty()) continue;
       ir::Operation* anchor = g.ops.front();
       std::vector<unsigned> data_operands;
-      if (anchor->is("tensor.conv2d")) data_operands = {0, 1};
-      else if (anchor->is("tensor.matmul")) data_operands = {0, 1};
+      if (anchor->is(ir::OpCode::kTensorConv2d)) data_operands = {0, 1};
+      else if (anchor->is(ir::OpCode::kTensorMatmul)) data_operands = {0, 1};
       for (unsigned i : data_operands) {
         if (i >= anchor->num_operands()) continue;
         ir::Value* v = anchor->operand(i);
@@ -304,7 +309,7 @@ class FuseDispatchRegionsPass : public ir::Pass {
         // Recomputed per element the anchor loads: only a few cheap ops.
         if (p.ops.size() > kMaxPrologueOps) continue;
         bool cheap = true;
-        for (ir::Operation* op : p.ops) cheap = cheap && IsCheapElementwise(op->name());
+        for (ir::Operation* op : p.ops) cheap = cheap && IsCheapElementwise(op);
         if (!cheap) continue;
         Group trial;
         trial.ops = p.ops;
@@ -324,7 +329,7 @@ class FuseDispatchRegionsPass : public ir::Pass {
   static bool UsersCanAllJoin(ir::Value* v) {
     for (const ir::Use& u : v->uses()) {
       ir::Operation* user = u.user;
-      if (!ir::IsElementwiseOp(user->name()) || user->parent_block() != v->defining_op()->parent_block() ||
+      if (!ir::Traits(user).is_elementwise() || user->parent_block() != v->defining_op()->parent_block() ||
           user->num_results() != 1 || user->result(0)->type().shape != v->type().shape)
         return false;
     }

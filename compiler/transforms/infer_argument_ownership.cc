@@ -115,7 +115,7 @@ void MarkConsumed(ir::Operation* func, unsigned i) {
   for (const std::string& s : own) list.push_back(ir::Attribute(s));
   func->set_attr("arg_ownership", ir::MakeListAttr(std::move(list)));
   for (const ir::Use& u : entry->argument(i)->uses())
-    if (u.user->is("stream.tensor.import")) u.user->set_attr("consume", ir::Attribute(true));
+    if (u.user->is(ir::OpCode::kStreamTensorImport)) u.user->set_attr("consume", ir::Attribute(true));
 }
 
 class InferArgumentOwnershipPass : public ir::Pass {
@@ -136,7 +136,7 @@ class InferArgumentOwnershipPass : public ir::Pass {
       const std::string name = f->str_attr("sym_name");
       callees[name];
       f->Walk([&](ir::Operation* op) {
-        if (!op->is("func.call")) return;
+        if (!op->is(ir::OpCode::kFuncCall)) return;
         const std::string* c = CalleeName(op);
         if (!c) return;
         calls[*c].push_back(op);

@@ -56,7 +56,7 @@ namespace {
 // writes a private copy.
 bool IsPrivateCopy(const ir::Value* v, const ir::Operation* user, unsigned operand) {
   const ir::Operation* def = v->defining_op();
-  if (!def || !def->is("stream.async.clone") || def->parent_block() != user->parent_block())
+  if (!def || !def->is(ir::OpCode::kStreamAsyncClone) || def->parent_block() != user->parent_block())
     return false;
   return v->uses().size() == 1 && v->uses()[0].user == user &&
          v->uses()[0].operand_index == operand;
@@ -73,7 +73,7 @@ int64_t CalleeArgSize(const ir::Operation* call, unsigned operand) {
   const ir::Block* module = top->parent_block();
   if (!callee || !module) return -1;
   for (const auto& o : const_cast<ir::Block*>(module)->ops()) {
-    if (!o->is("func.func") || o->str_attr("sym_name") != callee->name) continue;
+    if (!o->is(ir::OpCode::kFuncFunc) || o->str_attr("sym_name") != callee->name) continue;
     if (!o->bool_attr("import")) {  // a function of this module: its entry block's arguments
       if (o->num_regions() != 1 || o->region(0)->empty()) return -1;
       ir::Block* entry = o->region(0)->block(0);
@@ -93,7 +93,7 @@ int64_t CalleeArgSize(const ir::Operation* call, unsigned operand) {
 // a func.call has no tied result: its size is the callee's declared argument
 // size (its producer may carry none: a util.global.load, a block argument).
 int64_t CopySize(const ir::Operation* op, unsigned operand) {
-  if (op->is("func.call")) {
+  if (op->is(ir::OpCode::kFuncCall)) {
     int64_t s = CalleeArgSize(op, operand);
     if (s >= 0) return s;
   }

@@ -95,25 +95,23 @@ using ir::Operation;
 using ir::Region;
 using ir::Value;
 
-bool IsLifetimeOp(const Operation* op) {
-  return op->is("stream.resource.dealloca") || op->is("stream.resource.retain") ||
-         op->is("stream.resource.release");
-}
+bool IsLifetimeOp(const Operation* op) { return ir::Traits(op).has(ir::kLifetime); }
 
 // A use that hands the storage to someone else: an export/return, a global
 // store, or a `consume` parameter of a call (ownership moves to the callee).
 // A borrowed call operand is only read by the callee: an ordinary use.
 bool IsEscapeUse(const Operation* op, unsigned operand) {
-  return op->is("stream.tensor.export") || op->is("func.return") || op->is("util.global.store") ||
-         analysis::IsConsumedCallOperand(op, operand);
+  return op->is(ir::OpCode::kStreamTensorExport) || op->is(ir::OpCode::kFuncReturn) ||
+         op->is(ir::OpCode::kUtilGlobalStore) || analysis::IsConsumedCallOperand(op, operand);
 }
 
 bool IsConditionalOp(const Operation* op) {
-  return op->is("scf.if") || op->is("scf.index_switch") || analysis::IsLoopOp(op);
+  return op->is(ir::OpCode::kScfIf) || op->is(ir::OpCode::kScfIndexSwitch) || analysis::IsLoopOp(op);
 }
 
 bool IsMergeOp(const Operation* op) {
-  return op->is("scf.if") || op->is("scf.index_switch") || op->is("stream.async.execute");
+  return op->is(ir::OpCode::kScfIf) || op->is(ir::OpCode::kScfIndexSwitch) ||
+         op->is(ir::OpCode::kStreamAsyncExecute);
 }
 
 // A value the function creates or is handed ownership of (see header).
@@ -122,18 +120,16 @@ bool IsFreshRoot(Value* v) {
   if (v->is_block_argument()) {
     Block* b = v->parent_block();
     Operation* owner = b->parent_op();
-    if (!owner || !owner->is("func.func") || b != owner->region(0)->block(0)) return false;
+    if (!owner || !owner->is(ir::OpCode::kFuncFunc) || b != owner->region(0)->block(0)) return false;
     std::vector<std::string> own = owner->strs_attr("arg_ownership");
     return v->index() < own.size() && own[v->index()] == "consume";
   }
   Operation* def = v->defining_op();
-  const std::string& n = def->name();
-  if (n == "stream.async.clone" || n == "stream.async.alloca" || n == "stream.async.splat" ||
-      n == "stream.async.transfer")
-    return true;
-  if (n == "stream.async.dispatch") return analysis::TiedOperandOfResult(def, v->index()) < 0;
-  if (n == "stream.tensor.import") return def->bool_attr("consume");
-  if (n == "func.call") return true;  // the callee's result: the caller holds it
+  // A new allocation: clone, alloca, splat, transfer, an untied dispatch
+  // result (ops.def ResultStorage::kFresh at the stream level, untied).
+  if (ir::Traits(def).level == ir::OpLevel::kStream && ir::AllocatesFresh(*def, v->index())) return true;
+  if (def->is(ir::OpCode::kStreamTensorImport)) return def->bool_attr("consume");
+  if (def->is(ir::OpCode::kFuncCall)) return true;  // the callee's result: the caller holds it
   return false;
 }
 
@@ -148,10 +144,10 @@ std::vector<Value*> StorageAliases(Value* root) {
     Value* x = out[k];
     for (const ir::Use& u : x->uses()) {
       Operation* user = u.user;
-      if (user->is("stream.timepoint.await")) {
+      if (user->is(ir::OpCode::kStreamTimepointAwait)) {
         if (u.operand_index >= 1 && u.operand_index - 1 < user->num_results())
           add(user->result(u.operand_index - 1));
-      } else if (user->is("stream.async.slice")) {
+      } else if (user->is(ir::OpCode::kStreamAsyncSlice)) {
         if (u.operand_index == 0 && user->num_results() > 0) add(user->result(0));
       }
       for (unsigned i = 0; i < user->num_results(); ++i)
@@ -243,25 +239,25 @@ PlanResult Plan(Block* b, Operation* def, const Lifetime& lt, const OpOrder& ord
     r.ok = true;
     return r;
   }
-  if (last->is("func.return")) {  // an escape: end local ownership before it
+  if (last->is(ir::OpCode::kFuncReturn)) {  // an escape: end local ownership before it
     out->push_back(Placement{b, last->prev_op(), nullptr, nullptr});
     r.ok = true;
     return r;
   }
   if (last == b->terminator() && last->num_regions() == 0) {
     Operation* parent = last->parent_op();
-    if ((last->is("scf.yield") || last->is("stream.yield")) && parent && IsMergeOp(parent)) {
+    if ((last->is(ir::OpCode::kScfYield) || last->is(ir::OpCode::kStreamYield)) && parent && IsMergeOp(parent)) {
       r.handover = last;
       r.why = "handed over to the result of " + analysis::DescribeOp(parent);
       return r;
     }
-    if (last->is("scf.yield") || last->is("scf.condition"))
+    if (last->is(ir::OpCode::kScfYield) || last->is(ir::OpCode::kScfCondition))
       r.why = "loop-carried through " + analysis::DescribeOp(parent);
     else
       r.why = "flows through " + analysis::DescribeOp(last) + " (unstructured control flow)";
     return r;
   }
-  if (last->is("scf.if") || last->is("scf.index_switch")) {
+  if (last->is(ir::OpCode::kScfIf) || last->is(ir::OpCode::kScfIndexSwitch)) {
     bool result_alias = false;
     for (Value* res : last->results()) result_alias = result_alias || lt.alias_set.count(res);
     if (!result_alias) {
@@ -287,9 +283,9 @@ PlanResult Plan(Block* b, Operation* def, const Lifetime& lt, const OpOrder& ord
     }
   }
   Value* tp = nullptr;
-  if (last->is("stream.async.execute") && last->num_results() > 0)
+  if (last->is(ir::OpCode::kStreamAsyncExecute) && last->num_results() > 0)
     tp = last->result(last->num_results() - 1);
-  else if (last->is("stream.timepoint.await") && last->num_operands() > 0)
+  else if (last->is(ir::OpCode::kStreamTimepointAwait) && last->num_operands() > 0)
     tp = last->operand(0);
   out->push_back(Placement{b, last, nullptr, tp});
   r.ok = true;
@@ -343,9 +339,9 @@ bool IsMerged(Value* x, const Lifetime& lt) {
     }
     if (Operation* d = v->defining_op()) {  // views and tied results: their source
       std::vector<Value*> srcs;
-      if (d->is("stream.timepoint.await") && v->index() + 1 < d->num_operands())
+      if (d->is(ir::OpCode::kStreamTimepointAwait) && v->index() + 1 < d->num_operands())
         srcs.push_back(d->operand(v->index() + 1));
-      if (d->is("stream.async.slice") && d->num_operands() > 0) srcs.push_back(d->operand(0));
+      if (d->is(ir::OpCode::kStreamAsyncSlice) && d->num_operands() > 0) srcs.push_back(d->operand(0));
       int tied = analysis::TiedOperandOfResult(d, v->index());
       if (tied >= 0) srcs.push_back(d->operand(static_cast<unsigned>(tied)));
       for (Value* s : srcs)

@@ -49,15 +49,13 @@
 namespace kiln::transforms {
 namespace {
 
-bool IsAsyncWork(const ir::Operation* op) {
-  static const std::set<std::string> kOps = {
-      "stream.async.dispatch", "stream.async.fill",   "stream.async.copy",  "stream.async.clone",
-      "stream.async.update",   "stream.async.splat", "stream.async.transfer"};
-  return kOps.count(op->name()) != 0;
-}
+// Device work (ops.def kDeviceWork): dispatch, fill, copy, clone, update,
+// splat, transfer.
+bool IsAsyncWork(const ir::Operation* op) { return ir::Traits(op).has(ir::kDeviceWork); }
 
 bool IsUnscheduledBody(const ir::Operation* op) {
-  return op->is("stream.async.execute") || op->is("flow.dispatch") || op->is("flow.executable");
+  return op->is(ir::OpCode::kStreamAsyncExecute) || op->is(ir::OpCode::kFlowDispatch) ||
+         op->is(ir::OpCode::kFlowExecutable);
 }
 
 void Wrap(const std::vector<ir::Operation*>& run) {
@@ -76,7 +74,7 @@ void Wrap(const std::vector<ir::Operation*>& run) {
       if (capture_of.count(v)) continue;
       ir::Value* captured = v;
       ir::Operation* def = v->defining_op();
-      if (def && def->is("stream.timepoint.await") && def->num_operands() == def->num_results() + 1) {
+      if (def && def->is(ir::OpCode::kStreamTimepointAwait) && def->num_operands() == def->num_results() + 1) {
         captured = def->operand(v->index() + 1);
         ir::Value* tp = def->operand(0);
         if (std::find(awaits.begin(), awaits.end(), tp) == awaits.end()) awaits.push_back(tp);
