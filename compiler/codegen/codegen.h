@@ -118,8 +118,10 @@ struct CodegenOptions {
   // `restrict`: as in C99, restrict constrains only memory that is written.
   // Correctness of such a shader still needs each invocation to read an
   // aliased element only before it writes it, and no invocation to read an
-  // element another one writes: the passes make aliased dispatches only of
-  // same-index elementwise bodies (docs/architecture.md, copy elision).
+  // element another one writes: copy elision's aliased read rule admits
+  // only one-result bodies elementwise at one index
+  // (compiler/transforms/aliased_dispatch_read.h); a tied dispatch is
+  // assumed to read its tied operand only at the index it writes.
   std::vector<bool> aliased_bindings;
 };
 

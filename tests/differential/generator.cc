@@ -400,8 +400,8 @@ class Generator {
   // aliased read rule may remove the clone; the dispatch then binds one
   // buffer three times, codegen::CodegenOptions::aliased_bindings): `*b`
   // becomes `a` itself or a full-size slice of it at offset 0. Drawn from
-  // its own PRNG after the operands were picked, so other programs are
-  // the programs drawn before this existed.
+  // its own PRNG after the operands were picked, so a seed whose program
+  // draws none gives the program it gave before this existed.
   void MaybeReadTiedOperand(const Val& a, Val* b) {
     if (!alias_rng_.Chance(25)) return;
     if (alias_rng_.Chance(70)) {
