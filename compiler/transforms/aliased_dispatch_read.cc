@@ -56,7 +56,7 @@ ir::Operation* DispatchBody(const ir::Operation* dispatch) {
   return nullptr;
 }
 
-// "" when `body` (a flow.dispatch with one result) reads its block
+// "" when `body` (a flow.dispatch) reads its block
 // arguments `args` only at the index it writes (header, condition 3);
 // otherwise why not.
 std::string ElementwiseAtOneIndex(ir::Operation* body, const std::vector<unsigned>& args) {
@@ -92,9 +92,10 @@ analysis::Verdict AliasedDispatchReadVerdict(ir::Operation* clone, const analysi
   if (copy->uses().size() != 1 || size < 0) return general;
   ir::Operation* d = copy->uses()[0].user;
   const unsigned k = copy->uses()[0].operand_index;
-  if (!d->is(OpCode::kStreamAsyncDispatch) || d->num_results() != 1 ||
-      analysis::TiedOperandOfResult(d, 0) != static_cast<int>(k))
-    return general;
+  if (!d->is(OpCode::kStreamAsyncDispatch)) return general;
+  bool tied = false;
+  for (unsigned r = 0; r < d->num_results(); ++r) tied |= analysis::TiedOperandOfResult(d, r) == static_cast<int>(k);
+  if (!tied) return general;
   // 2. Operands naming the source's bytes from its first byte.
   ir::Value* root = FullViewRoot(src, size);
   std::vector<unsigned> reads;
@@ -108,7 +109,8 @@ analysis::Verdict AliasedDispatchReadVerdict(ir::Operation* clone, const analysi
   if (!body) return {false, what + ", and its body is not a flow.executable of one flow.dispatch"};
   std::vector<unsigned> args = reads;
   args.push_back(k);
-  std::string why = ElementwiseAtOneIndex(body, args);
+  std::string why = d->num_results() != 1 ? "it has " + std::to_string(d->num_results()) + " results"
+                                          : ElementwiseAtOneIndex(body, args);
   if (!why.empty())
     return {false, what + ", and its body '" + body->str_attr("name", "?") + "' is not elementwise at one index (" +
                        why + ")"};

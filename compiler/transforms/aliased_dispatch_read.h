@@ -9,8 +9,8 @@
 // cannot change what the dispatch reads: each invocation of the shader reads
 // the element of %x it then writes, and nothing else. The rule removes the
 // clone (giving `dispatch(%x, %x)`, result tied to operand 0) when all hold:
-//  1. %c has one use: the tied operand k of a stream.async.dispatch D with
-//     one result (tied to k). Several results are not handled: the
+//  1. %c has one use: the tied operand k of a stream.async.dispatch D, and
+//     D has one result (tied to k). Several results are not handled: the
 //     generated shader stores one result before it loads the operands only
 //     another result needs (compiler/codegen/schedule_pointwise.cc).
 //  2. D reads %x through another operand j, directly or through a full-size
