@@ -68,6 +68,7 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
       per_invoke_allocation = true;
       enc.CallImport(HalImport::kAllocatorAllocate,
                      {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
+      NoteBackendCopy(ret, "returned constant, global or borrowed argument");
       RecordCopy(cmd, s, copy, s.length);
       s = copy;
     }

@@ -53,15 +53,16 @@ std::vector<FunctionEmitter::EdgeGroup> FunctionEmitter::EdgeGroupsOf(ir::Operat
 }
 
 void FunctionEmitter::CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
-                               const std::vector<const Storage*>& dsts) {
+                               const std::vector<const Storage*>& dsts, const char* why) {
   for (unsigned i : operands) {
     auto t = edge_temps_.find({edge, i});
-    if (t != edge_temps_.end()) CopyInto(cmd, storage_.at(edge->operand(i)), t->second);
+    if (t != edge_temps_.end())
+      CopyInto(cmd, storage_.at(edge->operand(i)), t->second, edge, "parallel-copy temporary");
   }
   for (size_t k = 0; k < operands.size(); ++k) {
     if (!dsts[k]) continue;
     auto t = edge_temps_.find({edge, operands[k]});
-    CopyInto(cmd, t != edge_temps_.end() ? t->second : storage_.at(edge->operand(operands[k])), *dsts[k]);
+    CopyInto(cmd, t != edge_temps_.end() ? t->second : storage_.at(edge->operand(operands[k])), *dsts[k], edge, why);
   }
 }
 
@@ -95,7 +96,7 @@ Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region,
   for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
     ir::Value* y = yield->operand(i);
     if (y->type().kind == ir::TypeKind::kResource) {
-      CopyInto(cmd, storage_.at(y), storage_.at(op->result(i)));
+      CopyInto(cmd, storage_.at(y), storage_.at(op->result(i)), yield, "yield into the region's result storage");
     } else {
       auto it = i32_values_.find(y);
       if (it == i32_values_.end())
@@ -144,7 +145,8 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   }
   ir::Block* loop_body = op->region(0)->block(0);
   for (ir::Value* r : op->results())
-    if (storage_.count(r)) CopyInto(cmd, storage_.at(op->operand(3 + r->index())), storage_.at(r));
+    if (storage_.count(r))
+      CopyInto(cmd, storage_.at(op->operand(3 + r->index())), storage_.at(r), op, "loop entry into the carried storage");
   // Everything the body reads or writes, as pending at the top of each trip.
   std::vector<Range> body_ranges;
   ForEachOp(loop_body, [&](ir::Operation* inner) {
@@ -180,7 +182,8 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   }
   ir::Operation* yield = loop_body->terminator();
   if (yield)
-    for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
+    for (const EdgeGroup& g : EdgeGroupsOf(yield))
+      CopyEdge(cmd, yield, g.operands, g.dsts, "loop yield into the carried storage");
   enc.AddI32(iv, iv, bounds[2]);
   enc.Br(header);
   enc.Bind(exit);
@@ -246,7 +249,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   for (ir::Value* a : before->arguments()) {
     ir::Value* init = op->operand(a->index());
     if (a->type().kind == ir::TypeKind::kResource) {
-      CopyInto(cmd, storage_.at(init), storage_.at(a));
+      CopyInto(cmd, storage_.at(init), storage_.at(a), op, "loop entry into the carried storage");
     } else {
       auto it = i32_values_.find(init);
       if (it == i32_values_.end())
@@ -269,7 +272,8 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
     return UnimplementedError("emit: scf.while condition is not a host value (%s)", op->loc().c_str());
   // Forward: copy into result storage (nothing in the usual form), as one
   // parallel copy.
-  for (const EdgeGroup& g : EdgeGroupsOf(cond)) CopyEdge(cmd, cond, g.operands, g.dsts);
+  for (const EdgeGroup& g : EdgeGroupsOf(cond))
+    CopyEdge(cmd, cond, g.operands, g.dsts, "scf.condition forward into the result storage");
   for (ir::Value* r : op->results()) {
     ir::Value* fwd = cond->operand(1 + r->index());
     if (r->type().kind != ir::TypeKind::kResource) {
@@ -287,7 +291,8 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   for (auto& owned : after->ops())
     if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   // Next values into the carried storage (one parallel copy) / registers.
-  for (const EdgeGroup& g : EdgeGroupsOf(yield)) CopyEdge(cmd, yield, g.operands, g.dsts);
+  for (const EdgeGroup& g : EdgeGroupsOf(yield))
+    CopyEdge(cmd, yield, g.operands, g.dsts, "loop yield into the carried storage");
   std::vector<std::pair<uint16_t, uint16_t>> moves;  // (temp, carried)
   for (ir::Value* a : before->arguments()) {
     ir::Value* y = yield->operand(a->index());
@@ -370,7 +375,7 @@ Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsig
       moves.push_back({t, dst->second});
     }
   }
-  CopyEdge(cmd, edge, g.operands, g.dsts);
+  CopyEdge(cmd, edge, g.operands, g.dsts, "branch operand into the block argument's storage");
   for (auto& [t, dst] : moves) enc.MovI32(dst, t);
   return OkStatus();
 }

@@ -54,6 +54,17 @@ struct EmitReport {
   // releases dropped registers of a caller allocation (the rest end arena
   // lifetimes in the transient plan).
   int deallocas = 0, retains = 0, releases = 0, dropped_registers = 0;
+  // Copy commands in the module's functions, counted where they are written
+  // (once per op, not per execution): those of IR copy ops
+  // (stream.async.clone, transfer, update, copy), and those the emitter adds
+  // with no IR op, one line each, "<why> (<location>)": an edge into
+  // storage the value does not live in (a yield, a loop entry, a branch
+  // operand), a parallel-copy temporary, a global snapshot or store, a
+  // returned constant, global or borrowed argument. kiln-compile
+  // --explain-copies prints both. The runtime's own copies (take_or_clone
+  // of a consumed argument the caller still shares) are in neither.
+  int ir_copies = 0;
+  std::vector<std::string> backend_copies;
 };
 
 // Errors: kUnimplemented for ops that cannot be lowered (named, with loc);

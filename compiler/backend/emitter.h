@@ -328,22 +328,29 @@ class FunctionEmitter {
   // Before an op that writes a consumed import in place: if not taken yet,
   // (buffer, offset) = take_or_clone(cmd, arg) and set the flag.
   void EnsureTaken(ir::Operation* op, uint16_t cmd) {
-    for (ir::Value* r : op->results()) {
-      ir::Value* t = TiedValue(op, r->index());
-      if (!t) continue;
-      auto it = lazy_takes_.find(RootOfValue(t));
-      if (it == lazy_takes_.end()) continue;
-      const LazyTake& lt = it->second;
-      vm::Label take = enc.NewLabel(), done = enc.NewLabel();
-      enc.CondBr(lt.flag, done, take);
-      enc.Bind(take);
-      enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(lt.arg)},
-                     {Reg::Ref(lt.storage.buffer), Reg::I32(lt.storage.offset_reg)});
-      enc.ConstI32(lt.flag, 1);
-      enc.Bind(done);
-      unsubmitted_work_ = true;  // take_or_clone may have recorded a copy
-      pending_writes_.push_back(RangeOf(lt.storage));  // a possible copy: order the write after it
-    }
+    for (ir::Value* r : op->results())
+      if (ir::Value* t = TiedValue(op, r->index())) EnsureTakenRoot(RootOfValue(t), cmd);
+    // A loop whose carried storage is a consumed import's (region
+    // coalescing): taken before the loop, since the trips may write it
+    // through edge copies as well as in-place ops.
+    if (auto it = take_before_.find(op); it != take_before_.end())
+      for (ir::Value* imp : it->second) EnsureTakenRoot(imp, cmd);
+  }
+  std::map<ir::Operation*, std::vector<ir::Value*>> take_before_;
+  // Takes consumed import `root` (lazy_takes_) unless already taken.
+  void EnsureTakenRoot(ir::Value* root, uint16_t cmd) {
+    auto it = lazy_takes_.find(root);
+    if (it == lazy_takes_.end()) return;
+    const LazyTake& lt = it->second;
+    vm::Label take = enc.NewLabel(), done = enc.NewLabel();
+    enc.CondBr(lt.flag, done, take);
+    enc.Bind(take);
+    enc.CallImport(HalImport::kBufferViewTakeOrClone, {Reg::Ref(cmd), Reg::Ref(lt.arg)},
+                   {Reg::Ref(lt.storage.buffer), Reg::I32(lt.storage.offset_reg)});
+    enc.ConstI32(lt.flag, 1);
+    enc.Bind(done);
+    unsubmitted_work_ = true;  // take_or_clone may have recorded a copy
+    pending_writes_.push_back(RangeOf(lt.storage));  // a possible copy: order the write after it
   }
   // One parallel copy of an edge: operand indices of `op` and the storage
   // each is copied into (nullptr: a host value).
@@ -355,7 +362,7 @@ class FunctionEmitter {
   // Copies the edge's operands into `dsts` as one parallel copy (through
   // the temporaries planned for conflicting operands).
   void CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
-                const std::vector<const Storage*>& dsts);
+                const std::vector<const Storage*>& dsts, const char* why);
   std::map<std::pair<ir::Operation*, unsigned>, Storage> edge_temps_;
   static ir::Value* RootOfValue(ir::Value* v);
   // util.global.load results that need their own copy of the global (the
@@ -371,11 +378,16 @@ class FunctionEmitter {
                     Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(length))},
                    {});
   }
-  // Copies `from` into the whole of `to`, unless it already lives there.
-  void CopyInto(uint16_t cmd, const Storage& from, const Storage& to) {
+  // Copies `from` into the whole of `to`, unless it already lives there: a
+  // copy the emitter adds with no IR copy op (an edge into storage the value
+  // does not live in, a global snapshot or store), listed in the report as
+  // `why` at `at`'s location (EmitReport::backend_copies).
+  void CopyInto(uint16_t cmd, const Storage& from, const Storage& to, ir::Operation* at, const char* why) {
     if (SameStorage(from, to)) return;  // already there
+    NoteBackendCopy(at, why);
     RecordCopy(cmd, from, to, to.length);
   }
+  void NoteBackendCopy(ir::Operation* at, const char* why);
   Status RecordBlock(ir::Block* block, uint16_t cmd) {
     for (auto& owned : block->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     return OkStatus();
@@ -401,6 +413,39 @@ ir::Value* RootOf(ir::Value* v);
 bool IsLifetimeOp(ir::Operation* op);
 // Byte size of a resource value (0 when unknown).
 int64_t SizeOf(ir::Value* v, int depth = 0);
+
+// Copy coalescing at structured control flow (region_coalescing.cc).
+// The value whose whole storage `v` lives in through in-place (tied)
+// updates only: `v` itself when it is not a tied result; no slice.
+ir::Value* TiedChainRoot(ir::Value* v);
+// Region results of the scf ops of `body` (and the loop-carried block
+// arguments sharing their storage) that can live in a consumed import's
+// storage, mapped to that import: every value flowing into the result (the
+// loop's initial value, each branch's yield) is the import or an in-place
+// update of it, the sizes match, and nothing reads the import's storage
+// after the op, inside a loop's body, or through a call. The loop entry and
+// the yields then copy nothing; the caller's donated buffer is the carried
+// storage.
+std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body);
+// The same inside the body of every scf.for of `body`: an scf.if /
+// index_switch result in a loop body whose incoming values are the carried
+// argument or in-place updates of it (a branch may also yield a fresh value,
+// copied in at its yield) lives in the carried storage, so neither the
+// yield nor the loop's back edge copies; likewise a nested loop's carried
+// value. Mapped to the carried argument.
+std::map<ir::Value*, ir::Value*> ValuesInCarriedArguments(ir::Block* body);
+// The fresh allocation (ops.def: a stream-level new allocation) a branch
+// yields `v` from, through in-place updates all defined in `branch`; nullptr
+// when `v` does not come from one. AssignStorage writes it straight into the
+// region result's storage, so the yield copies nothing.
+ir::Value* FreshRootYielded(ir::Value* v, ir::Block* branch);
+// Fresh allocations made before an scf.if / scf.index_switch of `body`
+// (the value or the root of in-place updates) that one region yields,
+// mapped to the op's result: the value is written straight into the
+// result's storage from its definition on, so that region's yield copies
+// nothing, when nothing reads it after the op or in the other regions
+// (which write their own yields there) and it does not escape.
+std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::set<ir::Value*>& escaping);
 
 // Pre-order walk of `block` and the blocks of nested regions (scf.*).
 template <typename F>

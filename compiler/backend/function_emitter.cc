@@ -86,6 +86,11 @@ Status FunctionEmitter::Emit() {
   return OkStatus();
 }
 
+void FunctionEmitter::NoteBackendCopy(ir::Operation* at, const char* why) {
+  std::string loc = at->loc();
+  m_.report().backend_copies.push_back(std::string(why) + " (" + (loc.empty() ? at->name() : loc) + ")");
+}
+
 Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   auto fill = [&](const Storage& dst, int64_t offset, int64_t length, int64_t pattern) {
     Storage t = dst;
@@ -100,7 +105,8 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   const OpCode n = op->code();
   if (IsLifetimeOp(op)) return RecordLifetime(op);
   if (n == OpCode::kStreamTimepointImmediate) return OkStatus();  // one queue: recording order is queue order
-  if (ir::Traits(op).tie != ir::Tie::kNone) EnsureTaken(op, cmd);  // writes in place (ops.def Tie)
+  // Writes in place (ops.def Tie), or a loop over a consumed import's storage.
+  if (ir::Traits(op).tie != ir::Tie::kNone || take_before_.count(op)) EnsureTaken(op, cmd);
   if (n == OpCode::kStreamAsyncDispatch) return EmitDispatch(op, cmd);
   if (n == OpCode::kScfIf || n == OpCode::kScfFor || n == OpCode::kScfWhile || n == OpCode::kScfIndexSwitch) {
     Status s = n == OpCode::kScfIf    ? RecordIf(op, cmd)
@@ -116,13 +122,15 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
     // A snapshot copies the global into the value's own storage; a view
     // records nothing.
     if (global_snapshots_.count(op->result(0)))
-      CopyInto(cmd, GlobalStorage(op->str_attr("global")), storage_.at(op->result(0)));
+      CopyInto(cmd, GlobalStorage(op->str_attr("global")), storage_.at(op->result(0)), op,
+               "global snapshot (the global is stored to while the loaded value is read)");
     return OkStatus();
   }
   if (n == OpCode::kUtilGlobalStore) {
     // Copy into the global's buffer unless the value already lives there (a
     // state updated in place by tied ops on a loaded global: no copy).
-    CopyInto(cmd, storage_.at(op->operand(0)), GlobalStorage(op->str_attr("global")));
+    CopyInto(cmd, storage_.at(op->operand(0)), GlobalStorage(op->str_attr("global")), op,
+             "global store of a value that does not live in the global");
     return OkStatus();
   }
   if (n == OpCode::kArithConstant) {
@@ -153,6 +161,9 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
     i32_values_[op->result(0)] = r;
     return OkStatus();
   }
+  if (n == OpCode::kStreamAsyncClone || n == OpCode::kStreamAsyncTransfer || n == OpCode::kStreamAsyncUpdate ||
+      n == OpCode::kStreamAsyncCopy)
+    ++m_.report().ir_copies;
   if (n == OpCode::kStreamAsyncClone || n == OpCode::kStreamAsyncTransfer) {
     RecordCopy(cmd, storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
   } else if (n == OpCode::kStreamAsyncUpdate) {

@@ -129,8 +129,21 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   // a value defined before a loop and used in its body must survive every
   // trip, so such a use counts at the loop's end (UseStep).
   const analysis::Liveness steps(func_, [](ir::Value*) -> ir::Value* { return nullptr; });
-  // A fresh value a branch creates only to yield it is written straight into
-  // the scf.if's (or scf.index_switch's) result storage (no copy at the yield).
+  // Region results and loop-carried values that live in the storage of a
+  // consumed import or of an enclosing loop's carried value
+  // (region_coalescing.cc). An import counts as written (taken lazily at
+  // the first write through any of them).
+  std::map<ir::Value*, ir::Value*> shares_root;
+  if (!multi_block_) {
+    shares_root = ValuesInConsumedImports(body);
+    for (auto& [v, root] : ValuesInCarriedArguments(body)) shares_root.emplace(v, root);
+  }
+  for (auto& [v, root] : shares_root)
+    if (!root->is_block_argument()) written.insert(root);
+  // A fresh value a branch creates only to yield it, directly or through
+  // in-place updates in the branch (a clone the branch then mutates), is
+  // written straight into the scf.if's (or scf.index_switch's) result
+  // storage: no copy at the yield (region_coalescing.cc).
   std::map<ir::Value*, ir::Value*> yield_into;
   walk([&](ir::Operation* op) {
     if (!op->is(OpCode::kScfIf) && !op->is(OpCode::kScfIndexSwitch)) return;
@@ -141,16 +154,11 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       if (!y || !y->is(OpCode::kScfYield)) continue;
       for (unsigned i = 0; i < y->num_operands(); ++i) {
         ir::Value* v = y->operand(i);
-        ir::Operation* def = v->defining_op();
-        if (!def || def->parent_block() != b || v->uses().size() != 1 || escaping.count(v)) continue;
-        // A new allocation (ops.def). stream.async.transfer is one too (a
-        // copy into new storage, recorded like a clone), so writing it
-        // straight into the result storage would be as correct and save the
-        // copy at the yield; it is left out only to keep emitted modules
-        // unchanged until that change is made on its own (issue 12).
-        bool fresh = ir::Traits(def).level == ir::OpLevel::kStream && ir::AllocatesFresh(*def, v->index()) &&
-                     !def->is(OpCode::kStreamAsyncTransfer);
-        if (fresh && !yield_into.count(v)) yield_into[v] = op->result(i);
+        // Not into a result that shares a carried value's storage: the branch
+        // may read that value while it computes `v` (copied at the yield).
+        if (v->uses().size() != 1 || shares_root.count(op->result(i))) continue;
+        ir::Value* root = FreshRootYielded(v, b);
+        if (root && !escaping.count(root) && !yield_into.count(root)) yield_into[root] = op->result(i);
       }
     }
   });
@@ -209,7 +217,16 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     yield_into[v] = target;
     init_copy_of[target] = op;
   });
-  std::map<ir::Operation*, int> init_copy_step;
+  // A fresh value made before an scf.if that one branch yields (and nothing
+  // reads after it) is written into the if's result storage from its
+  // definition on, like a loop's initial copy (region_coalescing.cc).
+  if (!multi_block_)
+    for (auto& [v, result] : OuterValuesYielded(body, escaping))
+      if (!yield_into.count(v) && !init_copy_of.count(result)) {
+        yield_into[v] = result;
+        init_copy_of[result] = v->defining_op();
+      }
+  std::map<ir::Operation*, int> init_copy_step;  // op -> its step (the early writers above)
   // A util.global.load is a view of the global's buffer unless the global is
   // stored to while the loaded value (or a value tied to it or sliced from
   // it) may still be read: every store of the global (and every func.call,
@@ -299,7 +316,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       }
     }
     const OpCode n = op->code();
-    if (n == OpCode::kStreamAsyncClone) init_copy_step[op] = step;
+    init_copy_step[op] = step;
     // Results with storage of their own (ops.def): new allocations at the
     // stream level (dispatch, clone, transfer, alloca, splat; tied results
     // are skipped below), the results of host control flow (scf.if, for,
@@ -311,7 +328,9 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
       // scf.if results are allocations the branches write their yields into;
       // they live from the scf.if (before its branches' steps) to their last use.
       for (ir::Value* r : op->results()) {
-        if (r->type().kind != ir::TypeKind::kResource || TiedValue(op, r->index()) || yield_into.count(r)) continue;
+        if (r->type().kind != ir::TypeKind::kResource || TiedValue(op, r->index()) || yield_into.count(r) ||
+            shares_root.count(r))
+          continue;
         if (escaping.count(r)) externals.push_back(r);
         // Loop-carried storage lives through every trip of its loop.
         // Region results are written by the regions' yields: they live at
@@ -537,6 +556,12 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     lazy_takes_[op->result(0)] = t;
     taken[op->result(0)] = s;
   }
+  for (auto& [v, imp] : shares_root) {
+    if (!lazy_takes_.count(imp)) continue;  // a loop's carried value: nothing to take
+    lazy_takes_[v] = lazy_takes_.at(imp);
+    ir::Operation* owner = v->is_block_argument() ? nullptr : v->defining_op();
+    if (owner && (owner->is(OpCode::kScfFor) || owner->is(OpCode::kScfWhile))) take_before_[owner].push_back(imp);
+  }
 
   // Escaping allocations: a consumed import whose last read comes before the
   // result is written donates its storage (take_or_allocate: the runtime
@@ -665,6 +690,8 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
   Status view_error;
   walk([&](ir::Operation* op) {
     if (!view_error.ok()) return;
+    for (ir::Value* r : op->results())
+      if (auto it = shares_root.find(r); it != shares_root.end()) storage_[r] = storage_.at(it->second);
     if (op->is(OpCode::kStreamTensorImport)) {
       ir::Value* arg = op->operand(0);
       if (!arg->is_block_argument()) {

@@ -40,7 +40,8 @@
 // --topology gives the device topology (compiler/analysis/topology.h) that
 // elide-transfers uses; it is recorded in the module and checked against the
 // device at run time. --explain-copies prints every copy left in the final
-// program with the reason the analysis kept it.
+// program with the reason the analysis kept it, then (when a module is
+// written) every copy the emitter adds that no IR op names, with its reason.
 //
 // --consume=NAME marks graph input NAME as ABI `consume`: the caller hands
 // the buffer over and the module may update it in place.
@@ -179,10 +180,15 @@ int main(int argc, char** argv) {
   if (explain_copies) {
     // Copies that survive elision, with the analysis' reason; the final
     // program's clones are counted so a copy without a remark still shows.
-    int clones = 0;
+    // (clone, transfer, update and copy: each records one copy command).
+    int copies = 0;
+    using kiln::ir::OpCode;
     for (kiln::ir::Operation* f : module->functions())
-      f->Walk([&](kiln::ir::Operation* op) { clones += op->is("stream.async.clone") || op->is("stream.async.transfer"); });
-    std::printf("copies in the final program: %d\n", clones);
+      f->Walk([&](kiln::ir::Operation* op) {
+        copies += op->is(OpCode::kStreamAsyncClone) || op->is(OpCode::kStreamAsyncTransfer) ||
+                  op->is(OpCode::kStreamAsyncUpdate) || op->is(OpCode::kStreamAsyncCopy);
+      });
+    std::printf("copies in the final program: %d\n", copies);
     // The reasons the pipeline's last copy elision gave (on the program
     // before scheduling, whose values read as written); without elision
     // (--no-elision), the analysis run once on the final program.
@@ -232,6 +238,13 @@ int main(int argc, char** argv) {
     std::string why = std::strerror(errno);
     std::remove(temp.c_str());
     return Fail("cannot rename '" + temp + "' to '" + output + "': " + why);
+  }
+  if (explain_copies) {
+    // Copies the emitter writes that no IR op names (edges into storage a
+    // value does not live in, global snapshots and stores, returned
+    // constants): the run-time count is the IR's plus these.
+    std::printf("copies the backend adds: %zu\n", emit_report.backend_copies.size());
+    for (const std::string& c : emit_report.backend_copies) std::printf("backend copy: %s\n", c.c_str());
   }
   if (report) {
     std::printf("module_bytes: %zu\ndispatches: %d\nexecutables: %d\nentry_points: %d\nconstant_bytes: %lld\n"

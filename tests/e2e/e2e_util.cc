@@ -187,7 +187,8 @@ std::string TakeError(kiln_status_t s, const std::string& what) {
 
 namespace {
 std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
-                           std::vector<HostTensor>* outputs, std::vector<std::string>* result_names = nullptr);
+                           std::vector<HostTensor>* outputs, std::vector<std::string>* result_names = nullptr,
+                           kiln_device_stats_t* invoke_delta = nullptr);
 }  // namespace
 
 std::string CompileAndRun(const std::string& onnx_path, const onnx_import::ImportOptions& import,
@@ -213,8 +214,8 @@ std::string CompileAndRun(const std::string& onnx_path, const std::vector<std::s
 }
 
 std::string RunModule(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
-                      std::vector<HostTensor>* outputs) {
-  return RunModuleBytes(module_bytes, inputs, outputs);
+                      std::vector<HostTensor>* outputs, kiln_device_stats_t* invoke_delta) {
+  return RunModuleBytes(module_bytes, inputs, outputs, nullptr, invoke_delta);
 }
 
 Program::~Program() {
@@ -251,7 +252,8 @@ std::string CompileTextAndRun(const std::string& kir, const std::vector<HostTens
 
 namespace {
 std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
-                           std::vector<HostTensor>* outputs, std::vector<std::string>* result_names) {
+                           std::vector<HostTensor>* outputs, std::vector<std::string>* result_names,
+                           kiln_device_stats_t* invoke_delta) {
   kiln_device_t device = SharedDevice();
   if (!device) return "no Vulkan device";
 
@@ -286,8 +288,16 @@ std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::
       }
       if (!error.empty()) break;
     }
+    const kiln_device_stats_t before = SharedDeviceStats();
     s = kiln_invoke(context, fn, args.data(), args.size(), results.data(), results.size());
     if (s) { error = TakeError(s, "invoke"); break; }
+    if (invoke_delta) {
+      const kiln_device_stats_t after = SharedDeviceStats();
+      *invoke_delta = after;
+      invoke_delta->copies = after.copies - before.copies;
+      invoke_delta->dispatches = after.dispatches - before.dispatches;
+      invoke_delta->transfers = after.transfers - before.transfers;
+    }
     outputs->clear();
     for (kiln_tensor_t r : results) {
       HostTensor h;

@@ -29,6 +29,36 @@
 
 namespace kiln::e2e {
 
+// @add (KILN_E2E_ADD_EXECUTABLE) plus @mul, @neg and @less (an i1 result)
+// over tensor<4xf32>: the executables of the hand-written control-flow
+// programs (tests/e2e/control_flow_emission_test.cc, backend_copies_test.cc).
+inline constexpr const char kArithExecutables[] = KILN_E2E_ADD_EXECUTABLE R"(
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.mul"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "mul"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "mul"} : () -> ()
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a) ({
+  ^bb0(%x: tensor<4xf32>):
+    %s = "tensor.neg"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    "flow.return"(%s) : (tensor<4xf32>) -> ()
+  }) {name = "neg"} : (tensor<4xf32>) -> tensor<4xf32>
+}) {sym_name = "neg"} : () -> ()
+"flow.executable"() ({
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  %0 = "flow.dispatch"(%a, %b) ({
+  ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+    %s = "tensor.less"(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+    "flow.return"(%s) : (tensor<4xi1>) -> ()
+  }) {name = "less"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+}) {sym_name = "less"} : () -> ()
+)";
+
 // A host tensor: dtype, shape and dense little-endian bytes.
 struct HostTensor {
   kiln_dtype_t dtype = KILN_DTYPE_INVALID;
@@ -70,8 +100,10 @@ std::string CompileAndRun(const std::string& onnx_path, const onnx_import::Impor
 
 // Runs main of the compiled module `module_bytes` on `inputs` (as the above,
 // for callers that compile with their own driver::CompileOptions).
+// `invoke_delta` (may be null) receives the copies, dispatches and transfers
+// of the kiln_invoke alone (not the argument uploads or result reads).
 std::string RunModule(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
-                      std::vector<HostTensor>* outputs);
+                      std::vector<HostTensor>* outputs, kiln_device_stats_t* invoke_delta = nullptr);
 
 // Parses `kir` (textual IR at the tensor, dispatch or stream level), runs the
 // default pipeline and emission, and runs main on `inputs`.

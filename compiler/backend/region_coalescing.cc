@@ -1,0 +1,256 @@
+// Copy coalescing at structured control flow: region results and loop-carried
+// values that share the storage of the value flowing into them, so the edge
+// (a yield, a loop entry) copies nothing. Decided before the arena is planned
+// (FunctionEmitter::AssignStorage reads the two maps these return).
+//
+// The rules only ever make two values share bytes where the program already
+// guarantees that at most one of them is live at a time: the copy passes
+// (materialize-copy-on-write, elide-async-copies) have proved every in-place
+// update unobserved, so what is left to check here is who else reads the
+// shared storage while the region runs and after it.
+#include "compiler/backend/emitter.h"
+
+#include <functional>
+
+namespace kiln::backend {
+namespace {
+
+// The op of `body` that is `op` or contains it (nullptr when `op` is not in
+// `body`).
+ir::Operation* AncestorIn(ir::Block* body, ir::Operation* op) {
+  while (op && op->parent_block() != body) op = op->parent_op();
+  return op;
+}
+
+// The values flowing into resource result `i` of scf op `op`: its initial
+// value (loops) or each region's yield operand (branches). Empty when the op
+// or the position is not modelled.
+std::vector<ir::Value*> IncomingOf(ir::Operation* op, unsigned i) {
+  std::vector<ir::Value*> in;
+  if (op->is(OpCode::kScfFor)) {
+    if (3 + i < op->num_operands()) in.push_back(op->operand(3 + i));
+  } else if (op->is(OpCode::kScfWhile)) {
+    // Only a "before" argument the condition forwards at its own position
+    // shares the result's storage (AssignStorage's view walk).
+    if (op->num_regions() != 2 || op->region(0)->empty() || i >= op->num_operands()) return {};
+    ir::Block* before = op->region(0)->block(0);
+    ir::Operation* cond = before->terminator();
+    if (i >= before->num_arguments() || !cond || 1 + i >= cond->num_operands() ||
+        cond->operand(1 + i) != before->argument(i))
+      return {};
+    in.push_back(op->operand(i));
+  } else if (op->is(OpCode::kScfIf) || op->is(OpCode::kScfIndexSwitch)) {
+    for (unsigned r = 0; r < op->num_regions(); ++r) {
+      if (op->region(r)->empty()) return {};  // an if without else yields nothing
+      ir::Operation* y = op->region(r)->block(0)->terminator();
+      if (!y || !y->is(OpCode::kScfYield) || i >= y->num_operands()) return {};
+      in.push_back(y->operand(i));
+    }
+  }
+  return in;
+}
+
+// The block arguments that share result `r`'s storage (AssignStorage's view
+// walk): scf.for's carried argument, scf.while's "before" argument (when
+// forwarded at its position, checked by IncomingOf) and "after" argument.
+std::vector<ir::Value*> CarriedArguments(ir::Operation* op, unsigned i) {
+  std::vector<ir::Value*> args;
+  if (op->is(OpCode::kScfFor)) {
+    ir::Block* b = op->region(0)->block(0);
+    if (1 + i < b->num_arguments()) args.push_back(b->argument(1 + i));
+  } else if (op->is(OpCode::kScfWhile)) {
+    ir::Block* before = op->region(0)->block(0);
+    ir::Block* after = op->region(1)->empty() ? nullptr : op->region(1)->block(0);
+    args.push_back(before->argument(i));
+    if (after && i < after->num_arguments()) args.push_back(after->argument(i));
+  }
+  return args;
+}
+
+}  // namespace
+
+ir::Value* TiedChainRoot(ir::Value* v) {
+  while (ir::Operation* def = v->defining_op()) {
+    ir::Value* tied = TiedValue(def, v->index());
+    if (!tied) break;
+    v = tied;
+  }
+  return v;
+}
+
+namespace {
+
+// The rule of ValuesInConsumedImports / ValuesInCarriedArguments over the
+// ops of `block`: roots are the values `is_root` accepts (each also counts
+// as living in its own storage). With `allow_fresh`, an scf.if /
+// index_switch branch may also yield a fresh value it made (copied into the
+// shared storage at its yield, once the branch has read what it needs).
+void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& is_root, bool allow_fresh,
+                      std::map<ir::Value*, ir::Value*>* shares) {
+  // Every value living in each root's storage (tied updates and slices).
+  std::map<ir::Value*, std::vector<ir::Value*>> family;
+  for (ir::Value* a : block->arguments())
+    if (is_root(a)) family[a].push_back(a);
+  for (auto& owned : block->ops())
+    owned->Walk([&](ir::Operation* op) {
+      for (ir::Value* r : op->results()) {
+        if (r->type().kind != ir::TypeKind::kResource) continue;
+        ir::Value* root = RootOf(r);
+        if (is_root(root)) family[root].push_back(r);
+      }
+    });
+  std::map<ir::Operation*, size_t> position;
+  for (auto& owned : block->ops()) position.emplace(owned.get(), position.size());
+  std::set<ir::Value*> claimed;  // one region result per root
+  for (auto& owned : block->ops()) {
+    ir::Operation* op = owned.get();
+    const bool loop = op->is(OpCode::kScfFor) || op->is(OpCode::kScfWhile);
+    if (!loop && !op->is(OpCode::kScfIf) && !op->is(OpCode::kScfIndexSwitch)) continue;
+    for (ir::Value* r : op->results()) {
+      if (r->type().kind != ir::TypeKind::kResource) continue;
+      std::vector<ir::Value*> in = IncomingOf(op, r->index());
+      // Every incoming value is the root itself or an in-place update of it
+      // (no slice: the result needs the whole storage), or, with
+      // `allow_fresh`, a fresh value its branch made.
+      ir::Value* root = nullptr;
+      bool all = !in.empty();
+      for (size_t k = 0; k < in.size() && all; ++k) {
+        ir::Value* c = TiedChainRoot(in[k]);
+        if (family.count(c)) {
+          if (root && root != c) all = false;
+          root = c;
+        } else {
+          all = allow_fresh && !loop && FreshRootYielded(in[k], op->region(static_cast<unsigned>(k))->block(0));
+        }
+      }
+      if (!all || !root || claimed.count(root) || SizeOf(root) != SizeOf(r)) continue;
+      // Nothing else reads the root's storage while it holds the result: no
+      // use after the op, none by a call (which may take it), and for a loop
+      // none inside its body (a capture would see the carried updates); the
+      // loop's initial operand is the one use there.
+      bool safe = true;
+      for (ir::Value* v : family[root]) {
+        for (const ir::Use& u : v->uses()) {
+          if (IsLifetimeOp(u.user)) continue;
+          ir::Operation* top = AncestorIn(block, u.user);
+          if (!top || u.user->is(OpCode::kFuncCall)) safe = false;
+          else if (top == op) safe = safe && (loop ? u.user == op : true);
+          else if (position.at(top) > position.at(op)) safe = false;
+        }
+      }
+      if (!safe) continue;
+      claimed.insert(root);
+      (*shares)[r] = root;
+      if (loop)
+        for (ir::Value* a : CarriedArguments(op, r->index())) (*shares)[a] = root;
+    }
+  }
+}
+
+}  // namespace
+
+std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body) {
+  std::map<ir::Value*, ir::Value*> shares;
+  ShareRootStorage(
+      body,
+      [&](ir::Value* v) {
+        ir::Operation* def = v->defining_op();
+        return def && def->is(OpCode::kStreamTensorImport) && def->bool_attr("consume") && def->parent_block() == body;
+      },
+      /*allow_fresh=*/false, &shares);
+  return shares;
+}
+
+std::map<ir::Value*, ir::Value*> ValuesInCarriedArguments(ir::Block* body) {
+  std::map<ir::Value*, ir::Value*> shares;
+  for (auto& owned : body->ops())
+    owned->Walk([&](ir::Operation* loop) {
+      if (!loop->is(OpCode::kScfFor) || loop->num_regions() != 1 || loop->region(0)->empty()) return;
+      ir::Block* b = loop->region(0)->block(0);
+      ShareRootStorage(
+          b,
+          [&](ir::Value* v) {
+            return v->is_block_argument() && v->parent_block() == b && v->index() > 0 &&
+                   v->type().kind == ir::TypeKind::kResource;
+          },
+          /*allow_fresh=*/true, &shares);
+    });
+  return shares;
+}
+
+ir::Value* FreshRootYielded(ir::Value* v, ir::Block* branch) {
+  // Through the in-place updates, each defined in the branch.
+  ir::Value* root = v;
+  while (ir::Operation* def = root->defining_op()) {
+    if (def->parent_block() != branch) return nullptr;
+    ir::Value* tied = TiedValue(def, root->index());
+    if (!tied) break;
+    root = tied;
+  }
+  ir::Operation* def = root->defining_op();
+  if (!def || def->parent_block() != branch) return nullptr;
+  if (ir::Traits(def).level != ir::OpLevel::kStream || !ir::AllocatesFresh(*def, root->index())) return nullptr;
+  return root;
+}
+
+std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::set<ir::Value*>& escaping) {
+  std::map<ir::Value*, ir::Value*> into;
+  // Every value living in each root's storage (tied updates and slices).
+  std::map<ir::Value*, std::vector<ir::Value*>> family;
+  for (auto& owned : body->ops())
+    owned->Walk([&](ir::Operation* op) {
+      for (ir::Value* r : op->results())
+        if (r->type().kind == ir::TypeKind::kResource) family[RootOf(r)].push_back(r);
+    });
+  std::map<ir::Operation*, size_t> position;
+  for (auto& owned : body->ops()) position.emplace(owned.get(), position.size());
+  for (auto& owned : body->ops()) {
+    ir::Operation* op = owned.get();
+    if (!op->is(OpCode::kScfIf) && !op->is(OpCode::kScfIndexSwitch)) continue;
+    for (ir::Value* r : op->results()) {
+      if (r->type().kind != ir::TypeKind::kResource) continue;
+      std::vector<ir::Value*> in = IncomingOf(op, r->index());
+      // Exactly one region yields a value from outside the op.
+      int outer_region = -1;
+      ir::Value* root = nullptr;
+      for (size_t k = 0; k < in.size(); ++k) {
+        ir::Value* rv = TiedChainRoot(in[k]);
+        ir::Operation* def = rv->defining_op();
+        if (!def || AncestorIn(body, def) == op) continue;  // made in a region
+        if (outer_region >= 0) { outer_region = -2; break; }
+        outer_region = static_cast<int>(k);
+        root = rv;
+      }
+      if (outer_region < 0 || !root) continue;
+      ir::Operation* def = root->defining_op();
+      if (def->parent_block() != body || ir::Traits(def).level != ir::OpLevel::kStream ||
+          !ir::AllocatesFresh(*def, root->index()) || escaping.count(root) || into.count(root) ||
+          SizeOf(root) != SizeOf(r))
+        continue;
+      // Nobody else reads the root's storage once the result may be written
+      // into it: no use in another region of the op (its yield is written
+      // there), none after the op.
+      bool safe = true;
+      for (ir::Value* v : family[root])
+        for (const ir::Use& u : v->uses()) {
+          if (IsLifetimeOp(u.user)) continue;
+          ir::Operation* top = AncestorIn(body, u.user);
+          if (!top) { safe = false; continue; }
+          if (top == op) {
+            if (u.user == op) { safe = false; continue; }
+            ir::Operation* x = u.user;
+            while (x->parent_op() != op) x = x->parent_op();
+            // The region holding the use.
+            ir::Region* reg = x->parent_block()->parent();
+            if (reg != op->region(static_cast<unsigned>(outer_region))) safe = false;
+          } else if (position.at(top) > position.at(op)) {
+            safe = false;
+          }
+        }
+      if (safe) into[root] = r;
+    }
+  }
+  return into;
+}
+
+}  // namespace kiln::backend
