@@ -6,10 +6,11 @@
 
 namespace kiln::backend {
 
-StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch,
+StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
                                                 codegen::CompiledDispatch* out, uint32_t* entry) {
-  KILN_ASSIGN_OR_RETURN(codegen::CompiledDispatch compiled,
-                        codegen::CompileDispatch(dispatch, options_.codegen));
+  codegen::CodegenOptions options = options_.codegen;
+  options.aliased_bindings = aliased_bindings;
+  KILN_ASSIGN_OR_RETURN(codegen::CompiledDispatch compiled, codegen::CompileDispatch(dispatch, options));
   if (options_.glsl_dump) *options_.glsl_dump << "// ---- " << compiled.debug_name << "\n" << compiled.glsl << "\n";
   report_->dispatches++;
   std::string locs;
@@ -88,9 +89,22 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
     body = found->second->region(0)->block(0)->ops().front().get();
   if (!body) return InvalidArgumentError("emit: dispatch %s names no flow.executable", op->loc().c_str());
 
+  // Bindings naming overlapping bytes with a write among them (an in-place
+  // operand and its result, another operand reading the same value) are
+  // declared without `restrict` (codegen::CodegenOptions::aliased_bindings).
+  std::vector<Range> ranges;
+  for (ir::Value* v : op->operands()) ranges.push_back(RangeOf(storage_.at(v)));
+  for (ir::Value* v : op->results()) ranges.push_back(RangeOf(storage_.at(v)));
+  std::vector<bool> aliased;
+  for (size_t i = 0; i < ranges.size(); ++i)
+    for (size_t j = 0; j < ranges.size(); ++j)
+      if (i != j && (i >= op->num_operands() || j >= op->num_operands()) && ranges[i].Overlaps(ranges[j])) {
+        aliased.resize(ranges.size(), false);
+        aliased[i] = true;
+      }
   codegen::CompiledDispatch compiled;
   uint32_t entry_point = 0;
-  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, &compiled, &entry_point));
+  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, &compiled, &entry_point));
   std::vector<Range> reads, writes;
   std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
                            Reg::I32(ConstReg(compiled.workgroup_count[0])),

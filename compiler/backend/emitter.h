@@ -116,9 +116,11 @@ class ModuleEmitter {
 
   // Compiles `dispatch` (sharing shaders that differ only in baked integer
   // constants, shader_dedupe.h); returns the executable ordinal and sets
-  // `*entry` to the entry point within it.
-  StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, codegen::CompiledDispatch* out,
-                                   uint32_t* entry);
+  // `*entry` to the entry point within it. `aliased_bindings`: this call
+  // site's bindings that may overlap a written one
+  // (codegen::CodegenOptions::aliased_bindings; empty: none).
+  StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
+                                   codegen::CompiledDispatch* out, uint32_t* entry);
 
   const EmitOptions& options() const { return options_; }
   EmitReport& report() { return *report_; }

@@ -304,16 +304,21 @@ StatusOr<CompiledDispatch> Generator::Run() {
     g += "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
   g += "layout(local_size_x = " + std::to_string(kWorkgroupSize) +
        ", local_size_y = 1, local_size_z = 1) in;\n";
+  // `restrict` only where no other binding of this call site may name the
+  // same bytes (CodegenOptions::aliased_bindings).
+  auto restrict_kw = [&](unsigned b) {
+    return b < options_.aliased_bindings.size() && options_.aliased_bindings[b] ? "" : "restrict ";
+  };
   for (unsigned i = 0; i < N; ++i) {
     const ir::Type& t = block_->argument(i)->type();
-    g += "layout(set = 0, binding = " + std::to_string(i) + ", std430) restrict readonly buffer Arg" +
+    g += "layout(set = 0, binding = " + std::to_string(i) + ", std430) " + restrict_kw(i) + "readonly buffer Arg" +
          std::to_string(i) + " { " + StorageType(t.dtype) + " in" + std::to_string(i) +
          "[]; };  // operand " + std::to_string(i) + ": " + t.ToString() + "\n";
   }
   for (unsigned k = 0; k < R; ++k) {
     const ir::Type& t = dispatch_->result(k)->type();
-    g += "layout(set = 0, binding = " + std::to_string(N + k) +
-         ", std430) restrict writeonly buffer Res" + std::to_string(k) + " { " +
+    g += "layout(set = 0, binding = " + std::to_string(N + k) + ", std430) " + restrict_kw(N + k) +
+         "writeonly buffer Res" + std::to_string(k) + " { " +
          StorageType(t.dtype) + " out" + std::to_string(k) + "[]; };  // result " +
          std::to_string(k) + ": " + t.ToString() + "\n";
   }

@@ -6,7 +6,15 @@
 // runtime: descriptor set 0; bindings 0..N-1 are the dispatch operands in
 // order (read-only storage buffers), then bindings N..N+R-1 are the results
 // (written). Each binding is bound at the byte range holding exactly that
-// tensor (dense, row-major, little-endian). Shapes are static and baked into
+// tensor (dense, row-major, little-endian). Bindings are declared `restrict`
+// unless CodegenOptions::aliased_bindings says the call site binds
+// overlapping bytes: an in-place (tied) operand and its result stay two
+// bindings of one range, both non-restrict, rather than one read-write
+// binding, so the layout (operands, then results) never depends on the call
+// site and the emitter, the module's binding table and the runtime's SPIR-V
+// layout check (readonly operands) are unchanged. `coherent` is not needed:
+// it orders accesses between invocations, and in an aliased dispatch each
+// invocation reads only the elements it writes. Shapes are static and baked into
 // the shader as constants (the module writer turns those that differ between
 // otherwise equal shaders into specialization constants,
 // compiler/backend/shader_dedupe.h; specialization constant 0 is kiln_fma's). Push constants are 32-bit words listed in
@@ -99,6 +107,22 @@ struct CodegenOptions {
   // Internal to CompileDispatch: generate the variant itself (f16 values
   // compute in float16_t).
   bool f16_arithmetic = false;
+  // Per call site, set by the emitter for one dispatch (binding index ->
+  // true): bindings that may name bytes another binding of the same dispatch
+  // names, with a write among them (an in-place dispatch binds its tied
+  // operand and result to one range; after --elide-async-copies' aliased-read
+  // rule a third binding, another operand, reads that range too). These are
+  // declared without `restrict` (keeping readonly / writeonly); every other
+  // binding stays `restrict`. Empty: no binding aliases (every dispatch of
+  // an ONNX model). Bindings that alias only other read-only bindings keep
+  // `restrict`: as in C99, restrict constrains only memory that is written.
+  // Correctness of such a shader still needs each invocation to read an
+  // aliased element only before it writes it, and no invocation to read an
+  // element another one writes: copy elision's aliased read rule admits
+  // only one-result bodies elementwise at one index
+  // (compiler/transforms/aliased_dispatch_read.h); a tied dispatch is
+  // assumed to read its tied operand only at the index it writes.
+  std::vector<bool> aliased_bindings;
 };
 
 // Compiles `dispatch` (a "flow.dispatch" op whose region holds tensor-level

@@ -68,6 +68,32 @@ TEST(CodegenTest, GlslCarriesOpNamesAndLocs) {
   EXPECT_EQ(g.find("binding = 6"), std::string::npos);
 }
 
+// Bindings are `restrict` unless the call site says they alias a written
+// one (CodegenOptions::aliased_bindings): here operand 0 and the result,
+// an in-place dispatch, while operand 1 stays restrict. The f16 variant
+// and the SPIR-V validate either way.
+TEST(CodegenTest, AliasedBindingsAreNotRestrict) {
+  auto t = ir::Type::Tensor(DType::kF32, {4});
+  DispatchBuilder b({t, t}, {t});
+  auto* v = b.Op("tensor.add", {b.arg(0), b.arg(1)}, t, {}, "Add_0");
+  ir::Operation* d = b.Return({v});
+  auto plain = CompileDispatch(d, {});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  const std::string& g = plain.value().glsl;
+  EXPECT_NE(g.find("binding = 0, std430) restrict readonly buffer Arg0"), std::string::npos) << g;
+  EXPECT_NE(g.find("binding = 2, std430) restrict writeonly buffer Res0"), std::string::npos) << g;
+  CodegenOptions aliased;
+  aliased.aliased_bindings = {true, false, true};
+  auto r = CompileDispatch(d, aliased);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string& a = r.value().glsl;
+  EXPECT_NE(a.find("binding = 0, std430) readonly buffer Arg0"), std::string::npos) << a;
+  EXPECT_NE(a.find("binding = 1, std430) restrict readonly buffer Arg1"), std::string::npos) << a;
+  EXPECT_NE(a.find("binding = 2, std430) writeonly buffer Res0"), std::string::npos) << a;
+  EXPECT_NE(r.value().spirv, plain.value().spirv);  // not shared with the restrict shader
+  EXPECT_EQ(r.value().binding_readonly, plain.value().binding_readonly);
+}
+
 // f32 dot products: kiln_fma (a multiply-add rounded once, from precise
 // float steps) by default, GLSL fma() with exact_fma = false; the results
 // are checked bit for bit on the device by codegen_vulkan_test.

@@ -90,6 +90,12 @@
 // IREE's clones of splat constants). Other constants keep their copy (an
 // upload from the constant pool costs what the copy does).
 //
+// A copy written in place by a one-result dispatch that also reads the
+// copy's source (or a full-size view of it) through another operand goes
+// when the dispatch body is elementwise at one index and nothing else
+// observes the source afterwards (IREE's dispatch_aliased_buffer; the rule
+// and its must-not-act cases are in aliased_dispatch_read.h).
+//
 // Must not act (each tested): a source used later, a borrowed import, a
 // constant, a global load (except the state update above: not when the
 // result is stored to another global, read elsewhere, or @S is touched in
@@ -123,6 +129,7 @@
 #include <vector>
 
 #include "compiler/analysis/resource_usage.h"
+#include "compiler/transforms/aliased_dispatch_read.h"
 #include "compiler/transforms/passes.h"
 
 namespace kiln::transforms {
@@ -495,7 +502,7 @@ class ElideAsyncCopiesPass : public ir::Pass {
                                 FeedsTypedEdge(copy)->name() + "'");
           continue;
         }
-        analysis::Verdict v = analysis::CanReuseStorage(clone, 0);
+        analysis::Verdict v = AliasedDispatchReadVerdict(clone, analysis::CanReuseStorage(clone, 0));
         if (!v.ok && IsGlobalStateUpdate(clone)) v = analysis::Verdict{true, ""};
         if (!v.ok && src->type() == copy->type() && NeverWrittenAfterDefinition(src) &&
             NeverWrittenAfterDefinition(copy))

@@ -161,7 +161,7 @@ struct LibFn {
 
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed), lib_rng_(seed ^ 0x5EEDCA11ull) { prog_.seed = seed; }
+  explicit Generator(uint64_t seed) : rng_(seed), lib_rng_(seed ^ 0x5EEDCA11ull), alias_rng_(seed ^ 0xA11A5EDull) { prog_.seed = seed; }
 
   GeneratedProgram Run() {
     // The callee module `lib` (40% of programs) is drawn from its own PRNG,
@@ -389,11 +389,28 @@ class Generator {
     int64_t elems = (Count(kSlice) > 0 && rng_.Chance(25)) ? kSlice : kFull;
     if (k.arity == 2 && tied && Count(elems) < 2) return Dispatch(false);
     Val a = Pick(elems);
-    // A tied dispatch never reads the same value twice (its bindings are
-    // declared restrict); a fresh one may.
     Val b;
     if (k.arity == 2) b = Pick(elems, true, tied ? a.name : "");
+    if (k.arity == 2 && tied) MaybeReadTiedOperand(a, &b);
     Push(DispatchOf(k, a, k.arity == 2 ? &b : nullptr, tied));
+  }
+
+  // A tied dispatch that also reads the value it writes in place, through
+  // its second operand (IREE's dispatch_aliased_buffer: elide-async-copies'
+  // aliased read rule may remove the clone; the dispatch then binds one
+  // buffer three times, codegen::CodegenOptions::aliased_bindings): `*b`
+  // becomes `a` itself or a full-size slice of it at offset 0. Drawn from
+  // its own PRNG after the operands were picked, so a seed whose program
+  // draws none gives the program it gave before this existed.
+  void MaybeReadTiedOperand(const Val& a, Val* b) {
+    if (!alias_rng_.Chance(25)) return;
+    if (alias_rng_.Chance(70)) {
+      *b = a;
+      Note("tied dispatch reads its tied operand");
+    } else {
+      *b = SliceOf(a, 0, a.elems);
+      Note("tied dispatch reads a full-size view of its tied operand");
+    }
   }
 
   // A tied update of `a` in place (used to bias loop bodies and globals).
@@ -401,6 +418,7 @@ class Generator {
     const OpKind& k = Kinds()[rng_.Int(0, static_cast<int>(Kinds().size()) - 1)];
     if (k.arity == 2 && Count(a.elems) >= 2) {
       Val b = Pick(a.elems, true, a.name);
+      MaybeReadTiedOperand(a, &b);
       return DispatchOf(k, a, &b, true);
     }
     if (k.arity == 2) return DispatchOf(Kinds()[6], a, nullptr, true);  // relu
@@ -1132,6 +1150,7 @@ class Generator {
 
   Rng rng_;
   Rng lib_rng_;  // draws the callee module (swapped into rng_ while it is generated)
+  Rng alias_rng_;  // draws tied dispatches reading their tied operand (MaybeReadTiedOperand)
   GeneratedProgram prog_;
   std::vector<Val> vals_;  // visible values (scoped: regions truncate it)
   std::map<std::string, std::string> executables_;
