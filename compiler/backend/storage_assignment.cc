@@ -593,7 +593,13 @@ Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
     s.kind = Storage::kExternal;
     s.length = SizeOf(r);
     ir::Operation* donor = nullptr;
-    for (ir::Operation* imp : consume_imports) {
+    // A value made inside a loop (one moved into a call's consumed operand
+    // on every trip) takes no donor: a donor gives one buffer per call, and
+    // the callee may keep or free it after the first trip.
+    bool in_loop = false;
+    for (ir::Operation* p = r->is_block_argument() ? nullptr : r->defining_op()->parent_op(); p; p = p->parent_op())
+      in_loop = in_loop || p->is(OpCode::kScfFor) || p->is(OpCode::kScfWhile);
+    for (ir::Operation* imp : in_loop ? std::vector<ir::Operation*>{} : consume_imports) {
       ir::Value* iv = imp->result(0);
       if (donors_used.count(iv) || written.count(iv) || escaping.count(iv)) continue;
       if (imp->int_attr("size") < s.length) continue;
