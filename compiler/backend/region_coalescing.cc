@@ -67,27 +67,11 @@ std::vector<ir::Value*> CarriedArguments(ir::Operation* op, unsigned i) {
   return args;
 }
 
-}  // namespace
-
-ir::Value* TiedChainRoot(ir::Value* v) {
-  while (ir::Operation* def = v->defining_op()) {
-    ir::Value* tied = TiedValue(def, v->index());
-    if (!tied) break;
-    v = tied;
-  }
-  return v;
-}
-
-namespace {
-
-// The rule of ValuesInConsumedImports / ValuesInCarriedArguments over the
-// ops of `block`: roots are the values `is_root` accepts (each also counts
-// as living in its own storage). With `allow_fresh`, an scf.if /
-// index_switch branch may also yield a fresh value it made (copied into the
-// shared storage at its yield, once the branch has read what it needs).
-void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& is_root, bool allow_fresh,
-                      std::map<ir::Value*, ir::Value*>* shares) {
-  // Every value living in each root's storage (tied updates and slices).
+// Every resource value of `block` (nested regions included) grouped by the
+// storage root it lives in (RootOf: tied updates and slices), for the roots
+// `is_root` accepts; a root block argument lives in itself.
+std::map<ir::Value*, std::vector<ir::Value*>> FamiliesOf(ir::Block* block,
+                                                         const std::function<bool(ir::Value*)>& is_root) {
   std::map<ir::Value*, std::vector<ir::Value*>> family;
   for (ir::Value* a : block->arguments())
     if (is_root(a)) family[a].push_back(a);
@@ -99,8 +83,26 @@ void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& i
         if (is_root(root)) family[root].push_back(r);
       }
     });
+  return family;
+}
+
+// The index of each op of `block` in program order.
+std::map<ir::Operation*, size_t> PositionsIn(ir::Block* block) {
   std::map<ir::Operation*, size_t> position;
   for (auto& owned : block->ops()) position.emplace(owned.get(), position.size());
+  return position;
+}
+
+
+// The rule of ValuesInConsumedImports / ValuesInCarriedArguments over the
+// ops of `block`: roots are the values `is_root` accepts (each also counts
+// as living in its own storage). With `allow_fresh`, an scf.if /
+// index_switch branch may also yield a fresh value it made (copied into the
+// shared storage at its yield, once the branch has read what it needs).
+void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& is_root, bool allow_fresh,
+                      std::map<ir::Value*, ir::Value*>* shares) {
+  std::map<ir::Value*, std::vector<ir::Value*>> family = FamiliesOf(block, is_root);
+  const std::map<ir::Operation*, size_t> position = PositionsIn(block);
   std::set<ir::Value*> claimed;  // one region result per root
   for (auto& owned : block->ops()) {
     ir::Operation* op = owned.get();
@@ -149,6 +151,15 @@ void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& i
 
 }  // namespace
 
+ir::Value* TiedChainRoot(ir::Value* v) {
+  while (ir::Operation* def = v->defining_op()) {
+    ir::Value* tied = TiedValue(def, v->index());
+    if (!tied) break;
+    v = tied;
+  }
+  return v;
+}
+
 std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body) {
   std::map<ir::Value*, ir::Value*> shares;
   ShareRootStorage(
@@ -195,15 +206,8 @@ ir::Value* FreshRootYielded(ir::Value* v, ir::Block* branch) {
 
 std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::set<ir::Value*>& escaping) {
   std::map<ir::Value*, ir::Value*> into;
-  // Every value living in each root's storage (tied updates and slices).
-  std::map<ir::Value*, std::vector<ir::Value*>> family;
-  for (auto& owned : body->ops())
-    owned->Walk([&](ir::Operation* op) {
-      for (ir::Value* r : op->results())
-        if (r->type().kind == ir::TypeKind::kResource) family[RootOf(r)].push_back(r);
-    });
-  std::map<ir::Operation*, size_t> position;
-  for (auto& owned : body->ops()) position.emplace(owned.get(), position.size());
+  std::map<ir::Value*, std::vector<ir::Value*>> family = FamiliesOf(body, [](ir::Value*) { return true; });
+  const std::map<ir::Operation*, size_t> position = PositionsIn(body);
   for (auto& owned : body->ops()) {
     ir::Operation* op = owned.get();
     if (!op->is(OpCode::kScfIf) && !op->is(OpCode::kScfIndexSwitch)) continue;
