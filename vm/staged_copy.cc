@@ -19,6 +19,10 @@ Status CopyStaged(hal::Device* device, hal::Buffer* buffer, uint64_t offset, voi
   KILN_RETURN_IF_ERROR(cb->End());
   KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
   KILN_RETURN_IF_ERROR(signal.semaphore->Wait(signal.value, UINT64_MAX));
+  // The command buffer is destroyed on return: let the queue finish with the
+  // submission first (a signalled semaphore says the copy is done, not that
+  // the driver's queue thread is; lavapipe's crashed when it was freed).
+  KILN_RETURN_IF_ERROR(device->WaitIdle());
   // A transfer, not one of the program's copies (which elision counts).
   device->stats().copies--;
   device->stats().transfers++;
