@@ -50,27 +50,6 @@ static bool ParseType(const std::string& text, std::vector<int64_t>* shape, kiln
   return true;
 }
 
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xFF) - 127 + 15;
-  uint32_t mant = x & 0x7FFFFF;
-  if (((x >> 23) & 0xFF) == 0xFF) return static_cast<uint16_t>(sign | 0x7C00 | (mant ? 0x200 : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7C00);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000;
-    uint32_t shift = static_cast<uint32_t>(14 - exp);
-    uint32_t half = mant >> shift;
-    if ((mant >> (shift - 1)) & 1) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  if (mant & 0x1000) ++half;  // round half up
-  return static_cast<uint16_t>(half);
-}
-
 // Stores `text` (a number) as element `i` of `out` (dtype `dtype`).
 static bool StoreLiteral(const std::string& text, kiln_dtype_t dtype, size_t i, std::vector<uint8_t>* out,
                   std::string* error) {

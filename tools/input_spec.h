@@ -27,9 +27,9 @@ bool ParseInput(const std::string& spec, NpyArray* out, std::string* error,
 std::string TypeString(kiln_dtype_t dtype, const std::vector<int64_t>& shape);
 // "f32" -> KILN_DTYPE_F32 ("bool" is accepted for i1); INVALID when unknown.
 kiln_dtype_t ParseDTypeName(const std::string& s);
-// IEEE binary16 <-> binary32 (HalfToFloat is base/half.h's).
+// IEEE binary16 <-> binary32 (base/half.h's; round to nearest even).
+using ::kiln::FloatToHalf;
 using ::kiln::HalfToFloat;
-uint16_t FloatToHalf(float f);
 
 }  // namespace kiln::tools
 

@@ -51,33 +51,6 @@ std::string Type::ToString() const {
 // ---------------------------------------------------------------------------
 // Dense elements
 // ---------------------------------------------------------------------------
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  uint32_t exp = (x >> 23) & 0xFF;
-  uint32_t mant = x & 0x7FFFFF;
-  if (exp == 0xFF) {  // Inf / NaN
-    return sign | 0x7C00 | (mant ? (0x200 | (mant >> 13)) : 0);
-  }
-  int32_t e = static_cast<int32_t>(exp) - 127 + 15;
-  if (e >= 0x1F) return sign | 0x7C00;  // overflow -> Inf
-  if (e <= 0) {                         // subnormal or zero
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    uint32_t shift = static_cast<uint32_t>(14 - e);
-    uint32_t half_mant = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (half_mant & 1))) ++half_mant;
-    return sign | static_cast<uint16_t>(half_mant);
-  }
-  uint32_t half = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1FFF;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;  // may carry into exp: fine
-  return sign | static_cast<uint16_t>(half);
-}
-
 float BF16ToFloat(uint16_t b) {
   uint32_t x = static_cast<uint32_t>(b) << 16;
   float f;

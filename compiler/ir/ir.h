@@ -99,10 +99,10 @@ struct DenseElements {
 DenseElements MakeDense(const Type& type, std::vector<uint8_t> bytes);
 DenseElements MakeDenseF32(std::vector<int64_t> shape, const std::vector<float>& values);
 DenseElements MakeDenseI64(std::vector<int64_t> shape, const std::vector<int64_t>& values);
-// IEEE binary16 <-> binary32 conversion (round to nearest even; NaN/Inf kept;
-// HalfToFloat is base/half.h's).
+// IEEE binary16 <-> binary32 conversion (base/half.h: round to nearest even;
+// NaN/Inf kept).
+using ::kiln::FloatToHalf;
 using ::kiln::HalfToFloat;
-uint16_t FloatToHalf(float f);
 // bfloat16 <-> float: the top 16 bits of an IEEE f32; FloatToBF16 rounds to
 // nearest even and keeps NaN a (quiet) NaN.
 float BF16ToFloat(uint16_t b);

@@ -11,6 +11,7 @@ namespace kiln::onnx_import {
 namespace {
 
 using ir::Attribute;
+using ir::FloatToHalf;
 using ir::DenseElements;
 using ir::Type;
 using Shape = std::vector<int64_t>;
@@ -34,26 +35,6 @@ bool Next(std::vector<int64_t>& idx, const std::vector<int64_t>& shape) {
     idx[i] = 0;
   }
   return false;
-}
-
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  if (std::isnan(f)) return static_cast<uint16_t>(sign | 0x7e00);
-  float a = std::fabs(f);
-  if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00);
-  if (a < std::ldexp(1.0f, -14)) {  // subnormal: round to nearest even of a * 2^24
-    float m = std::nearbyint(a * std::ldexp(1.0f, 24));
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(m));
-  }
-  int e;
-  float fr = std::frexp(a, &e);  // a = fr * 2^e, fr in [0.5, 1)
-  float m = std::nearbyint(fr * 2048.0f);  // 11 significant bits
-  if (m >= 2048.0f) { m /= 2; ++e; }
-  uint32_t he = static_cast<uint32_t>(e - 1 + 15);
-  if (he >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  return static_cast<uint16_t>(sign | (he << 10) | (static_cast<uint32_t>(m) & 0x3ff));
 }
 
 void WriteDouble(uint8_t* p, DType t, double v) {
