@@ -1,8 +1,8 @@
 // Liveness of values in one func.func body: over the body's blocks (cf.br /
 // cf.cond_br, back edges included), through the regions nested in them
 // (scf.if, scf.index_switch, scf.for, scf.while) and around loops. The
-// backend's storage assignment plans the transient arena from it
-// (compiler/backend/storage_assignment.cc): two keys whose hulls do not
+// storage plan (--schedule-allocation) plans the transient arena from it
+// (compiler/transforms/schedule_allocation.cc): two keys whose hulls do not
 // overlap are never live at once and may share bytes.
 //
 // Program points ("steps"). Ops are numbered in the order the backend

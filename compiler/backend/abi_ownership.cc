@@ -11,7 +11,7 @@ namespace kiln::backend {
 // function's ownership of %r, right after its last use (queue order: the
 // command buffer recorded so far retains what it uses until it retires).
 //  - a transient in the arena: nothing to emit; the dealloca ended its
-//    lifetime in the transient plan (AssignStorage);
+//    lifetime in the transient plan (--schedule-allocation);
 //  - a consumed import that kept the caller's allocation, or the result of
 //    a call into another module (droppable_): drop the argument view and
 //    buffer registers, so the runtime frees the buffer (or hands it back to

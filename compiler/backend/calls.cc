@@ -84,23 +84,6 @@ StatusOr<const ModuleEmitter::ModuleImport*> ModuleEmitter::ModuleImportFor(ir::
   return &module_imports_.back();
 }
 
-StatusOr<std::set<ir::Value*>> FunctionEmitter::MovedIntoCalls(ir::Block* body) {
-  std::set<ir::Value*> moved;
-  Status status;
-  ForEachOp(body, [&](ir::Operation* op) {
-    if (!status.ok() || !op->is(OpCode::kFuncCall)) return;
-    auto imp = m_.ModuleImportFor(module_, op);
-    if (!imp.ok()) {
-      status = imp.status();
-      return;
-    }
-    for (unsigned i = 0; i < op->num_operands(); ++i)
-      if (imp.value()->consume[i]) moved.insert(RootOf(op->operand(i)));
-  });
-  KILN_RETURN_IF_ERROR(status);
-  return moved;
-}
-
 // True when `operand` of `call` (in the function's entry block) is this
 // function's own consumed argument, imported and passed on whole and
 // unchanged: the stream.tensor.import (consume = true) of an argument typed

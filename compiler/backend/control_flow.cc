@@ -6,48 +6,18 @@
 
 namespace kiln::backend {
 
+// The parallel copies of an edge (analysis::EdgeCopiesOf), with the storage
+// of each destination.
 std::vector<FunctionEmitter::EdgeGroup> FunctionEmitter::EdgeGroupsOf(ir::Operation* op) {
   std::vector<EdgeGroup> groups;
-  auto storage_of = [&](ir::Value* v) -> const Storage* {
-    auto it = storage_.find(v);
-    return it == storage_.end() ? nullptr : &it->second;
-  };
-  auto block_group = [&](ir::Block* target, unsigned first, unsigned count) {
+  for (const analysis::EdgeCopy& c : analysis::EdgeCopiesOf(op)) {
     EdgeGroup g;
-    for (unsigned i = 0; i < count && i < target->num_arguments(); ++i) {
-      g.operands.push_back(first + i);
-      g.dsts.push_back(storage_of(target->argument(i)));
+    g.operands = c.operands;
+    for (ir::Value* d : c.destinations) {
+      auto it = storage_.find(d);
+      g.dsts.push_back(it == storage_.end() ? nullptr : &it->second);
     }
     groups.push_back(g);
-  };
-  ir::Operation* parent = op->parent_block() && op->parent_block()->parent()
-                              ? op->parent_block()->parent()->parent_op()
-                              : nullptr;
-  if (op->is(OpCode::kScfYield) && parent && parent->is(OpCode::kScfFor)) {
-    EdgeGroup g;
-    for (unsigned i = 0; i < op->num_operands(); ++i) {
-      g.operands.push_back(i);
-      g.dsts.push_back(storage_of(parent->region(0)->block(0)->argument(1 + i)));
-    }
-    groups.push_back(g);
-  } else if (op->is(OpCode::kScfYield) && parent && parent->is(OpCode::kScfWhile) &&
-             op->parent_block() == parent->region(1)->block(0)) {
-    block_group(parent->region(0)->block(0), 0, op->num_operands());
-  } else if (op->is(OpCode::kScfCondition) && parent && parent->is(OpCode::kScfWhile)) {
-    EdgeGroup g;
-    for (unsigned i = 1; i < op->num_operands() && i - 1 < parent->num_results(); ++i) {
-      g.operands.push_back(i);
-      g.dsts.push_back(storage_of(parent->result(i - 1)));
-    }
-    groups.push_back(g);
-  } else if (op->is(OpCode::kCfBr) && op->num_successors() == 1) {
-    block_group(op->successor(0), 0, op->num_operands());
-  } else if (op->is(OpCode::kCfCondBr) && op->num_successors() == 2) {
-    std::vector<int64_t> seg = op->ints_attr("operand_segments");
-    if (seg.size() == 3) {
-      block_group(op->successor(0), 1, static_cast<unsigned>(seg[1]));
-      block_group(op->successor(1), static_cast<unsigned>(1 + seg[1]), static_cast<unsigned>(seg[2]));
-    }
   }
   return groups;
 }
@@ -351,7 +321,7 @@ Status FunctionEmitter::RecordSwitch(ir::Operation* op, uint16_t cmd) {
 // (resources) or registers (host values) of `target`'s arguments, as one
 // parallel copy: a copy is skipped when the value already lives there, and an
 // operand living in another argument's storage goes through its temporary
-// (planned in AssignStorage). Host values go through temporary registers.
+// (planned by --schedule-allocation). Host values go through temporary registers.
 Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count,
                                    uint16_t cmd) {
   if (count != target->num_arguments() || first + count > edge->num_operands())

@@ -50,6 +50,10 @@ struct EmitReport {
   int64_t constant_bytes = 0;
   int64_t arena_bytes = 0;    // planned transient arena of `main`
   int64_t unplanned_transient_bytes = 0;  // sum of transient sizes (no reuse)
+  // The most transient bytes live at one step of a function's schedule (the
+  // arena's lower bound: no plan of that schedule needs less), the largest
+  // over the functions (--schedule-allocation's live_bytes_peak).
+  int64_t live_bytes_peak = 0;
   // stream.resource.* ops from --resource-lifetime, and how many deallocas /
   // releases dropped registers of a caller allocation (the rest end arena
   // lifetimes in the transient plan).

@@ -3,8 +3,10 @@
 //   ModuleEmitter   one per module: constant pool, executables (shared
 //                   shaders), module imports and globals; the module writer
 //                   (module_writer.cc) serializes them.
-//   FunctionEmitter one per func.func: assigns every resource a Storage
-//                   (storage_assignment.cc), then records its ops as
+//   FunctionEmitter one per func.func: gives every resource the registers
+//                   of its storage in the function's storage plan
+//                   (decided by --schedule-allocation; written out by
+//                   storage_assignment.cc), then records its ops as
 //                   bytecode (function_emitter.cc; control_flow.cc, calls.cc,
 //                   abi_ownership.cc, dispatch.cc).
 // Storage says where a tensor's bytes live at run time; Range is a byte range
@@ -23,6 +25,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "compiler/analysis/resource_values.h"
+#include "compiler/analysis/storage_plan.h"
 #include "compiler/backend/emit_module.h"
 #include "compiler/backend/shader_dedupe.h"
 #include "compiler/codegen/codegen.h"
@@ -48,15 +52,12 @@ enum HalImport : uint16_t {
   kHalImportCount
 };
 
-// What the backend asks of a resource value (resource_values.cc); the op
-// rules come from compiler/ir/ops.def (op_traits.h).
-// The operand result `index` of `op` is written in place into (ops.def Tie),
-// or nullptr.
-ir::Value* TiedValue(ir::Operation* op, unsigned index);
-// The operand whose allocation result `index` lives in: its tied operand, or
-// operand 0 of a view (stream.async.slice, at an offset); nullptr when the
-// result has storage of its own.
-ir::Value* AllocationSource(ir::Operation* op, unsigned index);
+// What the backend asks of a resource value (compiler/analysis/resource_values.h).
+using analysis::AllocationSource;
+using analysis::IsLifetimeOp;
+using analysis::RootOf;
+using analysis::SizeOf;
+using analysis::TiedValue;
 
 // Where a tensor's bytes live at run time.
 struct Storage {
@@ -215,8 +216,6 @@ class FunctionEmitter {
   }
   int NewGroup() { return next_group_++; }
   Status AssignStorage(ir::Block* body, uint16_t cmd);
-  // Roots of the values passed to `consume` parameters of imports in `body`.
-  StatusOr<std::set<ir::Value*>> MovedIntoCalls(ir::Block* body);
   bool MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type, uint16_t* arg_reg);
   Status Record(ir::Operation* op, uint16_t cmd);
   // Records a barrier first when `reads`/`writes` conflict with work recorded
@@ -318,28 +317,30 @@ class FunctionEmitter {
   // Byte ranges of every storage an op in `blocks` touches (not the pool).
   std::vector<Range> TouchedRanges(const std::vector<ir::Block*>& blocks);
   std::map<std::string, Storage> global_storage_;
-  // A consumed import written in place, taken at its first write.
+  // A consumed import written in place ("taken" storage of the plan),
+  // taken at its first write.
   struct LazyTake {
     uint16_t arg = 0;  // argument (view) register
     Storage storage;   // registers that view the argument until taken
     uint16_t flag = 0; // i32 register: 1 once taken
   };
-  std::map<ir::Value*, LazyTake> lazy_takes_;
-  // Before an op that writes a consumed import in place: if not taken yet,
-  // (buffer, offset) = take_or_clone(cmd, arg) and set the flag.
+  std::map<int, LazyTake> lazy_takes_;  // by storage id
+  std::map<ir::Value*, int> storage_ids_;  // every resource value's storage id (the plan's)
+  // Before an op that writes a taken storage in place (or a loop the plan
+  // takes it before): if not taken yet, (buffer, offset) =
+  // take_or_clone(cmd, arg) and set the flag.
   void EnsureTaken(ir::Operation* op, uint16_t cmd) {
     for (ir::Value* r : op->results())
-      if (ir::Value* t = TiedValue(op, r->index())) EnsureTakenRoot(RootOfValue(t), cmd);
-    // A loop whose carried storage is a consumed import's (region
-    // coalescing): taken before the loop, since the trips may write it
-    // through edge copies as well as in-place ops.
+      if (ir::Value* t = TiedValue(op, r->index()))
+        if (auto id = storage_ids_.find(t); id != storage_ids_.end()) EnsureTakenStorage(id->second, cmd);
     if (auto it = take_before_.find(op); it != take_before_.end())
-      for (ir::Value* imp : it->second) EnsureTakenRoot(imp, cmd);
+      for (int id : it->second) EnsureTakenStorage(id, cmd);
   }
-  std::map<ir::Operation*, std::vector<ir::Value*>> take_before_;
-  // Takes consumed import `root` (lazy_takes_) unless already taken.
-  void EnsureTakenRoot(ir::Value* root, uint16_t cmd) {
-    auto it = lazy_takes_.find(root);
+  std::map<ir::Operation*, std::vector<int>> take_before_;
+  // Takes storage `id` (lazy_takes_) unless it is taken already or is not
+  // a taken storage.
+  void EnsureTakenStorage(int id, uint16_t cmd) {
+    auto it = lazy_takes_.find(id);
     if (it == lazy_takes_.end()) return;
     const LazyTake& lt = it->second;
     vm::Label take = enc.NewLabel(), done = enc.NewLabel();
@@ -364,9 +365,8 @@ class FunctionEmitter {
   void CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
                 const std::vector<const Storage*>& dsts, const char* why);
   std::map<std::pair<ir::Operation*, unsigned>, Storage> edge_temps_;
-  static ir::Value* RootOfValue(ir::Value* v);
-  // util.global.load results that need their own copy of the global (the
-  // global is stored to while the loaded value is still read).
+  // util.global.load results the plan gave storage of their own (a
+  // snapshot: the global is stored to while the loaded value is read).
   std::set<ir::Value*> global_snapshots_;
   bool multi_block_ = false;
   // Records a copy of `length` bytes from `from` to `to`, after the barrier
@@ -406,46 +406,6 @@ class FunctionEmitter {
   int pool_group_ = -1;
   int next_group_ = 0;
 };
-
-// The value whose allocation `v` lives in (through tied results and slices).
-ir::Value* RootOf(ir::Value* v);
-// Ops placed by --resource-lifetime (compiler/transforms/resource_lifetime.cc).
-bool IsLifetimeOp(ir::Operation* op);
-// Byte size of a resource value (0 when unknown).
-int64_t SizeOf(ir::Value* v, int depth = 0);
-
-// Copy coalescing at structured control flow (region_coalescing.cc).
-// The value whose whole storage `v` lives in through in-place (tied)
-// updates only: `v` itself when it is not a tied result; no slice.
-ir::Value* TiedChainRoot(ir::Value* v);
-// Region results of the scf ops of `body` (and the loop-carried block
-// arguments sharing their storage) that can live in a consumed import's
-// storage, mapped to that import: every value flowing into the result (the
-// loop's initial value, each branch's yield) is the import or an in-place
-// update of it, the sizes match, and nothing reads the import's storage
-// after the op, inside a loop's body, or through a call. The loop entry and
-// the yields then copy nothing; the caller's donated buffer is the carried
-// storage.
-std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body);
-// The same inside the body of every scf.for of `body`: an scf.if /
-// index_switch result in a loop body whose incoming values are the carried
-// argument or in-place updates of it (a branch may also yield a fresh value,
-// copied in at its yield) lives in the carried storage, so neither the
-// yield nor the loop's back edge copies; likewise a nested loop's carried
-// value. Mapped to the carried argument.
-std::map<ir::Value*, ir::Value*> ValuesInCarriedArguments(ir::Block* body);
-// The fresh allocation (ops.def: a stream-level new allocation) a branch
-// yields `v` from, through in-place updates all defined in `branch`; nullptr
-// when `v` does not come from one. AssignStorage writes it straight into the
-// region result's storage, so the yield copies nothing.
-ir::Value* FreshRootYielded(ir::Value* v, ir::Block* branch);
-// Fresh allocations made before an scf.if / scf.index_switch of `body`
-// (the value or the root of in-place updates) that one region yields,
-// mapped to the op's result: the value is written straight into the
-// result's storage from its definition on, so that region's yield copies
-// nothing, when nothing reads it after the op or in the other regions
-// (which write their own yields there) and it does not escape.
-std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::set<ir::Value*>& escaping);
 
 // Pre-order walk of `block` and the blocks of nested regions (scf.*).
 template <typename F>

@@ -7,7 +7,6 @@
 
 #include "compiler/analysis/command_sequence.h"
 #include "compiler/analysis/topology.h"
-#include "compiler/backend/lower_timeline.h"
 #include "schemas/module_integrity.h"
 #include "vm/static_commands.h"
 
@@ -101,6 +100,22 @@ Status ModuleEmitter::CollectGlobals(ir::Module& module) {
   return status;
 }
 
+// The backend writes the allocated level: a function that still has the
+// stream level's execution regions or timepoint awaits / joins did not run
+// through AllocationPipeline() (--lower-timeline).
+static Status CheckAllocatedLevel(ir::Operation* func) {
+  ir::Operation* found = nullptr;
+  func->Walk([&](ir::Operation* op) {
+    if (!found && (op->is(OpCode::kStreamAsyncExecute) || op->is(OpCode::kStreamTimepointAwait) ||
+                   op->is(OpCode::kStreamTimepointJoin)))
+      found = op;
+  });
+  if (!found) return OkStatus();
+  return FailedPreconditionError("emit: function @%s is not at the allocated level: '%s' (%s) is left; run the "
+                                 "allocation passes first (--lower-timeline)",
+                                 func->str_attr("sym_name").c_str(), found->name().c_str(), found->loc().c_str());
+}
+
 StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   std::vector<flatbuffers::Offset<fb::Function>> functions;
@@ -110,8 +125,9 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     // Whether the command sequence is fixed (replayable): decided on the
     // stream-level function (compiler/analysis/command_sequence.h).
     analysis::CommandSequence commands = analysis::AnalyzeCommandSequence(func);
-    // Execution regions and timepoints: recorded in queue order.
-    KILN_RETURN_IF_ERROR(LowerTimeline(func).Annotate("function @" + func->str_attr("sym_name")));
+    // The allocated level: execution regions and timepoints were lowered by
+    // the allocation passes (compiler/transforms/pipeline.cc).
+    KILN_RETURN_IF_ERROR(CheckAllocatedLevel(func));
     FunctionEmitter fe(*this, module, func);
     KILN_RETURN_IF_ERROR(fe.Emit().Annotate("function @" + func->str_attr("sym_name")));
     if (fe.i32_count > vm::kMaxRegisters || fe.ref_count > vm::kMaxRegisters)

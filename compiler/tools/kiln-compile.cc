@@ -4,7 +4,7 @@
 //                [--constant-input=NAME=V ...] [--sequence-input=NAME=[S0,S1,...] ...]
 //                [--consume=NAME ...]
 //                [--topology=unified|discrete|FILE]
-//                [--emit=kiln|kir-tensor|kir-stream] [--explain-copies] [--no-elision]
+//                [--emit=kiln|kir-tensor|kir-stream|kir-alloc] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
 //                [--module-name=NAME] [--native-fma] [--precision=f32|f16]
 //                [--no-f16-arithmetic]
@@ -86,7 +86,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--sequence-input", "NAME=[S0,...]", "fix a sequence/optional input's structure"},
         {"--consume", "NAME", "ABI consume: the module may update argument NAME in place"},
         {"--topology", "unified|discrete|FILE", "device topology for transfer elision"},
-        {"--emit", "kiln|kir-tensor|kir-stream", "what to write (default kiln; kir-*: print the IR)"},
+        {"--emit", "kiln|kir-tensor|kir-stream|kir-alloc", "what to write (default kiln; kir-*: print the IR at that level)"},
         {"--explain-copies", nullptr, "print every copy left in the program, with its reason"},
         {"--no-elision", nullptr, "keep every defensive copy (debugging copy elision)"},
         {"--print-ir-after-all", nullptr, "print the IR after every pass"},
@@ -171,6 +171,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> after_each;
   kiln::transforms::PipelineOptions& pipeline_options = options.pipeline;
   if (print_after_all) pipeline_options.ir_after_each = &after_each;
+  // kir-stream: the stream level, before the allocation passes.
+  pipeline_options.stream_level_only = emit == "kir-stream";
   std::vector<std::string> copy_remarks;
   pipeline_options.last_copy_remarks = &copy_remarks;
   kiln::ir::PassContext ctx;
@@ -203,7 +205,7 @@ int main(int argc, char** argv) {
     for (const std::string& r : ctx.remarks)
       if (r.find("transfer kept") != std::string::npos) std::printf("%s\n", r.c_str());
   }
-  if (emit == "kir-stream") {
+  if (emit == "kir-stream" || emit == "kir-alloc") {
     std::cout << kiln::ir::PrintModule(*module);
     return 0;
   }
@@ -248,9 +250,10 @@ int main(int argc, char** argv) {
   }
   if (report) {
     std::printf("module_bytes: %zu\ndispatches: %d\nexecutables: %d\nentry_points: %d\nconstant_bytes: %lld\n"
-                "transient_arena_bytes: %lld\ntransient_bytes_without_planning: %lld\n",
+                "transient_arena_bytes: %lld\ntransient_live_peak_bytes: %lld\ntransient_bytes_without_planning: %lld\n",
                 bytes.value().size(), emit_report.dispatches, emit_report.executables, emit_report.entry_points,
                 static_cast<long long>(emit_report.constant_bytes), static_cast<long long>(emit_report.arena_bytes),
+                static_cast<long long>(emit_report.live_bytes_peak),
                 static_cast<long long>(emit_report.unplanned_transient_bytes));
     std::printf("deallocas: %d\nretains: %d\nreleases: %d\ndeallocas_dropping_registers: %d\n",
                 emit_report.deallocas, emit_report.retains, emit_report.releases, emit_report.dropped_registers);

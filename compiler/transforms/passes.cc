@@ -19,6 +19,8 @@ void RegisterAllPasses() {
   ir::RegisterPass("convert-to-stream", CreateConvertToStreamPass);
   ir::RegisterPass("resource-lifetime", CreateResourceLifetimePass);
   ir::RegisterPass("demote-f32-to-f16", CreateDemoteF32ToF16Pass);
+  ir::RegisterPass("lower-timeline", CreateLowerTimelinePass);
+  ir::RegisterPass("schedule-allocation", CreateScheduleAllocationPass);
 }
 
 }  // namespace kiln::transforms

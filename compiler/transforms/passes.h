@@ -61,6 +61,16 @@ std::unique_ptr<ir::Pass> CreateResourceLifetimePass();  // --resource-lifetime:
 // ABI keeps its dtypes (kiln-compile --precision=f16).
 std::unique_ptr<ir::Pass> CreateDemoteF32ToF16Pass();
 
+// --lower-timeline (lower_timeline.h): execution regions recorded in place,
+// awaits and joins dropped (one in-order queue); first pass of the
+// allocated level.
+std::unique_ptr<ir::Pass> CreateLowerTimelinePass();
+
+// --schedule-allocation (schedule_allocation.h): every resource's storage
+// (arena slot, result, donated or taken argument, global, coalesced edge),
+// written into the IR as the function's storage plan.
+std::unique_ptr<ir::Pass> CreateScheduleAllocationPass();
+
 }  // namespace kiln::transforms
 
 #endif  // KILN_COMPILER_TRANSFORMS_PASSES_H_

@@ -35,9 +35,22 @@ const std::vector<std::string>& DefaultPipeline() {
   return kPipeline;
 }
 
+const std::vector<std::string>& AllocationPipeline() {
+  static const std::vector<std::string> kPipeline = {
+      // Execution regions recorded in place, awaits and joins dropped: the
+      // backend records one in-order queue.
+      "lower-timeline",
+      // Where every resource lives: arena slots, results, donated and taken
+      // arguments, coalesced edges, parallel-copy temporaries.
+      "schedule-allocation",
+  };
+  return kPipeline;
+}
+
 std::vector<std::string> PipelineFor(const PipelineOptions& options) {
   std::vector<std::string> flags = DefaultPipeline();
   if (options.precision_f16) flags.insert(flags.begin(), "demote-f32-to-f16");
+  if (!options.stream_level_only) flags.insert(flags.end(), AllocationPipeline().begin(), AllocationPipeline().end());
   return flags;
 }
 

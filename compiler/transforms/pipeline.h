@@ -28,13 +28,24 @@ struct PipelineOptions {
   // Store f32 tensors as f16, arithmetic in f32 (--demote-f32-to-f16 first;
   // kiln-compile --precision=f16).
   bool precision_f16 = false;
+  // Stop at the stream level: leave out AllocationPipeline() (kiln-compile
+  // --emit=kir-stream prints the program with its execution regions and
+  // timepoints).
+  bool stream_level_only = false;
 };
 
-// Pass flags of the tensor-to-dispatch pipeline, in order.
+// Pass flags of the tensor-to-stream pipeline, in order: the program at the
+// stream level (async resources with value semantics, execution regions,
+// timepoints).
 const std::vector<std::string>& DefaultPipeline();
 
-// DefaultPipeline() with the passes `options` asks for added
-// (--demote-f32-to-f16 first when precision_f16).
+// Pass flags that take the stream level to the allocated level, the one the
+// backend (compiler/backend/) writes out as bytecode: today lower-timeline.
+const std::vector<std::string>& AllocationPipeline();
+
+// DefaultPipeline() then AllocationPipeline() (unless stream_level_only),
+// with the passes `options` asks for added (--demote-f32-to-f16 first when
+// precision_f16): everything between import and emission, in order.
 std::vector<std::string> PipelineFor(const PipelineOptions& options);
 
 // Runs `flags` in order on `module`.

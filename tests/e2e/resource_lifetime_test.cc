@@ -6,8 +6,8 @@
 //    retired: the result is still right, the validation layers (which flag a
 //    buffer destroyed while a command buffer uses it) stay silent, and the
 //    app's consumed tensor is gone after the call;
-//  - a dealloca placed before a use is rejected by the emitter (the lifetime
-//    pass and the transient plan must agree);
+//  - a dealloca placed before a use is rejected by --schedule-allocation
+//    (the lifetime pass and the transient plan must agree);
 //  - on a real model the lifetime-driven transient plan reproduces the ONNX
 //    Runtime golden (cls, whose arena is 356 KB with 92 deallocas).
 // Expected values are derived by hand in the comments.
@@ -20,6 +20,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/tools/compile_driver.h"
+#include "compiler/transforms/pipeline.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace kiln::e2e {
@@ -89,7 +90,7 @@ TEST(ResourceLifetimeTest, ConsumedArgumentIsDroppedAfterItsLastQueuedUse) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
-// The emitter checks the deallocas it is given: a transient read after its
+// --schedule-allocation checks the deallocas it is given: a transient read after its
 // dealloca is an internal error, not a silent overlap in the arena.
 TEST(ResourceLifetimeTest, UseAfterDeallocaIsRejected) {
   const char* program = R"(
@@ -114,11 +115,11 @@ TEST(ResourceLifetimeTest, UseAfterDeallocaIsRejected) {
 )";
   auto module = ir::ParseModule(program, "<test>");
   ASSERT_TRUE(module.ok()) << module.status().message();
-  backend::EmitReport report;
-  auto bytes = backend::EmitModule(*module.value(), backend::EmitOptions{}, &report);
-  ASSERT_FALSE(bytes.ok());
-  EXPECT_NE(bytes.status().message().find("used after its stream.resource.dealloca"), std::string::npos)
-      << bytes.status().message();
+  ir::PassContext ctx;
+  Status planned = transforms::RunPasses(*module.value(), transforms::AllocationPipeline(), {}, ctx);
+  ASSERT_FALSE(planned.ok());
+  EXPECT_NE(planned.message().find("used after its stream.resource.dealloca"), std::string::npos)
+      << planned.message();
 }
 
 TEST(ResourceLifetimeTest, RealModelPlanFollowsDeallocas) {

@@ -1,8 +1,13 @@
-// What the emitter asks of a resource value: the operand a result is tied to,
-// the allocation it lives in, its byte size.
-#include "compiler/backend/emitter.h"
+// What passes and the backend ask of a resource value (resource_values.h).
+#include "compiler/analysis/resource_values.h"
 
-namespace kiln::backend {
+#include <vector>
+
+#include "compiler/ir/op_traits.h"
+
+namespace kiln::analysis {
+
+using ir::OpCode;
 
 // The operand whose allocation result `index` of `op` lives in: the operand
 // it is tied to (ops.def Tie), or operand 0 of a stream-level view
@@ -34,7 +39,6 @@ ir::Value* RootOf(ir::Value* v) {
 
 // Ops placed by --resource-lifetime (compiler/transforms/resource_lifetime.cc).
 bool IsLifetimeOp(ir::Operation* op) { return ir::Traits(op).has(ir::kLifetime); }
-ir::Value* FunctionEmitter::RootOfValue(ir::Value* v) { return RootOf(v); }
 
 namespace {
 
@@ -102,4 +106,4 @@ int64_t SizeOf(ir::Value* v, int depth) {
   return def->int_attr("size");
 }
 
-}  // namespace kiln::backend
+}  // namespace kiln::analysis

@@ -1,8 +1,8 @@
-#include "compiler/backend/transient_planner.h"
+#include "compiler/transforms/transient_planner.h"
 
 #include <gtest/gtest.h>
 
-namespace kiln::backend {
+namespace kiln::transforms {
 namespace {
 
 TEST(TransientPlannerTest, DisjointLifetimesShareBytes) {
@@ -36,4 +36,4 @@ TEST(TransientPlannerTest, EmptyPlan) {
 }
 
 }  // namespace
-}  // namespace kiln::backend
+}  // namespace kiln::transforms

@@ -1,5 +1,8 @@
+// Pass: --lower-timeline (the first pass of the allocated level; pipeline.cc)
+//
 // Lowers the stream level's execution regions and timepoints for the
-// bytecode emitter (compiler/backend/).
+// bytecode emitter (compiler/backend/), which refuses a function that still
+// has them (stream.async.execute, stream.timepoint.await / join).
 //
 // The emitter records a function into command buffers on one in-order
 // queue: every command is ordered after earlier ones by the barriers it
@@ -27,19 +30,21 @@
 // Errors: kUnimplemented when a timepoint leaves the function (a func.return
 // operand: exported functions signal fences instead, kiln_invoke_async),
 // naming the op.
-#ifndef KILN_COMPILER_BACKEND_LOWER_TIMELINE_H_
-#define KILN_COMPILER_BACKEND_LOWER_TIMELINE_H_
+#ifndef KILN_COMPILER_TRANSFORMS_LOWER_TIMELINE_H_
+#define KILN_COMPILER_TRANSFORMS_LOWER_TIMELINE_H_
 
 #include "base/status.h"
 #include "compiler/ir/ir.h"
 
-namespace kiln::backend {
+namespace kiln::transforms {
 
 // Rewrites `func` (a func.func at the stream level) in place as described
 // above. Returns the number of execution regions inlined in *regions and of
-// awaits removed in *awaits (either may be null).
+// awaits removed in *awaits (either may be null). Errors
+// (kInvalidArgument): a malformed execution region or await, named by its
+// location; kUnimplemented as above.
 Status LowerTimeline(ir::Operation* func, int* regions = nullptr, int* awaits = nullptr);
 
-}  // namespace kiln::backend
+}  // namespace kiln::transforms
 
-#endif  // KILN_COMPILER_BACKEND_LOWER_TIMELINE_H_
+#endif  // KILN_COMPILER_TRANSFORMS_LOWER_TIMELINE_H_

@@ -6,13 +6,13 @@
 // planner of TFLite's arena): visit buffers from largest to smallest and put
 // each at the lowest aligned offset that does not overlap any already placed
 // buffer whose lifetime interval intersects its own.
-#ifndef KILN_COMPILER_BACKEND_TRANSIENT_PLANNER_H_
-#define KILN_COMPILER_BACKEND_TRANSIENT_PLANNER_H_
+#ifndef KILN_COMPILER_TRANSFORMS_TRANSIENT_PLANNER_H_
+#define KILN_COMPILER_TRANSFORMS_TRANSIENT_PLANNER_H_
 
 #include <cstdint>
 #include <vector>
 
-namespace kiln::backend {
+namespace kiln::transforms {
 
 struct TransientRequest {
   int64_t size = 0;   // bytes
@@ -29,6 +29,6 @@ struct TransientPlan {
 // every target device; Kiln uses 256, the largest value Vulkan allows).
 TransientPlan PlanTransients(const std::vector<TransientRequest>& requests, int64_t alignment);
 
-}  // namespace kiln::backend
+}  // namespace kiln::transforms
 
-#endif  // KILN_COMPILER_BACKEND_TRANSIENT_PLANNER_H_
+#endif  // KILN_COMPILER_TRANSFORMS_TRANSIENT_PLANNER_H_

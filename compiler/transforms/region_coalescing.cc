@@ -1,18 +1,29 @@
 // Copy coalescing at structured control flow: region results and loop-carried
 // values that share the storage of the value flowing into them, so the edge
 // (a yield, a loop entry) copies nothing. Decided before the arena is planned
-// (FunctionEmitter::AssignStorage reads the two maps these return).
+// (--schedule-allocation reads the maps these return; region_coalescing.h).
 //
 // The rules only ever make two values share bytes where the program already
 // guarantees that at most one of them is live at a time: the copy passes
 // (materialize-copy-on-write, elide-async-copies) have proved every in-place
 // update unobserved, so what is left to check here is who else reads the
 // shared storage while the region runs and after it.
-#include "compiler/backend/emitter.h"
+#include "compiler/transforms/region_coalescing.h"
 
 #include <functional>
+#include <vector>
 
-namespace kiln::backend {
+#include "compiler/analysis/resource_usage.h"
+#include "compiler/analysis/resource_values.h"
+#include "compiler/ir/op_traits.h"
+
+namespace kiln::transforms {
+
+using analysis::IsLifetimeOp;
+using analysis::RootOf;
+using analysis::SizeOf;
+using analysis::TiedValue;
+using ir::OpCode;
 namespace {
 
 // The op of `body` that is `op` or contains it (nullptr when `op` is not in
@@ -31,7 +42,7 @@ std::vector<ir::Value*> IncomingOf(ir::Operation* op, unsigned i) {
     if (3 + i < op->num_operands()) in.push_back(op->operand(3 + i));
   } else if (op->is(OpCode::kScfWhile)) {
     // Only a "before" argument the condition forwards at its own position
-    // shares the result's storage (AssignStorage's view walk).
+    // shares the result's storage (--schedule-allocation's view walk).
     if (op->num_regions() != 2 || op->region(0)->empty() || i >= op->num_operands()) return {};
     ir::Block* before = op->region(0)->block(0);
     ir::Operation* cond = before->terminator();
@@ -50,7 +61,7 @@ std::vector<ir::Value*> IncomingOf(ir::Operation* op, unsigned i) {
   return in;
 }
 
-// The block arguments that share result `r`'s storage (AssignStorage's view
+// The block arguments that share result `r`'s storage (--schedule-allocation's view
 // walk): scf.for's carried argument, scf.while's "before" argument (when
 // forwarded at its position, checked by IncomingOf) and "after" argument.
 std::vector<ir::Value*> CarriedArguments(ir::Operation* op, unsigned i) {
@@ -257,4 +268,50 @@ std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::
   return into;
 }
 
-}  // namespace kiln::backend
+std::map<ir::Value*, ir::Value*> BlockArgumentsSharingStorage(ir::Operation* func, const std::set<ir::Value*>& excluded,
+                                                              const std::function<bool(ir::Value*)>& has_own_storage) {
+  auto full_root = [&](ir::Value* v) {
+    while (ir::Operation* def = v->defining_op()) {
+      ir::Value* tied = TiedValue(def, v->index());
+      if (!tied) break;
+      v = tied;
+    }
+    return v;
+  };
+  std::map<ir::Value*, ir::Value*> coalesced;  // block argument -> value whose storage it shares
+  {
+    for (size_t bi = 1; bi < func->region(0)->blocks().size(); ++bi) {
+      ir::Block* b = func->region(0)->block(static_cast<unsigned>(bi));
+      for (ir::Value* a : b->arguments()) {
+        if (a->type().kind != ir::TypeKind::kResource || excluded.count(a)) continue;
+        bool modelled = true;
+        std::vector<analysis::FlowEdge> in = analysis::IncomingValues(a, &modelled);
+        if (!modelled || in.size() != 1) continue;
+        ir::Value* v = in[0].value;
+        ir::Operation* edge = in[0].edge;
+        if (v->type().kind != ir::TypeKind::kResource) continue;
+        ir::Value* r = full_root(v);
+        ir::Block* rb = r->parent_block();
+        bool other_block_arg = r->is_block_argument() && rb && rb->parent() == func->region(0) &&
+                               rb != func->region(0)->block(0);
+        if (!other_block_arg && !has_own_storage(r)) continue;
+        if (r == a || SizeOf(r) != SizeOf(a)) continue;
+        int group = analysis::FlowGroup(edge, in[0].operand);
+        bool twice = false;
+        for (unsigned j = 0; j < edge->num_operands(); ++j)
+          if (j != in[0].operand && analysis::FlowGroup(edge, j) == group &&
+              edge->operand(j)->type().kind == ir::TypeKind::kResource && RootOf(edge->operand(j)) == RootOf(v))
+            twice = true;
+        if (twice || analysis::FindLaterObserver(v, edge, edge)) continue;
+        // No cycle of shared storage (each chain must end at a real storage).
+        ir::Value* end = r;
+        for (int d = 0; d < 64 && coalesced.count(end); ++d) end = coalesced.at(end);
+        if (end == a) continue;
+        coalesced[a] = r;
+      }
+    }
+  }
+  return coalesced;
+}
+
+}  // namespace kiln::transforms

@@ -1,9 +1,9 @@
-#include "compiler/backend/transient_planner.h"
+#include "compiler/transforms/transient_planner.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace kiln::backend {
+namespace kiln::transforms {
 
 static int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) & ~(a - 1); }
 
@@ -39,4 +39,4 @@ TransientPlan PlanTransients(const std::vector<TransientRequest>& requests, int6
   return plan;
 }
 
-}  // namespace kiln::backend
+}  // namespace kiln::transforms

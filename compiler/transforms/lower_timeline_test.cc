@@ -1,13 +1,13 @@
-// LowerTimeline (compiler/backend/lower_timeline.h) on textual stream IR:
+// LowerTimeline (compiler/transforms/lower_timeline.h) on textual stream IR:
 // the printed result is checked op by op; must-not-act and error cases too.
-#include "compiler/backend/lower_timeline.h"
+#include "compiler/transforms/lower_timeline.h"
 
 #include <gtest/gtest.h>
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 
-namespace kiln::backend {
+namespace kiln::transforms {
 namespace {
 
 struct Lowered {
@@ -191,4 +191,4 @@ TEST(LowerTimelineTest, BadOperandSegmentsAreAnError) {
 }
 
 }  // namespace
-}  // namespace kiln::backend
+}  // namespace kiln::transforms

@@ -1,8 +1,11 @@
-#include "compiler/backend/lower_timeline.h"
+#include "compiler/transforms/lower_timeline.h"
 
+#include <string>
 #include <vector>
 
-namespace kiln::backend {
+#include "compiler/transforms/passes.h"
+
+namespace kiln::transforms {
 
 using ir::OpCode;
 
@@ -144,18 +147,18 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   });
   for (ir::Operation* exec : executes) {
     if (exec->num_regions() != 1 || exec->region(0)->blocks().size() != 1)
-      return InvalidArgumentError("emit: stream.async.execute (%s) must have one region with one block",
+      return InvalidArgumentError("lower-timeline: stream.async.execute (%s) must have one region with one block",
                                   exec->loc().c_str());
     std::vector<int64_t> seg = exec->ints_attr("operand_segments");
     if (seg.size() != 2 || seg[0] < 0 || seg[1] < 0 || seg[0] + seg[1] != exec->num_operands())
-      return InvalidArgumentError("emit: stream.async.execute (%s): bad operand_segments", exec->loc().c_str());
+      return InvalidArgumentError("lower-timeline: stream.async.execute (%s): bad operand_segments", exec->loc().c_str());
     ir::Block* body = exec->region(0)->block(0);
     if (body->num_arguments() != static_cast<unsigned>(seg[1]))
-      return InvalidArgumentError("emit: stream.async.execute (%s): %u block arguments for %lld captures",
+      return InvalidArgumentError("lower-timeline: stream.async.execute (%s): %u block arguments for %lld captures",
                                   exec->loc().c_str(), body->num_arguments(), static_cast<long long>(seg[1]));
     ir::Operation* yield = body->terminator();
     if (!yield || !yield->is(OpCode::kStreamYield) || yield->num_operands() + 1 != exec->num_results())
-      return InvalidArgumentError("emit: stream.async.execute (%s): the region must end in stream.yield of %u values",
+      return InvalidArgumentError("lower-timeline: stream.async.execute (%s): the region must end in stream.yield of %u values",
                                   exec->loc().c_str(), exec->num_results() - 1);
     // Captures are the operands themselves.
     for (unsigned i = 0; i < body->num_arguments(); ++i)
@@ -184,7 +187,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   });
   for (ir::Operation* a : await_ops) {
     if (a->num_operands() != a->num_results() + 1)
-      return InvalidArgumentError("emit: stream.timepoint.await (%s): %u operands for %u results", a->loc().c_str(),
+      return InvalidArgumentError("lower-timeline: stream.timepoint.await (%s): %u operands for %u results", a->loc().c_str(),
                                   a->num_operands(), a->num_results());
     for (unsigned i = 0; i < a->num_results(); ++i) a->result(i)->ReplaceAllUsesWith(a->operand(i + 1));
     a->Erase();
@@ -225,7 +228,7 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   for (ir::Operation* op : timeline_ops) {
     if (op->is(OpCode::kStreamTimepointImmediate) && only_deallocas(op)) continue;
     const ir::Use& u = op->result(0)->uses().front();
-    return UnimplementedError("emit: a timepoint (%s) is used by '%s' (%s); only execution regions, awaits and "
+    return UnimplementedError("lower-timeline: a timepoint (%s) is used by '%s' (%s); only execution regions, awaits and "
                               "joins of one queue are supported",
                               op->loc().c_str(), u.user->name().c_str(), u.user->loc().c_str());
   }
@@ -234,4 +237,28 @@ Status LowerTimeline(ir::Operation* func, int* regions, int* awaits) {
   return OkStatus();
 }
 
-}  // namespace kiln::backend
+namespace {
+
+class LowerTimelinePass : public ir::Pass {
+ public:
+  const char* flag() const override { return "lower-timeline"; }
+  const char* description() const override {
+    return "Record execution regions in place and drop timepoints (one in-order queue)";
+  }
+  Status Run(ir::Module& module, ir::PassContext& ctx) override {
+    for (ir::Operation* func : module.functions()) {
+      int regions = 0, awaits = 0;
+      KILN_RETURN_IF_ERROR(LowerTimeline(func, &regions, &awaits).Annotate("function @" + func->str_attr("sym_name")));
+      if (regions + awaits > 0)
+        ctx.Remark(func, "lowered " + std::to_string(regions) + " execution regions and " + std::to_string(awaits) +
+                             " awaits");
+    }
+    return OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Pass> CreateLowerTimelinePass() { return std::make_unique<LowerTimelinePass>(); }
+
+}  // namespace kiln::transforms
