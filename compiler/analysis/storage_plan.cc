@@ -3,6 +3,8 @@
 
 #include <functional>
 
+#include "compiler/analysis/resource_values.h"
+
 namespace kiln::analysis {
 namespace {
 
@@ -119,6 +121,20 @@ std::vector<EdgeCopy> EdgeCopiesOf(ir::Operation* op) {
     }
   }
   return groups;
+}
+
+Placement PlacementOf(const StoragePlan& plan, ir::Value* v) {
+  const ValueStorage& vs = plan.values.at(v);
+  const StorageSlot& s = plan.storages[static_cast<size_t>(vs.id)];
+  int group = vs.id;
+  if (s.kind == StorageSlot::kArena) {
+    group = -2;
+  } else if (s.kind == StorageSlot::kTaken || s.kind == StorageSlot::kDonated) {
+    for (size_t i = 0; i < plan.storages.size(); ++i)
+      if (plan.storages[i].kind == StorageSlot::kArgument && plan.storages[i].index == s.index) group = static_cast<int>(i);
+  }
+  const int64_t begin = (s.kind == StorageSlot::kArena ? s.offset : 0) + vs.offset;
+  return Placement{vs.id, group, s.dynamic_offset(), begin, begin + SizeOf(v)};
 }
 
 const char* StorageKindName(StorageSlot::Kind kind) { return kKindNames[static_cast<int>(kind)]; }

@@ -92,6 +92,33 @@ struct StoragePlan {
   std::vector<ir::Operation*> droppable;                                       // imports
 };
 
+// Where a value's bytes are, to compare two values the way the backend's
+// hazard tracking does: the allocation they belong to (`group`: arena slots
+// share one; taken and donated storage may be their argument's bytes),
+// whether the base offset is known only at run time, and the byte range
+// [begin, end) (arena slots at their arena offset).
+struct Placement {
+  int id = -1;  // the storage
+  int group = -1;
+  bool dynamic = false;
+  int64_t begin = 0, end = 0;
+};
+// The placement of `v`, which `plan` must place (plan.values).
+Placement PlacementOf(const StoragePlan& plan, ir::Value* v);
+// Same bytes at the same offset: a copy from one to the other is no copy.
+// Two storages whose base is known only at run time are the same only when
+// they are one storage (a taken or donated argument may be moved to other
+// bytes at run time).
+inline bool SamePlace(const Placement& a, const Placement& b) {
+  return a.group == b.group && a.dynamic == b.dynamic && a.begin == b.begin && (!a.dynamic || a.id == b.id);
+}
+// May share bytes (a run-time offset: anywhere in the allocation).
+inline bool Overlap(const Placement& a, const Placement& b) {
+  if (a.group != b.group) return false;
+  if (a.dynamic || b.dynamic) return true;
+  return a.begin < b.end && b.begin < a.end;
+}
+
 // Writes `plan` into `func`'s attributes (replacing an earlier plan).
 void WriteStoragePlan(ir::Operation* func, const StoragePlan& plan);
 // Reads the plan of `func`. Errors (kFailedPrecondition): the function has

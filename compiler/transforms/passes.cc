@@ -21,6 +21,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("demote-f32-to-f16", CreateDemoteF32ToF16Pass);
   ir::RegisterPass("lower-timeline", CreateLowerTimelinePass);
   ir::RegisterPass("schedule-allocation", CreateScheduleAllocationPass);
+  ir::RegisterPass("materialize-edge-copies", CreateMaterializeEdgeCopiesPass);
 }
 
 }  // namespace kiln::transforms

@@ -71,6 +71,11 @@ std::unique_ptr<ir::Pass> CreateLowerTimelinePass();
 // written into the IR as the function's storage plan.
 std::unique_ptr<ir::Pass> CreateScheduleAllocationPass();
 
+// --materialize-edge-copies (materialize_edge_copies.cc): the copies the
+// storage plan implies on scf edges and global stores become
+// stream.async.clone ops placed in their destination.
+std::unique_ptr<ir::Pass> CreateMaterializeEdgeCopiesPass();
+
 }  // namespace kiln::transforms
 
 #endif  // KILN_COMPILER_TRANSFORMS_PASSES_H_

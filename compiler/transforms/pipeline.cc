@@ -43,6 +43,8 @@ const std::vector<std::string>& AllocationPipeline() {
       // Where every resource lives: arena slots, results, donated and taken
       // arguments, coalesced edges, parallel-copy temporaries.
       "schedule-allocation",
+      // The copies that plan implies on scf edges and global stores, as IR.
+      "materialize-edge-copies",
   };
   return kPipeline;
 }

@@ -105,34 +105,6 @@ class AllocationScheduler {
     plan_.storages.push_back(std::move(s));
     return static_cast<int>(plan_.storages.size() - 1);
   }
-  // The allocation a storage's bytes belong to, for overlap: the arena's
-  // slots share one; taken and donated storage may be argument k's bytes.
-  int GroupOf(int id) const {
-    const StorageSlot& s = plan_.storages[static_cast<size_t>(id)];
-    if (s.kind == StorageSlot::kArena) return -2;
-    if (s.kind == StorageSlot::kTaken || s.kind == StorageSlot::kDonated) return arg_ids_.at(static_cast<size_t>(s.index));
-    return id;
-  }
-  struct Bytes {
-    int group;
-    bool dynamic;
-    int64_t begin, end;
-  };
-  Bytes BytesOf(ir::Value* v) const {
-    const ValueStorage& vs = plan_.values.at(v);
-    const StorageSlot& s = plan_.storages[static_cast<size_t>(vs.id)];
-    int64_t begin = (s.kind == StorageSlot::kArena ? s.offset : 0) + vs.offset;
-    return Bytes{GroupOf(vs.id), s.dynamic_offset(), begin, begin + SizeOf(v)};
-  }
-  static bool Overlap(const Bytes& a, const Bytes& b) {
-    if (a.group != b.group) return false;
-    if (a.dynamic || b.dynamic) return true;  // offset known only at run time: the whole buffer
-    return a.begin < b.end && b.begin < a.end;
-  }
-  static bool Same(const Bytes& a, const Bytes& b) {
-    return a.group == b.group && a.dynamic == b.dynamic && a.begin == b.begin;
-  }
-
   ir::Operation* func_;
   bool multi_block_ = false;
   std::set<ir::Value*> global_snapshots_;
@@ -705,13 +677,13 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
       for (size_t i = 0; i < g.operands.size(); ++i) {
         ir::Value* src = op->operand(g.operands[i]);
         if (!plan_.values.count(src) || !plan_.values.count(g.destinations[i])) continue;
-        const Bytes from = BytesOf(src);
+        const analysis::Placement from = analysis::PlacementOf(plan_, src);
         bool conflict = false;
         for (size_t j = 0; j < g.operands.size(); ++j) {
           if (!plan_.values.count(g.destinations[j])) continue;
-          const Bytes to = BytesOf(g.destinations[j]);
-          bool overlaps = Overlap(from, to);
-          if (j != i ? overlaps : (overlaps && !Same(from, to))) conflict = true;
+          const analysis::Placement to = analysis::PlacementOf(plan_, g.destinations[j]);
+          bool overlaps = analysis::Overlap(from, to);
+          if (j != i ? overlaps : (overlaps && !analysis::SamePlace(from, to))) conflict = true;
         }
         if (!conflict) continue;
         StorageSlot t;

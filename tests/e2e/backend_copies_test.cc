@@ -295,10 +295,10 @@ TEST(BackendCopiesTest, OuterValueReadAfterTheIfIsCopied) {
   Session s;
   backend::EmitReport report;
   ASSERT_EQ(s.Load(std::string(kExecutables) + OuterYield(true), false, &report), "");
-  EXPECT_EQ(report.ir_copies, 0);
-  ASSERT_EQ(report.backend_copies.size(), 1u);
-  EXPECT_NE(report.backend_copies[0].find("yield into the region's result storage"), std::string::npos)
-      << report.backend_copies[0];
+  // The else branch's copy of s into the result storage is an IR clone
+  // (--materialize-edge-copies), not a copy only the backend knows of.
+  EXPECT_EQ(report.ir_copies, 1);
+  EXPECT_EQ(report.backend_copies, std::vector<std::string>{});
   std::vector<HostTensor> out;
   kiln_device_stats_t d{};
   ASSERT_EQ(s.Invoke("main", {F32({4}, {1, 2, 3, 4})}, &out, &d), "");
