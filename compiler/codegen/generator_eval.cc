@@ -68,7 +68,12 @@ std::string Generator::EvalArg(Value* v, const Idx& idx) {
     return "0";
   }
   DType dt = v->type().dtype;
-  std::string e = "in" + std::to_string(it->second) + "[" + Offset(idx, ShapeOf(v)) + "]";
+  // The tensor starts operand_element_offsets[b] elements into its binding
+  // (CodegenOptions::operand_element_offsets; negative: the binding starts
+  // inside the tensor, at the first element the dispatch reads).
+  const size_t b = static_cast<size_t>(it->second);
+  const int64_t base = b < options_.operand_element_offsets.size() ? options_.operand_element_offsets[b] : 0;
+  std::string e = "in" + std::to_string(it->second) + "[" + AddC(Offset(idx, ShapeOf(v)), base) + "]";
   CT ct = CTOf(v);
   return Decl(ct, ct == CT::kF16 ? e : LoadConvert(dt, e));
 }
