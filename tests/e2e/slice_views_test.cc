@@ -48,14 +48,16 @@ TEST(SliceViewsTest, ContiguousSliceIsAViewOfItsSource) {
 }
 
 // x: 4 rows of 40 (160 bytes each); s = rows 1 and 2, bytes [160, 480),
-// not a multiple of 256: the add reads s inside the view [0, 480) of x,
-// from element 40.
+// not a multiple of 256. The row sums (a reduce: an anchor of its own, so
+// the slice stays a dispatch of its own until --slice-views) read s inside
+// the view [0, 480) of x, from element 40. All values are multiples of
+// 0.25 below 2^10, so every sum is exact in any order.
 const char* kUnalignedRows = R"(
 "func.func"() ({
 ^bb0(%x: tensor<4x40xf32>):
   %s = "tensor.slice"(%x) {starts = [1, 0]} : (tensor<4x40xf32>) -> tensor<2x40xf32>
-  %y = "tensor.add"(%s, %s) : (tensor<2x40xf32>, tensor<2x40xf32>) -> tensor<2x40xf32>
-  "func.return"(%y) : (tensor<2x40xf32>) -> ()
+  %y = "tensor.reduce"(%s) {axes = [1], keepdims = true, kind = "sum"} : (tensor<2x40xf32>) -> tensor<2x1xf32>
+  "func.return"(%y) : (tensor<2x1xf32>) -> ()
 }) {sym_name = "main"} : () -> ()
 )";
 
@@ -63,7 +65,7 @@ TEST(SliceViewsTest, UnalignedSliceIsIndexedInsideACoarseView) {
   Session s;
   backend::EmitReport report;
   ASSERT_EQ(s.Load(kUnalignedRows, false, &report), "");
-  EXPECT_EQ(report.dispatches, 1) << "the add only; the slice is read in place";
+  EXPECT_EQ(report.dispatches, 1) << "the reduce only; the slice is read in place";
   std::vector<float> x(160);
   for (int i = 0; i < 160; ++i) x[i] = static_cast<float>(i) * 0.25f - 11;
   std::vector<HostTensor> out;
@@ -71,20 +73,25 @@ TEST(SliceViewsTest, UnalignedSliceIsIndexedInsideACoarseView) {
   ASSERT_EQ(s.Invoke("main", {F32({4, 40}, x)}, &out, &d), "");
   ASSERT_EQ(out.size(), 1u);
   std::vector<float> y = Values(out[0]);
-  ASSERT_EQ(y.size(), 80u);
-  for (int i = 0; i < 80; ++i) EXPECT_EQ(y[i], 2 * x[40 + i]) << i;
+  ASSERT_EQ(y.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    float want = 0;
+    for (int k = 0; k < 40; ++k) want += x[(1 + r) * 40 + k];
+    EXPECT_EQ(y[r], want) << r;
+  }
   EXPECT_EQ(d.dispatches, 1u);
   EXPECT_EQ(d.copies, 0u);
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
-// Split of x (3 rows of 40, as the ONNX importer emits it: one tensor.slice
-// per piece) read by one elementwise dispatch: the pieces start at bytes 0,
-// 160 and 320; the dispatch reads them from the views [0, 160), [0, 320)
-// and [256, 480) at element offsets 0, 40 and 16. Before --slice-views took
-// unaligned slices, this was 3 dispatches (the aligned piece was a view).
-// The source is a transient (t = x * 2, an arena slot) so the views start
-// from an arena offset.
+// Split of t (3 rows of 40, as the ONNX importer emits it: one
+// tensor.slice per piece) read by one elementwise dispatch. Piece a is
+// fused with the mul (a slice anchor with an epilogue) and reads t through
+// the view [0, 160); pieces b and c, at bytes 160 and 320, are views read
+// from [0, 320) and [256, 480) at element offsets 40 and 16. Before
+// --slice-views took unaligned slices, b and c were copy dispatches: 4
+// dispatches, now 2. t = x + x is a transient (an arena slot), so the
+// views start from an arena offset.
 const char* kSplit = R"(
 "func.func"() ({
 ^bb0(%x: tensor<3x40xf32>):
@@ -113,6 +120,84 @@ TEST(SliceViewsTest, SplitPiecesAreViews) {
   ASSERT_EQ(y.size(), 40u);
   for (int i = 0; i < 40; ++i) EXPECT_EQ(y[i], (2 * x[i]) * (2 * x[40 + i]) - 2 * x[80 + i]) << i;
   EXPECT_EQ(d.dispatches, 2u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// Row sums of two pieces of x (4 rows of 40): rows 2 and 3, at bytes 320
+// and 480, each summed by its own dispatch. Both call sites read their
+// piece from the view [256, 640) of x, at element offsets 16 and 56; their
+// shaders differ only in that constant, so they share one SPIR-V module
+// with two specializations (compiler/backend/shader_dedupe.h). (An offset
+// equal to another constant of the shader, such as the row length 40,
+// would merge into that constant and the shaders would not share.)
+const char* kTwoPieces = R"(
+"func.func"() ({
+^bb0(%x: tensor<4x40xf32>):
+  %b = "tensor.slice"(%x) {starts = [2, 0]} : (tensor<4x40xf32>) -> tensor<1x40xf32>
+  %c = "tensor.slice"(%x) {starts = [3, 0]} : (tensor<4x40xf32>) -> tensor<1x40xf32>
+  %sb = "tensor.reduce"(%b) {axes = [1], keepdims = true, kind = "sum"} : (tensor<1x40xf32>) -> tensor<1x1xf32>
+  %sc = "tensor.reduce"(%c) {axes = [1], keepdims = true, kind = "sum"} : (tensor<1x40xf32>) -> tensor<1x1xf32>
+  "func.return"(%sb, %sc) : (tensor<1x1xf32>, tensor<1x1xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(SliceViewsTest, ElementOffsetsAreSpecializationConstants) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kTwoPieces, false, &report), "");
+  EXPECT_EQ(report.dispatches, 2);
+  EXPECT_EQ(report.executables, 1);
+  EXPECT_EQ(report.entry_points, 2);
+  std::vector<float> x(160);
+  for (int i = 0; i < 160; ++i) x[i] = static_cast<float>(i) * 0.75f - 20;
+  std::vector<HostTensor> out;
+  ASSERT_EQ(s.Invoke("main", {F32({4, 40}, x)}, &out), "");
+  ASSERT_EQ(out.size(), 2u);
+  float want_b = 0, want_c = 0;  // multiples of 0.25 below 2^10: exact in any order
+  for (int k = 0; k < 40; ++k) {
+    want_b += x[80 + k];
+    want_c += x[120 + k];
+  }
+  EXPECT_EQ(Values(out[0]), std::vector<float>{want_b});
+  EXPECT_EQ(Values(out[1]), std::vector<float>{want_c});
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// The same pieces negated: each slice is fused with its negation (a slice
+// anchor with an elementwise epilogue), so no view replaces it; the second
+// dispatch is bound to [256, 480) and its index rebased by -64 elements,
+// folded into the slice's start (80 - 64 = 16), so both dispatches still
+// share one shader, as they did before the rebasing.
+const char* kTwoFusedPieces = R"(
+"func.func"() ({
+^bb0(%x: tensor<3x40xf32>):
+  %b = "tensor.slice"(%x) {starts = [1, 0]} : (tensor<3x40xf32>) -> tensor<1x40xf32>
+  %c = "tensor.slice"(%x) {starts = [2, 0]} : (tensor<3x40xf32>) -> tensor<1x40xf32>
+  %nb = "tensor.neg"(%b) : (tensor<1x40xf32>) -> tensor<1x40xf32>
+  %nc = "tensor.neg"(%c) : (tensor<1x40xf32>) -> tensor<1x40xf32>
+  "func.return"(%nb, %nc) : (tensor<1x40xf32>, tensor<1x40xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(SliceViewsTest, RebasedFusedSlicesShareAShader) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kTwoFusedPieces, false, &report), "");
+  EXPECT_EQ(report.dispatches, 2);
+  EXPECT_EQ(report.executables, 1);
+  EXPECT_EQ(report.entry_points, 2);
+  std::vector<float> x(120);
+  for (int i = 0; i < 120; ++i) x[i] = static_cast<float>(i) * 0.75f - 20;
+  std::vector<HostTensor> out;
+  ASSERT_EQ(s.Invoke("main", {F32({3, 40}, x)}, &out), "");
+  ASSERT_EQ(out.size(), 2u);
+  std::vector<float> b = Values(out[0]), c = Values(out[1]);
+  ASSERT_EQ(b.size(), 40u);
+  ASSERT_EQ(c.size(), 40u);
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(b[i], -x[40 + i]) << i;
+    EXPECT_EQ(c[i], -x[80 + i]) << i;
+  }
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
