@@ -50,8 +50,9 @@
 //  - rule 1: a dispatch whose body does anything besides the one slice of
 //    its operand (a fused epilogue, a second result): rule 2 may narrow it;
 //  - rule 1 at an unaligned offset: a use that is not a read-only dispatch
-//    operand (a function result, a call argument, a tied operand); the
-//    slice whose operand is itself indexed at an element offset;
+//    operand (a function result, a call argument, a tied operand). (A slice
+//    of such a slice acts: its range is taken inside the coarse view its
+//    operand became, at its element offset.)
 //  - rule 2: an operand the body reads other than through tensor.slice, an
 //    operand tied to a result, an operand already indexed at an offset, and
 //    slices that read the whole operand (nothing to narrow).
@@ -268,11 +269,10 @@ class SliceViewsPass : public ir::Pass {
     int64_t offset = 0, length = 0;
     if (!slice || !ContiguousRange(slice, &offset, &length)) return false;
     ir::Value* source = op->operand(0);
+    // A slice of a slice read inside a coarse view: its range starts that
+    // many elements further into the view.
+    offset += ElementOffsetOf(op, 0) * ElementBytes(slice->operand(0)->type());
     if (offset % kViewAlignment != 0) {
-      if (ElementOffsetOf(op, 0) != 0) {
-        ctx.Remark(op, "slice kept as a dispatch: its operand is itself indexed at an element offset");
-        return false;
-      }
       for (const ir::Use& u : op->result(0)->uses()) {
         ir::Operation* user = u.user;
         if (!user->is(OpCode::kStreamAsyncDispatch) || IsTiedOperand(user, u.operand_index)) {
