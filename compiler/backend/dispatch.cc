@@ -7,9 +7,11 @@
 namespace kiln::backend {
 
 StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
+                                                const std::vector<int64_t>& element_offsets,
                                                 codegen::CompiledDispatch* out, uint32_t* entry) {
   codegen::CodegenOptions options = options_.codegen;
   options.aliased_bindings = aliased_bindings;
+  options.operand_element_offsets = element_offsets;
   KILN_ASSIGN_OR_RETURN(codegen::CompiledDispatch compiled, codegen::CompileDispatch(dispatch, options));
   if (options_.glsl_dump) *options_.glsl_dump << "// ---- " << compiled.debug_name << "\n" << compiled.glsl << "\n";
   report_->dispatches++;
@@ -102,9 +104,26 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
         aliased.resize(ranges.size(), false);
         aliased[i] = true;
       }
+  // Operands bound at a coarse subrange with the tensor indexed inside it
+  // (--slice-views' `element_offsets`): the binding must start on the
+  // 256-byte alignment the pass assumed.
+  std::vector<int64_t> element_offsets = op->ints_attr("element_offsets");
+  if (!element_offsets.empty()) {
+    if (element_offsets.size() != op->num_operands())
+      return InvalidArgumentError("emit: dispatch %s has %zu element_offsets for %u operands", op->loc().c_str(),
+                                  element_offsets.size(), op->num_operands());
+    for (unsigned i = 0; i < op->num_operands(); ++i) {
+      const Storage& s = storage_.at(op->operand(i));
+      if (element_offsets[i] != 0 && !s.dynamic_offset && s.offset % kBindingAlignment != 0)
+        return InternalError("emit: operand %u of dispatch %s (element offset %lld) is bound at byte %lld, "
+                             "not a multiple of %lld", i, op->loc().c_str(),
+                             static_cast<long long>(element_offsets[i]), static_cast<long long>(s.offset),
+                             static_cast<long long>(kBindingAlignment));
+    }
+  }
   codegen::CompiledDispatch compiled;
   uint32_t entry_point = 0;
-  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, &compiled, &entry_point));
+  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, element_offsets, &compiled, &entry_point));
   std::vector<Range> reads, writes;
   std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
                            Reg::I32(ConstReg(compiled.workgroup_count[0])),

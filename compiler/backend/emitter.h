@@ -120,8 +120,11 @@ class ModuleEmitter {
   // `*entry` to the entry point within it. `aliased_bindings`: this call
   // site's bindings that may overlap a written one
   // (codegen::CodegenOptions::aliased_bindings; empty: none).
+  // `element_offsets`: per operand, the call site's
+  // codegen::CodegenOptions::operand_element_offsets (empty: none).
   StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
-                                   codegen::CompiledDispatch* out, uint32_t* entry);
+                                   const std::vector<int64_t>& element_offsets, codegen::CompiledDispatch* out,
+                                   uint32_t* entry);
 
   const EmitOptions& options() const { return options_; }
   EmitReport& report() { return *report_; }

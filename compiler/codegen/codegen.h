@@ -6,7 +6,9 @@
 // runtime: descriptor set 0; bindings 0..N-1 are the dispatch operands in
 // order (read-only storage buffers), then bindings N..N+R-1 are the results
 // (written). Each binding is bound at the byte range holding exactly that
-// tensor (dense, row-major, little-endian). Bindings are declared `restrict`
+// tensor (dense, row-major, little-endian), except an operand with an
+// element offset (CodegenOptions::operand_element_offsets), whose binding is
+// a 256-byte-aligned subrange the tensor lies in or covers. Bindings are declared `restrict`
 // unless CodegenOptions::aliased_bindings says the call site binds
 // overlapping bytes: an in-place (tied) operand and its result stay two
 // bindings of one range, both non-restrict, rather than one read-write
@@ -123,6 +125,20 @@ struct CodegenOptions {
   // (compiler/transforms/aliased_dispatch_read.h); a tied dispatch is
   // assumed to read its tied operand only at the index it writes.
   std::vector<bool> aliased_bindings;
+  // Per call site, set by the emitter from the dispatch's `element_offsets`
+  // attribute (compiler/transforms/slice_views.cc): for operand i, a signed
+  // element count added to every row-major index the shader reads from
+  // binding i. The binding is then bound at a coarse, 256-byte-aligned
+  // subrange of the tensor's allocation and the shader indexes the tensor
+  // inside it: an operand that is a slice at an unaligned byte offset reads
+  // element j at j + offset (offset > 0); a dispatch that reads only a
+  // subrange of its operand, bound to that subrange, reads element j of the
+  // whole tensor at j + offset (offset < 0, minus the subrange's first
+  // element). The offset is baked into the shader as an integer constant
+  // (no push constant, nothing at run time); call sites that differ only in
+  // it share SPIR-V through specialization constants
+  // (compiler/backend/shader_dedupe.h). Empty or 0: the index as is.
+  std::vector<int64_t> operand_element_offsets;
 };
 
 // Compiles `dispatch` (a "flow.dispatch" op whose region holds tensor-level

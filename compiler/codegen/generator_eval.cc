@@ -61,6 +61,37 @@ std::string Generator::Eval(Value* v, const Idx& idx) {
   return r;
 }
 
+namespace {
+
+// `off` (an index expression) plus the constant `base`, folded into a
+// leading integer term ("(40 + i1)" plus -24 is "(16 + i1)"), so that a
+// call site whose element offset only moves a slice's start compiles to the
+// shader of a call site without one, with another constant: the two then
+// share SPIR-V through specialization constants (shader_dedupe.h).
+std::string AddBase(const std::string& off, int64_t base) {
+  if (base == 0) return off;
+  int64_t c = 0;
+  if (ParseInt(off, &c)) return I(c + base);
+  const size_t plus = off.find(" + ");
+  if (off.size() > 2 && off.front() == '(' && off.back() == ')' && plus != std::string::npos &&
+      ParseInt(off.substr(1, plus - 1), &c)) {
+    int depth = 0;
+    bool enclosed = true;  // the first '(' closes at the last character
+    for (size_t i = 0; i + 1 < off.size() && enclosed; ++i) {
+      depth += off[i] == '(' ? 1 : off[i] == ')' ? -1 : 0;
+      enclosed = depth > 0;
+    }
+    if (enclosed) {
+      std::string rest = off.substr(plus + 3, off.size() - plus - 4);
+      if (rest.find(' ') != std::string::npos) rest = "(" + rest + ")";
+      return AddE(I(c + base), rest);
+    }
+  }
+  return AddE(I(base), off);
+}
+
+}  // namespace
+
 std::string Generator::EvalArg(Value* v, const Idx& idx) {
   auto it = arg_binding_.find(v);
   if (it == arg_binding_.end()) {
@@ -68,7 +99,12 @@ std::string Generator::EvalArg(Value* v, const Idx& idx) {
     return "0";
   }
   DType dt = v->type().dtype;
-  std::string e = "in" + std::to_string(it->second) + "[" + Offset(idx, ShapeOf(v)) + "]";
+  // The tensor starts operand_element_offsets[b] elements into its binding
+  // (CodegenOptions::operand_element_offsets; negative: the binding starts
+  // inside the tensor, at the first element the dispatch reads).
+  const size_t b = static_cast<size_t>(it->second);
+  const int64_t base = b < options_.operand_element_offsets.size() ? options_.operand_element_offsets[b] : 0;
+  std::string e = "in" + std::to_string(it->second) + "[" + AddBase(Offset(idx, ShapeOf(v)), base) + "]";
   CT ct = CTOf(v);
   return Decl(ct, ct == CT::kF16 ? e : LoadConvert(dt, e));
 }

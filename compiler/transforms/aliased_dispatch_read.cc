@@ -104,7 +104,12 @@ analysis::Verdict AliasedDispatchReadVerdict(ir::Operation* clone, const analysi
   if (reads.empty()) return general;
   std::string what = "source is also read by the in-place " + analysis::DescribeOp(d) + " through operand " +
                      std::to_string(reads[0]);
-  // 3. The body reads those operands only at the index it writes.
+  // 3. The body reads those operands only at the index it writes (an
+  // operand indexed at an element offset, --slice-views, reads others).
+  std::vector<int64_t> element_offsets = d->ints_attr("element_offsets");
+  for (unsigned j : reads)
+    if (j < element_offsets.size() && element_offsets[j] != 0)
+      return {false, what + ", which it indexes at an element offset of " + std::to_string(element_offsets[j])};
   ir::Operation* body = DispatchBody(d);
   if (!body) return {false, what + ", and its body is not a flow.executable of one flow.dispatch"};
   std::vector<unsigned> args = reads;

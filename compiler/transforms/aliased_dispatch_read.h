@@ -17,7 +17,9 @@
 //     view: stream.timepoint.await results and stream.async.slice results
 //     at offset 0 whose length is the copy's size, on either side (both
 //     operands name the same first byte). A slice at another offset reads
-//     other elements: not this rule (the clone stays).
+//     other elements: not this rule (the clone stays); nor is an operand
+//     that D indexes at an element offset (`element_offsets`,
+//     compiler/transforms/slice_views.cc).
 //  3. D's body (the flow.dispatch of the flow.executable D names, its
 //     operands the executable's arguments in order) is elementwise at one
 //     index: every op is elementwise (compiler/ir/op_traits.h kElementwise,
