@@ -39,8 +39,6 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
     options->emit.module_name = v;
   } else if (flag == "--no-elision") {
     options->pipeline.disable_elision = true;
-  } else if (flag == "--native-fma") {
-    options->emit.codegen.exact_fma = false;
   } else if (flag == "--no-f16-arithmetic") {
     options->emit.codegen.f16_arithmetic_variants = false;
   } else if (Value(flag, "--precision", &v)) {
