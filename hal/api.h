@@ -137,7 +137,7 @@ struct EntryPointInfo {
   uint32_t push_constant_bytes = 0;
   uint32_t workgroup_size[3] = {1, 1, 1};
   // Values of the specialization constants with constant_id 1..N, 32 bits
-  // each (constant_id 0 is the driver's: kiln_exact_fma).
+  // each (constant_id 0 is the driver's: its exact-FMA choice, for older modules).
   HostVector<uint32_t> specialization;
   // binding_readonly[b] != 0: the module declares binding b read-only (the
   // SPIR-V must not write it; a borrowed argument may be bound there). Empty

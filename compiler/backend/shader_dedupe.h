@@ -5,8 +5,8 @@
 // to SPIR-V that differs only in the values of some 32-bit integer
 // OpConstants. ShaderDeduper groups such shaders: one SPIR-V module per group
 // in which every constant whose value differs between members becomes an
-// OpSpecConstant (SpecId 1, 2, ...; SpecId 0 stays the runtime's
-// kiln_exact_fma), and one entry point per member carrying that member's
+// OpSpecConstant (SpecId 1, 2, ...; SpecId 0 stays reserved for the runtime,
+// which sets it to its exact-FMA choice), and one entry point per member carrying that member's
 // values (schemas/kiln_module.fbs EntryPoint.specialization). The driver
 // substitutes the values at pipeline creation, so each pipeline compiles to
 // the code of the member's original shader: the module shrinks, the kernels

@@ -77,7 +77,6 @@
 
 #include "compiler/codegen/f16_arithmetic.h"
 #include "compiler/codegen/generator.h"
-#include "compiler/codegen/spirv_edit.h"
 
 namespace kiln::codegen {
 namespace {
@@ -333,9 +332,6 @@ StatusOr<CompiledDispatch> Generator::Run() {
   const std::string cache_key = SpirvCache::Key(out.glsl, options_);
   if (SpirvCache::Lookup(cache_key, &out.spirv)) return out;
   KILN_ASSIGN_OR_RETURN(out.spirv, CompileGlslToSpirv(out.glsl, out.debug_name));
-  // One copy of kiln_fma's body per module instead of one per term: the
-  // driver inlines it once specialization constant 0 is known (spirv_edit.h).
-  if (helpers_.count(kFmaHelper)) MarkFunctionsDontInline(&out.spirv, "kiln_fma(");
   if (options_.optimize_spirv) {
     spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
     std::string msgs;
@@ -347,10 +343,8 @@ StatusOr<CompiledDispatch> Generator::Run() {
       return InternalError("codegen: spirv-opt failed on '%s': %s", out.debug_name.c_str(),
                            msgs.c_str());
     out.spirv = std::move(optimized);
-    // kiln_fma takes its arguments by value (no variable and store per call
-    // and argument), then debug names and source are stripped: neither
-    // changes what the driver compiles (spirv_edit.h).
-    PassArgumentsByValue(&out.spirv);
+    // Debug names and source are stripped: they do not change what the
+    // driver compiles.
     spvtools::Optimizer strip(SPV_ENV_VULKAN_1_2);
     strip.RegisterPass(spvtools::CreateStripDebugInfoPass());
     optimized.clear();

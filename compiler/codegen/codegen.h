@@ -19,7 +19,7 @@
 // invocation reads only the elements it writes. Shapes are static and baked into
 // the shader as constants (the module writer turns those that differ between
 // otherwise equal shaders into specialization constants,
-// compiler/backend/shader_dedupe.h; specialization constant 0 is kiln_fma's). Push constants are 32-bit words listed in
+// compiler/backend/shader_dedupe.h; specialization constant 0 is reserved for the runtime). Push constants are 32-bit words listed in
 // `push_constants` (values known at compile time; emitted by the bytecode);
 // the current generator uses none.
 //
@@ -80,28 +80,6 @@ struct CodegenOptions {
   bool validate_spirv = true;
   // Run spirv-opt's performance passes on glslang's output (before validation).
   bool optimize_spirv = true;
-  // How f32 dot products (tensor.conv2d, tensor.matmul) accumulate each term.
-  // true (default): kiln_fma(a, b, acc), a multiply-add rounded once, so the
-  // result is the same on every driver and follows the FMA GEMM kernels of
-  // CPU references (ONNX Runtime's MLAS) term by term. kiln_fma chooses at
-  // pipeline creation through specialization constant 0 (the runtime sets
-  // it per device, hal/vulkan VulkanDevice::exact_fma): GLSL fma() where the
-  // device fuses it (GPUs: one instruction), else an emulation from plain
-  // float operations (about 25 per term; CPU drivers such as lavapipe split
-  // fma()). false: GLSL fma() only (smaller modules, `kiln-compile
-  // --native-fma`); drivers that split it round twice (lavapipe), and a
-  // model that amplifies rounding (silero_vad: a K=256 STFT conv feeding log
-  // and a recurrent cell state) then drifts from the reference: 1.3e-4 on
-  // its cell state after 100 calls instead of 1e-5 (tests/e2e/silero_stream_test.cc).
-  // kiln_fma is one SPIR-V function marked DontInline with value parameters
-  // (spirv_edit.h), so spirv-opt keeps one copy of its body per shader; the
-  // driver inlines it once constant 0 is known. Cost of true: in module
-  // size, that one body per shader (before: spirv-opt inlined it at every
-  // term, PaddleOCR cls 0.94 -> 1.76 MB); in time, nothing on a GPU (the
-  // specialized pipeline runs fma() alone) and the emulation on lavapipe,
-  // whose llvmpipe backend lowers every ffma to fmul + fadd (NIR option
-  // lower_ffma32), so no fused instruction is reachable there.
-  bool exact_fma = true;
   // Also compile an f16-arithmetic variant (CompiledDispatch::spirv_f16) of
   // each dispatch that f16_arithmetic.h's rule admits. `kiln-compile
   // --no-f16-arithmetic` turns it off (one SPIR-V module per executable).

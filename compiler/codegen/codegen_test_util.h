@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -98,6 +99,44 @@ inline int64_t Flatten(const Shape& idx, const Shape& s) {
 }
 
 // Deterministic values in [lo, hi).
+// Fills rows [0, 2 * half) of a (M x 2) and row 1 of bm (2 x 2, row 0 all
+// ones) with multiply-add cases (alpha, beta, c), as row i = (c, alpha) and
+// column j of row 1 = beta, whose exact result lies at or next to a midpoint
+// between two floats (codegen_test_cases.h matmul_exact_fma_midpoints).
+// Rows [0, half): beta0 has 24 significant bits, c is the f32 nearest to
+// the difference between a midpoint m and alpha * beta0, m next to alpha *
+// beta0 + c0 for a c0 2^-30..2^-49 below it. Rows [half, 2 * half):
+// alpha and beta1 have 12 and 13 significant bits, both odd, so the product
+// is a midpoint whenever it needs 25 bits; c is 2^-60 or less.
+inline void MidpointFmaCases(int64_t half, T* a, T* bm) {
+  uint32_t x = 2463534242u;
+  auto next = [&x] {  // xorshift32
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+  };
+  auto unit = [&] { return static_cast<float>(static_cast<int32_t>(next()) * 0x1p-31); };
+  auto bits = [](float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; };
+  auto from = [](uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; };
+  const float beta0 = 0.7853982f, beta1 = from((bits(0.8164966f) & ~0xfffu) | 0x800u);
+  bm->v[2] = beta0;
+  bm->v[3] = beta1;
+  a->v.assign(static_cast<size_t>(4 * half), 0.0);
+  for (int64_t i = 0; i < half; ++i) {
+    float alpha = unit();
+    double xy = static_cast<double>(alpha) * beta0;
+    double c0 = std::ldexp(static_cast<double>(unit()), -30 - static_cast<int>(next() % 20)) * xy;
+    float r = static_cast<float>(xy + c0);
+    float side = (next() & 1) ? std::nextafter(r, INFINITY) : std::nextafter(r, -INFINITY);
+    double mid = 0.5 * (static_cast<double>(r) + side);
+    a->v[2 * i] = static_cast<float>(mid - xy);
+    a->v[2 * i + 1] = alpha;
+    a->v[2 * (half + i)] = std::ldexp(static_cast<double>(unit()), -60);
+    a->v[2 * (half + i) + 1] = from((bits(unit()) & ~0x1fffu) | 0x1000u);
+  }
+}
+
 inline T Random(Shape s, uint32_t seed, double lo = -2, double hi = 2) {
   T t{s, {}};
   uint32_t x = seed * 2654435761u + 12345u;

@@ -11,6 +11,7 @@
 #include "compiler/codegen/codegen.h"
 #include "compiler/codegen/codegen_test_cases.h"
 #include "hal/driver.h"
+#include "hal/vulkan/exact_fma_splice.h"
 
 namespace kiln::codegen {
 namespace {
@@ -180,6 +181,124 @@ TEST_P(CodegenVulkanTest, MatchesReference) {
     }
   }
   EXPECT_EQ(hal::ValidationMessageCount(), messages_before) << "Vulkan validation messages";
+}
+
+// The runtime's exact-FMA splice (hal/vulkan/exact_fma_splice.h) on real
+// codegen output: every dot-product dispatch has f32 fma() calls to rewrite,
+// and each body gives SPIR-V that spirv-val accepts. A dispatch without
+// fma() (an add) is left alone.
+TEST(ExactFmaSpliceTest, RewritesFmaIntoValidSpirv) {
+  int seen = 0;
+  for (auto& f : AllCases()) {
+    Case c = f();
+    const bool dot = c.name == "matmul_exact_fma" || c.name == "conv_exact_fma" ||
+                     c.name == "matmul_exact_fma_midpoints";
+    if (!dot && c.name != "grid_fold") continue;
+    SCOPED_TRACE(c.name);
+    ++seen;
+    auto compiled = CompileDispatch(c.dispatch, c.options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    const std::vector<uint32_t>& words = compiled.value().spirv;
+    for (auto body : {hal::vulkan::ExactFmaBody::kFloat64, hal::vulkan::ExactFmaBody::kFloat64Exact,
+                      hal::vulkan::ExactFmaBody::kFloat32}) {
+      HostVector<uint32_t> out;
+      uint32_t spliced = 0;
+      ASSERT_TRUE(hal::vulkan::SpliceExactFma(words.data(), words.size(), body, &out, &spliced).ok());
+      EXPECT_EQ(spliced > 0, dot);
+      if (!spliced) {
+        EXPECT_TRUE(out.empty());
+        continue;
+      }
+      EXPECT_GT(out.size(), words.size());
+      Status valid = ValidateSpirv(std::vector<uint32_t>(out.begin(), out.end()));
+      EXPECT_TRUE(valid.ok()) << valid.ToString();
+    }
+  }
+  EXPECT_EQ(seen, 4);
+}
+
+// Runs one case with a single f32 result on `dev`; its bit patterns.
+std::vector<uint32_t> RunF32Case(hal::Device* dev, const Case& c, const CompiledDispatch& cd) {
+  std::vector<uint32_t> result;
+  hal::EntryPointInfo ep;
+  ep.name = cd.entry_point;
+  ep.binding_count = cd.binding_count;
+  for (int i = 0; i < 3; ++i) ep.workgroup_size[i] = cd.workgroup_size[i];
+  auto exe = dev->CreateExecutable(cd.spirv.data(), cd.spirv.size(), {ep});
+  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
+  if (!exe.ok()) return result;
+  std::vector<Ref<hal::Buffer>> buffers;
+  std::vector<hal::BufferBinding> bindings;
+  auto add = [&](const std::vector<uint8_t>& bytes) {
+    auto b = dev->AllocateBuffer(bytes.size(), hal::MemoryKind::kHostVisible);
+    EXPECT_TRUE(b.ok() && b.value()->Write(0, bytes.data(), bytes.size()).ok());
+    bindings.push_back({b.value().get(), 0, bytes.size()});
+    buffers.push_back(std::move(b.value()));
+  };
+  for (const T& in : c.inputs) add(ToBytes(in, DType::kF32));
+  add(std::vector<uint8_t>(c.expected[0].v.size() * 4, 0xcd));
+  auto cmd = dev->CreateCommandBuffer();
+  auto sem = dev->CreateSemaphore(0);
+  EXPECT_TRUE(cmd.ok() && sem.ok());
+  EXPECT_TRUE(cmd.value()->Dispatch(exe.value().get(), 0, cd.workgroup_count, nullptr, 0,
+                                    bindings.data(), static_cast<uint32_t>(bindings.size())).ok());
+  EXPECT_TRUE(cmd.value()->End().ok());
+  hal::SemaphorePoint signal{sem.value().get(), 1};
+  EXPECT_TRUE(dev->QueueExecute(cmd.value().get(), nullptr, 0, &signal, 1).ok());
+  EXPECT_TRUE(sem.value()->Wait(1, 30ull * 1000 * 1000 * 1000).ok());
+  result.resize(c.expected[0].v.size());
+  EXPECT_TRUE(buffers.back()->Read(0, result.data(), result.size() * 4).ok());
+  return result;
+}
+
+// matmul_exact_fma_midpoints on the device with each body the runtime can
+// splice (KILN_EXACT_FMA, read at device creation): kFloat64Exact equals the
+// fused chain bit for bit; the f64 sum rounded to f32 (the default body) and
+// the f32 emulation miss some of these cases, which shows the case can fail.
+TEST(ExactFmaSpliceTest, MidpointCasesOnTheDevice) {
+  Case c("");
+  for (auto& f : AllCases()) {
+    Case k = f();
+    if (k.name == "matmul_exact_fma_midpoints") c = std::move(k);
+  }
+  ASSERT_EQ(c.name, "matmul_exact_fma_midpoints");
+  auto compiled = CompileDispatch(c.dispatch, c.options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  std::vector<uint32_t> want;
+  for (double v : c.expected[0].v) {
+    float x = static_cast<float>(v);
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    want.push_back(u);
+  }
+  const char* saved = std::getenv("KILN_EXACT_FMA");
+  const std::string restore = saved ? saved : "";
+  struct Run {
+    const char* env;
+    bool exact;
+  };
+  for (Run run : {Run{"exact", true}, Run{"1", false}, Run{"f32", false}}) {
+    SCOPED_TRACE(run.env);
+    setenv("KILN_EXACT_FMA", run.env, 1);
+    auto d = hal::CreateDevice("vulkan", hal::DeviceOptions{});
+    if (!d.ok()) GTEST_SKIP() << "no Vulkan device";
+    bool cpu = false, f64 = false;
+    for (const HostString& f : d.value()->info().features) f64 |= f == "shaderFloat64";
+    cpu = std::string(d.value()->info().name.c_str()).find("llvmpipe") != std::string::npos;
+    if (!cpu || !f64) GTEST_SKIP() << "needs lavapipe (splits fma(), has shaderFloat64)";
+    std::vector<uint32_t> got = RunF32Case(d.value().get(), c, compiled.value());
+    ASSERT_EQ(got.size(), want.size());
+    int misses = 0;
+    for (size_t i = 0; i < got.size(); ++i) misses += got[i] != want[i];
+    if (run.exact)
+      EXPECT_EQ(misses, 0);
+    else
+      EXPECT_GT(misses, 0);
+  }
+  if (saved)
+    setenv("KILN_EXACT_FMA", restore.c_str(), 1);
+  else
+    unsetenv("KILN_EXACT_FMA");
 }
 
 std::string CaseName(const ::testing::TestParamInfo<int>& info) {

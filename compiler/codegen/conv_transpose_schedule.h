@@ -14,7 +14,7 @@
 // W_g^T x X_g, then col2im, then the bias): for each visited tap, in
 // lexicographic (k_1, ..., k_k) order, the dot product over the group's input
 // channels c = 0..C/group-1 is accumulated with one rounding per term
-// (kiln_fma, see CodegenOptions::exact_fma), then added to the running sum
+// (GLSL fma(), see Generator::Mac), then added to the running sum
 // (col2im adds the columns in kernel order); the bias is added last.
 #ifndef KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_
 #define KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_

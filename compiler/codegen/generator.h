@@ -429,36 +429,6 @@ inline const char* const kExpm1Helper = R"(float kiln_expm1(float x) {
 }
 )";
 
-inline const char* const kFmaHelper = R"(layout(constant_id = 0) const bool kiln_exact_fma = true;
-float kiln_fma(float a, float b, float c) {
-  // Specialization constant 0, set per device by the runtime (false where
-  // the driver fuses fma(): one instruction, the same result).
-  if (!kiln_exact_fma) return fma(a, b, c);
-  // a * b + c as a fused multiply-add rounds it, from float operations only:
-  // Dekker's exact product p + pe (Veltkamp split at 2^12 + 1) and Knuth's
-  // TwoSum s + se, then s + (se + pe). Not correctly rounded in every corner
-  // (a product that underflows, a rare double rounding in the last sum), but
-  // equal to C's fmaf on 20 million random triples, where a * b + c rounded
-  // twice differs on 25% of them. `precise` keeps the driver from fusing,
-  // splitting or reassociating the steps. Where an intermediate overflows
-  // (|a| or |b| > 2^115) the plain a * b + c is used.
-  precise float p = a * b;
-  precise float ca = 4097.0 * a;
-  precise float ah = ca - (ca - a);
-  precise float al = a - ah;
-  precise float cb = 4097.0 * b;
-  precise float bh = cb - (cb - b);
-  precise float bl = b - bh;
-  precise float pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
-  precise float s = p + c;
-  precise float z = s - p;
-  precise float se = (p - (s - z)) + (c - z);
-  precise float r = s + (se + pe);
-  // |r| < inf is false for an infinite or NaN r: one compare and a select.
-  return abs(r) < uintBitsToFloat(0x7f800000u) ? r : a * b + c;
-}
-)";
-
 // ----------------------------------------------------------------------------
 // The generator for one dispatch.
 // ----------------------------------------------------------------------------
@@ -514,22 +484,21 @@ class Generator {
   void CloseN(int n) {
     for (int i = 0; i < n; ++i) Close();
   }
-  // One term of a dot product: `acc += a * b`. For f32, a multiply-add
-  // rounded once: kiln_fma (CodegenOptions::exact_fma) or GLSL fma(). Either
-  // is more accurate than a product and a sum rounded separately, and is the
-  // arithmetic of the FMA GEMM kernels CPU references run (ONNX Runtime's
-  // MLAS: a sequential fused multiply-add chain over K), which matters where a
-  // model amplifies the rounding of a long dot product. Integer compute types
-  // accumulate exactly.
+  // One term of a dot product: `acc += a * b`. For f32, GLSL fma(), a
+  // multiply-add rounded once: the arithmetic of the FMA GEMM kernels CPU
+  // references run (ONNX Runtime's MLAS: a sequential fused multiply-add
+  // chain over K), which matters where a model amplifies the rounding of a
+  // long dot product (silero_vad: a K=256 STFT conv feeding log and a
+  // recurrent cell state; tests/e2e/silero_stream_test.cc). GPUs run it as
+  // one instruction; on drivers that split it into a multiply and an add
+  // (lavapipe) the runtime replaces every f32 fma() with an exact emulation
+  // at load (hal/vulkan/exact_fma_splice.h), so the module carries no
+  // emulation. Integer compute types accumulate exactly.
   void Mac(const std::string& acc, const std::string& a, const std::string& b, CT ct) {
-    if (ct == CT::kF32 && options_.exact_fma) {
-      helpers_.insert(kFmaHelper);
-      Line(acc + " = kiln_fma(" + a + ", " + b + ", " + acc + ");");
-    } else if (ct == CT::kF32) {
+    if (ct == CT::kF32)
       Line(acc + " = fma(" + a + ", " + b + ", " + acc + ");");
-    } else {
+    else
       Line(acc + " += " + a + " * " + b + ";");
-    }
   }
   // Unsigned-compare bounds check `0 <= e < n`.
   static std::string InRange(const std::string& e, int64_t n) {

@@ -40,7 +40,9 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
   } else if (flag == "--no-elision") {
     options->pipeline.disable_elision = true;
   } else if (flag == "--native-fma") {
-    options->emit.codegen.exact_fma = false;
+    // Kept so existing build scripts still work: every module now carries
+    // GLSL fma() alone, and the runtime makes it exact on CPU drivers
+    // (hal/vulkan/exact_fma_splice.h).
   } else if (flag == "--no-f16-arithmetic") {
     options->emit.codegen.f16_arithmetic_variants = false;
   } else if (Value(flag, "--precision", &v)) {

@@ -34,7 +34,8 @@ struct CompileOptions {
 // Applies one compile flag, as kiln-compile spells it, to `options`:
 // --input-shape=NAME=DIMS, --constant-input=NAME=V, --sequence-input=NAME=[..],
 // --consume=NAME, --topology=unified|discrete|FILE, --no-elision,
-// --module-name=NAME, --native-fma, --precision=f32|f16. The flags that change the module, shared
+// --module-name=NAME, --precision=f32|f16 (and --native-fma, accepted and
+// ignored: modules always carry fma()). The flags that change the module, shared
 // by kiln-compile and the compiler library (include/kiln/kiln_compiler.h), in
 // the way IREE's embedding API takes its session flags as strings.
 // Errors: kNotFound for a flag that is not one of these (kiln-compile's own

@@ -6,7 +6,7 @@
 //                [--topology=unified|discrete|FILE]
 //                [--emit=kiln|kir-tensor|kir-stream|kir-alloc] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
-//                [--module-name=NAME] [--native-fma] [--precision=f32|f16]
+//                [--module-name=NAME] [--precision=f32|f16]
 //                [--no-f16-arithmetic]
 //
 // --precision=f16: weights and activations are stored as f16, arithmetic and
@@ -18,13 +18,6 @@
 // elementwise dispatch whose tensors are all f16 also gets a SPIR-V variant
 // computing in float16_t, which the runtime picks on devices with
 // shaderFloat16 (compiler/codegen/f16_arithmetic.h).
-//
-// --native-fma: f32 dot products (conv, matmul) use GLSL fma(), one
-// instruction where the GPU fuses it, instead of the default kiln_fma (a
-// multiply-add rounded once on every driver, about 25 float ops; see
-// CodegenOptions::exact_fma). Drivers may split fma() into a multiply and an
-// add rounded separately (lavapipe does), which moves results off the CPU
-// references (ONNX Runtime) by some ulps per term.
 //
 // --sequence-input fixes the structure of a sequence/optional graph input:
 // NAME=[2x3,scalar] (element shapes), NAME=[] (empty), NAME=none (an empty
@@ -93,7 +86,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--dump-glsl", "FILE", "write the generated GLSL of every dispatch to FILE"},
         {"--report", nullptr, "print module size, dispatches, executables, constant and arena bytes"},
         {"--module-name", "NAME", "the module's name, which other modules import it by"},
-        {"--native-fma", nullptr, "dot products use GLSL fma() instead of the once-rounded kiln_fma"},
+        {"--native-fma", nullptr, "accepted and ignored (modules always use fma(); exact on CPU drivers at load)"},
         {"--precision", "f32|f16", "f16: store weights and activations as f16 (ABI unchanged)"},
         {"--no-f16-arithmetic", nullptr, "no float16_t variants of all-f16 elementwise dispatches"},
     },

@@ -149,6 +149,13 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
   KILN_ENABLE_IF(enable.features, supported.features, robustBufferAccess, 0)
   KILN_ENABLE_IF(enable.features, supported.features, shaderInt64, kFeatureShaderInt64)
   KILN_ENABLE_IF(enable.features, supported.features, shaderFloat64, kFeatureShaderFloat64)
+  {
+    const bool f64 = enabled_features_ & kFeatureShaderFloat64;
+    const char* f = std::getenv("KILN_EXACT_FMA");
+    exact_fma_body_ = !f64 || (f && std::strcmp(f, "f32") == 0) ? ExactFmaBody::kFloat32
+                      : f && std::strcmp(f, "exact") == 0       ? ExactFmaBody::kFloat64Exact
+                                                                : ExactFmaBody::kFloat64;
+  }
   KILN_ENABLE_IF(enable.features, supported.features, shaderInt16, kFeatureShaderInt16)
   KILN_ENABLE_IF(enable11, supported11, storageBuffer16BitAccess, kFeatureStorageBuffer16BitAccess)
   KILN_ENABLE_IF(enable12, supported12, storageBuffer8BitAccess, kFeatureStorageBuffer8BitAccess)

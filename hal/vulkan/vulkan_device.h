@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "hal/api.h"
+#include "hal/vulkan/exact_fma_splice.h"
 #include "hal/vulkan/vulkan_instance.h"
 
 namespace kiln::hal::vulkan {
@@ -77,12 +78,18 @@ class VulkanDevice final : public Device {
   bool push_descriptors() const { return push_descriptors_; }
   uint32_t max_push_descriptors() const { return max_push_descriptors_; }
   uint64_t max_memory_allocation_size() const { return max_memory_allocation_size_; }
-  // Value of specialization constant 0 (kSpecExactFma) in every pipeline:
-  // true where the driver does not fuse GLSL fma() (CPU implementations:
-  // lavapipe/llvmpipe and SwiftShader split it into a multiply and an add),
-  // so kernels emulate the once-rounded multiply-add; false on GPUs, whose
-  // fma() is one hardware instruction. KILN_EXACT_FMA=0/1 overrides.
+  // True where the driver does not fuse GLSL fma() (CPU implementations:
+  // lavapipe/llvmpipe and SwiftShader split it into a multiply and an add):
+  // VulkanExecutable::Create then replaces each f32 fma() of a module with
+  // a call of an exact emulation (exact_fma_splice.h), and passes it as
+  // specialization constant 0 (modules compiled before the splice carry
+  // their own emulation behind that constant). False on GPUs, whose fma() is
+  // one hardware instruction. KILN_EXACT_FMA=0/1 overrides; =exact picks the
+  // f64 body with the midpoint fix, =f32 the float-only body.
   bool exact_fma() const { return exact_fma_; }
+  // The body spliced where exact_fma(): kFloat64 where shaderFloat64 is
+  // enabled, else kFloat32 (KILN_EXACT_FMA=exact/f32 choose).
+  ExactFmaBody exact_fma_body() const { return exact_fma_body_; }
   // Optional shader features enabled on this device (kFeature* bits below);
   // VulkanExecutable::Create refuses SPIR-V that needs one not set.
   enum : uint32_t {
@@ -130,6 +137,7 @@ class VulkanDevice final : public Device {
   uint32_t max_push_descriptors_ = 0;
   uint64_t max_memory_allocation_size_ = 0;
   bool exact_fma_ = true;
+  ExactFmaBody exact_fma_body_ = ExactFmaBody::kFloat32;
   uint32_t enabled_features_ = 0;
   bool unmapped_device_local_ = false;
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hal/command_checks.h"
+#include "hal/vulkan/exact_fma_splice.h"
 #include "hal/vulkan/spirv_layout_check.h"
 #include "hal/vulkan/vulkan_device.h"
 #include "hal/vulkan/vulkan_status.h"
@@ -75,10 +76,18 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
 
   const VulkanDeviceSyms& vk = device->syms();
   VkDevice handle = device->handle();
+  // A driver that splits fma() gets an exact emulation of it (exact_fma_splice.h);
+  // the spliced copy lives until the driver has made its shader module.
+  HostVector<uint32_t> spliced_words;
+  uint32_t spliced = 0;
+  if (device->exact_fma()) {
+    KILN_RETURN_IF_ERROR(SpliceExactFma(spirv, word_count, device->exact_fma_body(),
+                                        &spliced_words, &spliced));
+  }
   VkShaderModuleCreateInfo module_info = {};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-  module_info.codeSize = word_count * sizeof(uint32_t);
-  module_info.pCode = spirv;
+  module_info.codeSize = (spliced ? spliced_words.size() : word_count) * sizeof(uint32_t);
+  module_info.pCode = spliced ? spliced_words.data() : spirv;
   KILN_VK_RETURN_IF_ERROR(vk.vkCreateShaderModule(handle, &module_info, nullptr, &self->module_),
                           "vkCreateShaderModule");
 
@@ -128,9 +137,10 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     pipeline_info.stage.module = self->module_;
     pipeline_info.stage.pName = entry.name.c_str();
     pipeline_info.layout = pipeline.layout;
-    // Specialization constant 0: the kernels' exact multiply-add emulation
-    // (compiler/codegen kiln_fma), on where the driver splits fma(). Shaders
-    // that do not declare it ignore the entry. Constants 1..N: the entry
+    // Specialization constant 0: on where the driver splits fma(), for
+    // modules compiled before the runtime spliced fma() (they carry
+    // their own float emulation behind it). Shaders that do not declare it
+    // ignore the entry. Constants 1..N: the entry
     // point's own values (a shader shared by several dispatches,
     // compiler/backend/shader_dedupe.h).
     const uint32_t spec_count = static_cast<uint32_t>(entry.specialization.size());
