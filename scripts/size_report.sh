@@ -105,13 +105,22 @@ set -euo pipefail
 # vector into a separate vector first, so that a refused block's malloc
 # stand-in is freed by the failing call (the every-k allocation-failure
 # sweep of cls found it kept at k 890): +336 B, 152,497 B measured.
-budget_messages=152560
+# Raised 152560 -> 158600 for exact fma() on CPU drivers at load
+# (hal/vulkan/exact_fma_splice.cc: modules carry GLSL fma() alone and the
+# runtime splices a once-rounded fma into the SPIR-V on a CPU-type device;
+# lavapipe's invokes of cls and embedding got ~35% cheaper and every module
+# smaller): hal/vulkan 44.7 -> 51.3 KB, 158,569 B measured. The splice is
+# dead code on a GPU; a build option that leaves it out of GPU-only apps
+# (phones) would win these bytes back.
+budget_messages=158600
 # The budget of the code-only build (KILN_SIZE_STATUS_MESSAGES=OFF, i.e. the
 # runtime built with KILN_STATUS_MESSAGES=OFF: statuses keep their code and
 # drop their message, IREE's IREE_STATUS_MODE=0, which IREE's size-optimized
 # builds use). Set at 116600 when it landed: 116,518 B measured; issue 16's
 # goal is 120 KB. The same ratchet rule applies.
-budget_codes=116600
+# Raised 116600 -> 122300 for the exact-fma splice (above): 122,238 B
+# measured.
+budget_codes=122300
 if [ "${KILN_SIZE_STATUS_MESSAGES:-ON}" = OFF ]; then
   budget="${KILN_SIZE_BUDGET:-$budget_codes}"
 else
