@@ -188,8 +188,12 @@ int main(int argc, char** argv) {
     // before scheduling, whose values read as written); without elision
     // (--no-elision), the analysis run once on the final program.
     if (pipeline_options.disable_elision) {
+      // On a copy of the program: the pass removes the copies it explains,
+      // and the module written must stay the one compiled without elision.
+      auto copy = kiln::ir::ParseModule(kiln::ir::PrintModule(*module), input);
+      if (!copy.ok()) return Fail(copy.status().message());
       kiln::ir::PassContext final_ctx;
-      kiln::Status explained = kiln::ir::CreatePass("elide-async-copies")->Run(*module, final_ctx);
+      kiln::Status explained = kiln::ir::CreatePass("elide-async-copies")->Run(*copy.value(), final_ctx);
       if (!explained.ok()) return Fail(explained.message());
       copy_remarks = final_ctx.remarks;
     }
