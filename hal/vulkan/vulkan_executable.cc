@@ -80,10 +80,12 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
   // the spliced copy lives until the driver has made its shader module.
   HostVector<uint32_t> spliced_words;
   uint32_t spliced = 0;
+#if !defined(KILN_CPU_DRIVER_FMA) || KILN_CPU_DRIVER_FMA
   if (device->exact_fma()) {
     KILN_RETURN_IF_ERROR(SpliceExactFma(spirv, word_count, device->exact_fma_body(),
                                         &spliced_words, &spliced));
   }
+#endif  // KILN_CPU_DRIVER_FMA=0: GPU-only runtime, fma() as the driver runs it
   VkShaderModuleCreateInfo module_info = {};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
   module_info.codeSize = (spliced ? spliced_words.size() : word_count) * sizeof(uint32_t);
