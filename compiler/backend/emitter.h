@@ -158,8 +158,8 @@ class ModuleEmitter {
     auto it = globals_.find(sym);
     return it == globals_.end() ? nullptr : &it->second;
   }
-  // Collects util.global ops, checks every util.global.load/store names one,
-  // and records each load's byte size on it (`size`).
+  // Collects util.global ops and checks every util.global.load/store names
+  // one (each load's byte size, `size`, is --schedule-allocation's).
   Status CollectGlobals(ir::Module& module);
 
  private:

@@ -90,7 +90,7 @@ Status ModuleEmitter::CollectGlobals(ir::Module& module) {
                                         op->loc().c_str());
           return;
         }
-        op->set_attr("size", ir::Attribute(g->size));
+        // Its `size` came from --schedule-allocation (globals' sizes).
       } else if (op->num_operands() != 1 || op->operand(0)->type().kind != ir::TypeKind::kResource) {
         status = InvalidArgumentError("emit: util.global.store @%s takes one resource (%s)", sym.c_str(),
                                       op->loc().c_str());
