@@ -218,7 +218,7 @@ class FunctionEmitter {
     return Range{s.group, s.buffer, s.offset, s.offset + s.length};
   }
   int NewGroup() { return next_group_++; }
-  Status AssignStorage(ir::Block* body, uint16_t cmd);
+  Status AssignStorage(ir::Block* body);
   bool MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type, uint16_t* arg_reg);
   Status Record(ir::Operation* op, uint16_t cmd);
   // Records a barrier first when `reads`/`writes` conflict with work recorded

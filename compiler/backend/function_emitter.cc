@@ -23,7 +23,7 @@ Status FunctionEmitter::Emit() {
   ref_count = body->num_arguments();
   uint16_t cmd = NewRef();
   enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
-  KILN_RETURN_IF_ERROR(AssignStorage(body, cmd));
+  KILN_RETURN_IF_ERROR(AssignStorage(body));
   if (!multi_block_) {
     for (auto& owned : body->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     return EmitReturn(ret, cmd);

@@ -8,8 +8,7 @@
 
 namespace kiln::backend {
 
-Status FunctionEmitter::AssignStorage(ir::Block* body, uint16_t cmd) {
-  (void)cmd;
+Status FunctionEmitter::AssignStorage(ir::Block* body) {
   KILN_ASSIGN_OR_RETURN(analysis::StoragePlan plan, analysis::ReadStoragePlan(func_));
   using Slot = analysis::StorageSlot;
   std::vector<Storage> slots(plan.storages.size());
