@@ -1,7 +1,9 @@
-// Invocation: frames, the interpreter's calls into other functions and the
-// context imports (take/clone/output storage/cached allocations), argument
-// and result checks, and the invoke scratch. Linking is in context_link.cc,
-// the interpreter loop in interpreter.cc.
+// Invocation: frames, the interpreter's calls into other functions,
+// argument and result checks, and the invoke scratch. Linking is in
+// context_link.cc, ABI ownership (consume claims, take/donate, output
+// storage) in abi_ownership.cc, the allocation cache in allocation_cache.cc,
+// recorded command buffers in replay.cc, the interpreter loop in
+// interpreter.cc.
 #include "vm/context.h"
 
 #include <algorithm>
@@ -78,169 +80,6 @@ Status Context::Invoke(FunctionRef fn, BufferView* const* args, size_t arg_count
   return InvokeEx(fn, scratch_args_.data(), arg_count, results, result_count, nullptr);
 }
 
-bool Context::IsCached(const hal::Buffer* buffer) const {
-  for (const CacheEntry& e : cache_) {
-    if (e.buffer.get() == buffer) return true;
-  }
-  return false;
-}
-
-bool Context::IsExclusive(const BufferView* view) const {
-  if (!view || view->refcount() != 1) return false;
-  hal::Buffer* buffer = view->buffer();
-  if (buffer->allocation() != buffer) return false;
-  // In-flight work of this context holding it is queue-ordered before
-  // anything the callee records.
-  // Recordings' command buffers likewise (vm/replay.h).
-  return buffer->refcount() == 1 + (IsCached(buffer) ? 1 : 0) + hal_.InFlightHolders(buffer) +
-                                   RecordingHolders(buffer);
-}
-
-void Context::ClaimConsumed(Frame* frame, uint16_t index) {
-  RefValue& v = frame->R(index);
-  if (v.type() != RefType::kBufferView) return;
-  BufferView* view = v.as<BufferView>();
-  if (IsExclusive(view)) view->set_owner_serial(frame->serial);
-}
-
-StatusOr<Ref<hal::Buffer>> Context::AllocateCached(uint32_t m, uint32_t function, int32_t slot,
-                                                   uint64_t size, hal::MemoryKind kind) {
-  uint64_t alloc = size ? size : 4;
-  // Up to kBuffersPerSlot buffers per slot (double buffering): a streaming
-  // result the app hands back as the next call's consumed argument still
-  // holds one buffer while this call writes the other, so state that round
-  // trips allocates nothing in steady state even when it cannot be updated
-  // in place (it ping-pongs between the two).
-  constexpr int kBuffersPerSlot = 2;
-  CacheEntry* replace = nullptr;
-  int buffers = 0;
-  for (CacheEntry& e : cache_) {
-    if (e.module != m || e.function != function || e.slot != slot) continue;
-    ++buffers;
-    // Held by nobody but the slot and in-flight work of this context (which
-    // every later submission is queue-ordered after): reuse it.
-    bool free = e.buffer->refcount() ==
-                1 + hal_.InFlightHolders(e.buffer.get()) + RecordingHolders(e.buffer.get());
-    if (free && e.buffer->size() >= size && e.buffer->memory_kind() == kind) return e.buffer;
-    if (!replace || free) replace = &e;  // prefer replacing one nobody holds (too small)
-  }
-  CountHostAllocation();
-  KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, hal_.AllocateCharged(alloc, kind));
-  if (replace && buffers >= kBuffersPerSlot) {
-    replace->buffer = buffer;  // the old one is freed when its last holder lets go
-    return buffer;
-  }
-  if (cache_.size() == cache_.capacity()) CountHostAllocation();
-  cache_.push_back(CacheEntry{m, function, slot, buffer});
-  return buffer;
-}
-
-Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t m,
-                                  uint32_t function) {
-  hal::Device* device = hal_.device();
-  if (!device) return FailedPreconditionError("the context has no device");
-  Frame* frame = call.frame;
-  auto view_arg = [&](size_t i, BufferView** out) -> Status {
-    const RefValue& v = call.ArgRef(i);
-    if (v.type() != RefType::kBufferView) {
-      return InvalidArgumentError("expected a buffer view, got %s", RefTypeName(v.type()));
-    }
-    *out = v.as<BufferView>();
-    return OkStatus();
-  };
-  // Whether `view`'s storage can be taken by this frame for `size` bytes.
-  auto takeable = [&](const BufferView* view, uint64_t size, int32_t kind) {
-    return view->owner_serial() == frame->serial && Takeable(view, size, kind);
-  };
-  // The run being recorded notes what the ownership imports returned.
-  const bool note = recording_ && frame->depth == 0;
-  switch (id) {
-    case HalImport::kBufferViewTakeOrAllocate: {
-      BufferView* view = nullptr;
-      KILN_RETURN_IF_ERROR(view_arg(0, &view));
-      int32_t size = call.ArgI32(1), kind = call.ArgI32(2);
-      if (size < 0) return InvalidArgumentError("negative size %d", size);
-      if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
-      if (takeable(view, static_cast<uint64_t>(size), kind)) {
-        view->set_owner_serial(0);
-        int32_t offset = static_cast<int32_t>(view->byte_offset());
-        if (note) NoteGuard(id, call, view->buffer(), false);
-        RefValue taken(RefType::kBuffer, view->buffer());
-        call.SetRef(0, std::move(taken));
-        call.SetI32(1, offset);
-        return OkStatus();
-      }
-      CountHostAllocation();
-      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            hal_.AllocateCharged(size ? static_cast<uint64_t>(size) : 4,
-                                                 static_cast<hal::MemoryKind>(kind)));
-      if (note) NoteGuard(id, call, buffer.get(), true);
-      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
-      call.SetI32(1, 0);
-      return OkStatus();
-    }
-    case HalImport::kBufferViewTakeOrClone: {
-      const RefValue& cb_ref = call.ArgRef(0);
-      if (cb_ref.type() != RefType::kCommandBuffer) {
-        return InvalidArgumentError("expected a command buffer, got %s",
-                                    RefTypeName(cb_ref.type()));
-      }
-      CommandBufferState* cb = cb_ref.as<CommandBufferState>();
-      if (cb->submitted) return FailedPreconditionError("command buffer was already submitted");
-      BufferView* view = nullptr;
-      KILN_RETURN_IF_ERROR(view_arg(1, &view));
-      uint64_t length = view->byte_length();
-      if (length > 0x7FFFFFFF) return OutOfRangeError("view of %llu bytes exceeds i32",
-                                                      static_cast<unsigned long long>(length));
-      if (takeable(view, length, 0)) {
-        view->set_owner_serial(0);
-        int32_t offset = static_cast<int32_t>(view->byte_offset());
-        if (note) NoteGuard(id, call, view->buffer(), false);
-        RefValue taken(RefType::kBuffer, view->buffer());
-        call.SetRef(0, std::move(taken));
-        call.SetI32(1, offset);
-        return OkStatus();
-      }
-      CountHostAllocation();
-      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            hal_.AllocateCharged(length ? length : 4, view->buffer()->memory_kind()));
-      if (note) NoteGuard(id, call, buffer.get(), true);
-      if (length) {
-        KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(view->buffer(), view->byte_offset(),
-                                                            buffer.get(), 0, length));
-      }
-      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
-      call.SetI32(1, 0);
-      return OkStatus();
-    }
-    case HalImport::kBufferViewOutputStorage: {
-      int32_t k = call.ArgI32(0);
-      if (k < 0) return InvalidArgumentError("negative result index %d", k);
-      RefValue out;
-      if (frame->depth == 0 && static_cast<size_t>(k) < output_storage_.size() &&
-          output_storage_[k] &&
-          output_storage_[k]->root_offset() % hal_.binding_alignment() == 0) {
-        out = RefValue(RefType::kBufferView, output_storage_[k].get());
-      }
-      call.SetRef(0, std::move(out));
-      return OkStatus();
-    }
-    case HalImport::kAllocatorAllocateCached: {
-      int32_t slot = call.ArgI32(0), size = call.ArgI32(1), kind = call.ArgI32(2);
-      if (size < 0) return InvalidArgumentError("negative allocation size %d", size);
-      if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
-      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            AllocateCached(m, function, slot, static_cast<uint64_t>(size),
-                                           static_cast<hal::MemoryKind>(kind)));
-      if (note) NoteGuard(id, call, buffer.get(), false);
-      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
-      return OkStatus();
-    }
-    default:
-      return InternalError("hal import %d is not a context import", static_cast<int>(id));
-  }
-}
-
 Status Context::CallBytecodeImport(FunctionRef callee, const ImportCall& call, uint32_t depth) {
   if (depth + 1 >= kMaxCallDepth) {
     return ResourceExhaustedError("call depth exceeds %u", kMaxCallDepth);
@@ -310,28 +149,6 @@ Status Context::CallBytecodeImport(FunctionRef callee, const ImportCall& call, u
   }
   ClearFrame(depth + 1);
   return s;
-}
-
-Status Context::FinishOutputStorage(size_t k, const format::TensorSig* sig,
-                                    Ref<BufferView>* result, Ref<CommandBufferState>* cb) {
-  const Ref<BufferView>& storage = output_storage_[k];
-  if (result->get() != storage.get() && !(*result)->SameStorageAndType(*storage)) {
-    if ((*result)->Overlaps(*storage)) {
-      return FailedPreconditionError(
-          "result %zu '%s' partially overlaps its output storage; cannot copy it there", k,
-          KILN_STATUS_TEXT(SigName(sig).c_str()));
-    }
-    if (!*cb) {
-      KILN_ASSIGN_OR_RETURN(*cb, hal_.AcquireCommandBuffer());
-    }
-    if (storage->byte_length()) {
-      KILN_RETURN_IF_ERROR((*cb)->command_buffer->CopyBuffer(
-          (*result)->buffer(), (*result)->byte_offset(), storage->buffer(), storage->byte_offset(),
-          storage->byte_length()));
-    }
-  }
-  *result = storage;
-  return OkStatus();
 }
 
 Status Context::InvokeEx(FunctionRef fn, const InvokeArg* args, size_t arg_count,

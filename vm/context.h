@@ -288,26 +288,32 @@ class Context : public RefObject {
 
   // CALL_IMPORT of another module's export (see "Calls between modules").
   Status CallBytecodeImport(FunctionRef callee, const ImportCall& call, uint32_t depth);
+  // --- ABI ownership (vm/abi_ownership.cc) ---
   // The ownership imports (hal_imports.def) for frame `call.frame` running
   // function `function` of module `m`.
   Status CallContextImport(HalImport id, const ImportCall& call, uint32_t m, uint32_t function);
   // Marks argument register `index` of `frame` as owned when it holds an
   // exclusive view (a consumed argument).
   void ClaimConsumed(Frame* frame, uint16_t index);
-  bool IsCached(const hal::Buffer* buffer) const;
-  StatusOr<Ref<hal::Buffer>> AllocateCached(uint32_t m, uint32_t function, int32_t slot,
-                                            uint64_t size, hal::MemoryKind kind);
+  // Whether `view`'s storage fits `size` bytes of memory kind `kind` for
+  // take_or_allocate / take_or_clone (ownership aside).
+  bool Takeable(const BufferView* view, uint64_t size, int32_t kind) const;
   // Binds result k of the top-level call to its output storage (copying
   // into `*cb`, created on demand, when the program did not write there).
   Status FinishOutputStorage(size_t k, const format::TensorSig* sig, Ref<BufferView>* result,
                              Ref<CommandBufferState>* cb);
 
+  // --- The allocation cache (vm/allocation_cache.cc) ---
+  bool IsCached(const hal::Buffer* buffer) const;
+  // A buffer of at least `size` bytes of `kind` for slot `slot` of
+  // `function` in module `m`: a cached one nobody else holds, else a new one
+  // (counted) that replaces the slot's oldest when it has two already.
+  StatusOr<Ref<hal::Buffer>> AllocateCached(uint32_t m, uint32_t function, int32_t slot,
+                                            uint64_t size, hal::MemoryKind kind);
+
   // --- Recorded command buffers (vm/replay.h; vm/replay.cc) ---
   // References to `buffer` held by recordings' command buffers.
   int32_t RecordingHolders(const hal::Buffer* buffer) const;
-  // Whether `view`'s storage fits `size` bytes of memory kind `kind` for
-  // take_or_allocate / take_or_clone (ownership aside).
-  bool Takeable(const BufferView* view, uint64_t size, int32_t kind) const;
   // Drops recordings an argument or output storage of which nobody but
   // this context's recordings and in-flight work holds.
   void PruneRecordings();

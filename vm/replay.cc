@@ -12,14 +12,6 @@ int32_t Context::RecordingHolders(const hal::Buffer* buffer) const {
   return n;
 }
 
-bool Context::Takeable(const BufferView* view, uint64_t size, int32_t kind) const {
-  const hal::Buffer* buffer = view->buffer();
-  if (kind == 1 && buffer->memory_kind() != hal::MemoryKind::kHostVisible) return false;
-  if (view->root_offset() % hal_.binding_alignment() != 0) return false;
-  if (view->byte_offset() > 0x7FFFFFFF) return false;
-  return buffer->size() >= view->byte_offset() && buffer->size() - view->byte_offset() >= size;
-}
-
 void Context::PruneRecordings() {
   for (size_t i = 0; i < recordings_.size();) {
     Recording& r = *recordings_[i];
