@@ -129,7 +129,7 @@ TEST(KilnCompilerTest, ErrorsSayWhatIsWrong) {
       {{"--inptu-shape=a=4"}, "unknown compile flag '--inptu-shape=a=4'"},
       {{"--input-shape=a=4x"}, "--input-shape"},
       {{"--input-shape=a=4", "--topology=nowhere"}, "--topology"},
-      {{"--input-shape=a=4", "--consume=zz"}, "--consume=zz: no function argument has that name"},
+      {{"--input-shape=a=4", "--consume=zz"}, "mark-consumed-arguments=zz: no function argument is named 'zz'"},
       {{"--input-shape=a=4", "--module-name=a b"}, "bad --module-name"},
   };
   for (const Case& c : cases) {

@@ -35,8 +35,16 @@ class Pass {
 
 using PassFactory = std::function<std::unique_ptr<Pass>()>;
 void RegisterPass(const std::string& flag, PassFactory factory);
-// nullptr if unknown.
-std::unique_ptr<Pass> CreatePass(const std::string& flag);
+// A pass that takes one option string, spelled "FLAG=OPTION" in a pipeline
+// and --FLAG=OPTION on kiln-opt's command line (e.g.
+// "set-topology=discrete"). The pass checks the option when it runs; an
+// error then names the pass and the option.
+using PassWithOptionFactory = std::function<std::unique_ptr<Pass>(const std::string& option)>;
+void RegisterPassWithOption(const std::string& flag, PassWithOptionFactory factory);
+// `spec` is "FLAG" or "FLAG=OPTION". nullptr when FLAG is unknown, when a
+// pass without an option is given one, or a pass with one is given none.
+std::unique_ptr<Pass> CreatePass(const std::string& spec);
+// Every registered flag; a pass taking an option is listed as "FLAG=OPTION".
 std::vector<std::string> RegisteredPassFlags();
 
 }  // namespace kiln::ir

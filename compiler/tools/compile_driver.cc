@@ -1,7 +1,10 @@
 #include "compiler/tools/compile_driver.h"
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "compiler/ir/parser.h"
 #include "compiler/ir/verifier.h"
 
 namespace kiln::driver {
@@ -27,12 +30,13 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
   } else if (Value(flag, "--sequence-input", &v)) {
     KILN_RETURN_IF_ERROR(onnx_import::ParseSequenceInputFlag(v, &options->import).Annotate("--sequence-input"));
   } else if (Value(flag, "--consume", &v)) {
-    options->consume_args.push_back(v);
+    options->pipeline.consume_args.push_back(v);
   } else if (Value(flag, "--topology", &v)) {
+    // Read (a FILE) and checked here, so a bad value fails at the flag; the
+    // pipeline's set-topology pass gets it in its one-line form.
     auto topology = analysis::ParseTopologyFlag(v);
     if (!topology.ok()) return topology.take_status().Annotate("--topology");
-    options->topology = std::move(topology).value();
-    options->has_topology = true;
+    options->pipeline.topology_spec = topology.value().ToSpec();
   } else if (Value(flag, "--module-name", &v)) {
     if (v.empty() || v.find_first_of("/ \t") != std::string::npos)
       return InvalidArgumentError("bad --module-name '%s' (want a name like mel, no '/' or spaces)", v.c_str());
@@ -60,47 +64,38 @@ std::string DefaultModuleName(const std::string& path) {
   return base.substr(0, base.find('.'));
 }
 
-Status PrepareModule(ir::Module& module, const CompileOptions& options) {
-  KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("invalid input IR"));
-  KILN_RETURN_IF_ERROR(MarkConsumedArguments(module, options.consume_args));
-  if (options.has_topology) analysis::SetModuleTopology(module, options.topology);
-  return OkStatus();
+StatusOr<std::unique_ptr<ir::Module>> LoadModel(const std::string& path, const CompileOptions& options) {
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".kir") == 0) {
+    std::ifstream in(path);
+    if (!in) return NotFoundError("cannot open '%s'", path.c_str());
+    std::stringstream text;
+    text << in.rdbuf();
+    return ir::ParseModule(text.str(), path);
+  }
+  auto imported = onnx_import::ImportOnnxFile(path, options.import);
+  if (!imported.ok()) return imported.take_status().Annotate(path);
+  return imported;
 }
 
-Status MarkConsumedArguments(ir::Module& module, const std::vector<std::string>& names) {
-  for (const std::string& name : names) {
-    bool found = false;
-    for (ir::Operation* func : module.functions()) {
-      std::vector<std::string> arg_names = func->strs_attr("arg_names");
-      std::vector<std::string> ownership = func->strs_attr("arg_ownership");
-      ownership.resize(arg_names.size(), "borrow");
-      for (size_t i = 0; i < arg_names.size(); ++i)
-        if (arg_names[i] == name) {
-          ownership[i] = "consume";
-          found = true;
-        }
-      ir::AttrList list;
-      for (const std::string& o : ownership) list.push_back(ir::Attribute(o));
-      func->set_attr("arg_ownership", ir::MakeListAttr(list));
-    }
-    if (!found) return InvalidArgumentError("--consume=%s: no function argument has that name", name.c_str());
-  }
-  return OkStatus();
+Status RunPipeline(ir::Module& module, const CompileOptions& options, ir::PassContext& ctx) {
+  KILN_RETURN_IF_ERROR(ir::Verify(module).Annotate("invalid input IR"));
+  return transforms::RunPasses(module, transforms::PipelineFor(options.pipeline), options.pipeline, ctx);
 }
 
 StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOptions& options,
                                              backend::EmitReport* report) {
-  KILN_RETURN_IF_ERROR(PrepareModule(module, options));
   ir::PassContext ctx;
-  KILN_RETURN_IF_ERROR(transforms::RunPasses(module, transforms::PipelineFor(options.pipeline), options.pipeline, ctx));
+  CompileOptions allocated = options;
+  allocated.pipeline.level = transforms::PipelineOptions::Level::kAllocated;
+  KILN_RETURN_IF_ERROR(RunPipeline(module, allocated, ctx));
   return backend::EmitModule(module, options.emit, report);
 }
 
 StatusOr<std::vector<uint8_t>> CompileOnnxFile(const std::string& path, const CompileOptions& options,
                                                backend::EmitReport* report) {
-  auto imported = onnx_import::ImportOnnxFile(path, options.import);
-  if (!imported.ok()) return imported.take_status().Annotate(path);
-  return CompileModule(*imported.value(), options, report);
+  auto loaded = LoadModel(path, options);
+  if (!loaded.ok()) return loaded.take_status();
+  return CompileModule(*loaded.value(), options, report);
 }
 
 StatusOr<std::vector<uint8_t>> CompileOnnxBytes(const void* data, size_t size,

@@ -1,6 +1,8 @@
-// In-process compiler driver: ONNX bytes/file -> module bytes. Used by
-// kiln-compile and by the end-to-end tests (tests/e2e), so both go through
-// exactly the same import -> pipeline -> emission path.
+// In-process compiler driver: ONNX bytes/file (or a .kir program) -> module
+// bytes. Used by kiln-compile, the compiler library (include/kiln/
+// kiln_compiler.h) and the end-to-end tests (tests/e2e), so all of them go
+// through exactly the same load -> pipeline -> emission path. The pipeline's
+// steps, the ABI ones included, are listed in compiler/transforms/pipeline.cc.
 #ifndef KILN_COMPILER_TOOLS_COMPILE_DRIVER_H_
 #define KILN_COMPILER_TOOLS_COMPILE_DRIVER_H_
 
@@ -20,13 +22,12 @@ namespace kiln::driver {
 
 struct CompileOptions {
   onnx_import::ImportOptions import;
-  // Graph inputs whose ownership passes to the callee (ABI `consume`): the
-  // module may update them in place (kiln-compile --consume=NAME).
-  std::vector<std::string> consume_args;
-  // The device topology elide-transfers uses (--topology); recorded in the
-  // module and checked against the device at load. Unset: the default.
-  bool has_topology = false;
-  analysis::Topology topology;
+  // The passes and what they are told: among them the graph inputs whose
+  // ownership passes to the callee (pipeline.consume_args, ABI `consume`:
+  // the module may update them in place; kiln-compile --consume=NAME) and
+  // the device topology elide-transfers uses (pipeline.topology_spec;
+  // --topology), recorded in the module and checked against the device at
+  // load. Empty: the default topology.
   transforms::PipelineOptions pipeline;
   backend::EmitOptions emit;
 };
@@ -46,19 +47,23 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options);
 // name without its directory, up to its first '.' ("a/mel.v1.onnx" -> "mel").
 std::string DefaultModuleName(const std::string& path);
 
-// Verifies the imported module, then applies the options that annotate it
-// before the pipeline: consumed arguments and the topology.
-Status PrepareModule(ir::Module& module, const CompileOptions& options);
+// Reads a model: a .kir program (the IR's text form; the name ends in
+// ".kir") or an ONNX file, imported with `options.import`. Errors name the
+// file.
+StatusOr<std::unique_ptr<ir::Module>> LoadModel(const std::string& path, const CompileOptions& options);
 
-// Marks the arguments named in `names` (func arg_names) of every exported
-// function as `consume`. Errors: kInvalidArgument for an unknown name.
-Status MarkConsumedArguments(ir::Module& module, const std::vector<std::string>& names);
+// Verifies `module`, then runs transforms::PipelineFor(options.pipeline) on
+// it: every IR-changing step up to the pipeline's level, the ABI passes
+// first. Pass remarks go to `ctx`. Errors: kInvalidArgument for invalid
+// input IR, else the failing pass's error, prefixed with its flag.
+Status RunPipeline(ir::Module& module, const CompileOptions& options, ir::PassContext& ctx);
 
-// PrepareModule, then the default pass pipeline and emission, on an imported
+// RunPipeline (to the allocated level), then emission, on an imported
 // module.
 StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOptions& options,
                                              backend::EmitReport* report = nullptr);
-// Imports `path` (ONNX) and compiles it. Errors name the file.
+// Loads `path` (LoadModel: ONNX, or a .kir program) and compiles it.
+// Errors name the file.
 StatusOr<std::vector<uint8_t>> CompileOnnxFile(const std::string& path, const CompileOptions& options,
                                                backend::EmitReport* report = nullptr);
 // Imports ONNX model bytes (a serialized ModelProto) and compiles them.

@@ -52,11 +52,9 @@
 
 #include <unistd.h>
 
-#include "compiler/analysis/topology.h"
 #include "compiler/tools/compile_driver.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/ir/verifier.h"
 #include "compiler/backend/emit_module.h"
 #include "compiler/transforms/pipeline.h"
 #include "tools/flags.h"
@@ -140,38 +138,25 @@ int main(int argc, char** argv) {
   }
   if (output.empty() && emit == "kiln") return Fail("no output file (-o OUT.kiln)");
 
-  std::unique_ptr<kiln::ir::Module> module;
-  if (input.size() > 4 && input.substr(input.size() - 4) == ".kir") {
-    std::ifstream in(input);
-    if (!in) return Fail("cannot open '" + input + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    auto parsed = kiln::ir::ParseModule(text.str(), input);
-    if (!parsed.ok()) return Fail(parsed.status().message());
-    module = std::move(parsed.value());
-  } else {
-    auto imported = kiln::onnx_import::ImportOnnxFile(input, options.import);
-    if (!imported.ok()) return Fail(input + ": " + imported.status().message());
-    module = std::move(imported.value());
-  }
-  kiln::Status prepared = kiln::driver::PrepareModule(*module, options);
-  if (!prepared.ok()) return Fail(prepared.message());
+  using Level = kiln::transforms::PipelineOptions::Level;
+  kiln::transforms::PipelineOptions& pipeline_options = options.pipeline;
+  pipeline_options.level = emit == "kir-tensor" ? Level::kTensor : emit == "kir-stream" ? Level::kStream : Level::kAllocated;
+  std::vector<std::string> after_each;
+  if (print_after_all) pipeline_options.ir_after_each = &after_each;
+  std::vector<std::string> copy_remarks;
+  pipeline_options.last_copy_remarks = &copy_remarks;
+
+  auto loaded = kiln::driver::LoadModel(input, options);
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  std::unique_ptr<kiln::ir::Module> module = std::move(loaded.value());
+  kiln::ir::PassContext ctx;
+  kiln::Status piped = kiln::driver::RunPipeline(*module, options, ctx);
+  for (const std::string& ir : after_each) std::cerr << ir << "\n";
+  if (!piped.ok()) return Fail(piped.message());
   if (emit == "kir-tensor") {
     std::cout << kiln::ir::PrintModule(*module);
     return 0;
   }
-
-  std::vector<std::string> after_each;
-  kiln::transforms::PipelineOptions& pipeline_options = options.pipeline;
-  if (print_after_all) pipeline_options.ir_after_each = &after_each;
-  // kir-stream: the stream level, before the allocation passes.
-  pipeline_options.stream_level_only = emit == "kir-stream";
-  std::vector<std::string> copy_remarks;
-  pipeline_options.last_copy_remarks = &copy_remarks;
-  kiln::ir::PassContext ctx;
-  kiln::Status piped = kiln::transforms::RunPasses(*module, kiln::transforms::PipelineFor(pipeline_options), pipeline_options, ctx);
-  for (const std::string& ir : after_each) std::cerr << ir << "\n";
-  if (!piped.ok()) return Fail(piped.message());
   if (explain_copies) {
     // Copies that survive elision, with the analysis' reason; the final
     // program's clones are counted so a copy without a remark still shows.
@@ -200,7 +185,8 @@ int main(int argc, char** argv) {
     for (const std::string& r : copy_remarks)
       if (r.find("kept copy") != std::string::npos) std::printf("%s\n", r.c_str());
     for (const std::string& r : ctx.remarks)
-      if (r.find("transfer kept") != std::string::npos || r.find("edge copy:") != std::string::npos)
+      if (r.find("transfer kept") != std::string::npos || r.find("edge copy:") != std::string::npos ||
+          r.find("result copy:") != std::string::npos)
         std::printf("%s\n", r.c_str());
   }
   if (emit == "kir-stream" || emit == "kir-alloc") {

@@ -6,6 +6,8 @@ void RegisterAllPasses() {
   static bool registered = false;
   if (registered) return;
   registered = true;
+  ir::RegisterPassWithOption("mark-consumed-arguments", CreateMarkConsumedArgumentsPass);
+  ir::RegisterPassWithOption("set-topology", CreateSetTopologyPass);
   ir::RegisterPass("fold-empty-tensors", CreateFoldEmptyTensorsPass);
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
   ir::RegisterPass("infer-argument-ownership", CreateInferArgumentOwnershipPass);
@@ -20,6 +22,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("resource-lifetime", CreateResourceLifetimePass);
   ir::RegisterPass("demote-f32-to-f16", CreateDemoteF32ToF16Pass);
   ir::RegisterPass("lower-timeline", CreateLowerTimelinePass);
+  ir::RegisterPass("materialize-result-copies", CreateMaterializeResultCopiesPass);
   ir::RegisterPass("schedule-allocation", CreateScheduleAllocationPass);
   ir::RegisterPass("materialize-edge-copies", CreateMaterializeEdgeCopiesPass);
 }

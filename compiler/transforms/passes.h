@@ -3,6 +3,7 @@
 #define KILN_COMPILER_TRANSFORMS_PASSES_H_
 
 #include <memory>
+#include <string>
 
 #include "compiler/ir/pass.h"
 
@@ -10,6 +11,14 @@ namespace kiln::transforms {
 
 // Registers every pass below under its flag. Idempotent.
 void RegisterAllPasses();
+
+// --mark-consumed-arguments=NAME (mark_consumed_arguments.cc): exported
+// function arguments named NAME become ABI `consume`.
+std::unique_ptr<ir::Pass> CreateMarkConsumedArgumentsPass(const std::string& name);
+
+// --set-topology=SPEC (set_topology.cc): the module's kiln.topology op, from
+// a preset or the topology text format.
+std::unique_ptr<ir::Pass> CreateSetTopologyPass(const std::string& spec);
 
 // --fold-empty-tensors: tensor ops with zero-element results become empty
 // constants (no dispatch).
@@ -65,6 +74,11 @@ std::unique_ptr<ir::Pass> CreateDemoteF32ToF16Pass();
 // awaits and joins dropped (one in-order queue); first pass of the
 // allocated level.
 std::unique_ptr<ir::Pass> CreateLowerTimelinePass();
+
+// --materialize-result-copies (materialize_result_copies.cc): results
+// living in the constant pool, a global or a borrowed argument are cloned
+// before their export (fresh storage the caller owns).
+std::unique_ptr<ir::Pass> CreateMaterializeResultCopiesPass();
 
 // --schedule-allocation (schedule_allocation.h): every resource's storage
 // (arena slot, result, donated or taken argument, global, coalesced edge),

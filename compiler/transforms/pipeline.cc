@@ -40,6 +40,9 @@ const std::vector<std::string>& AllocationPipeline() {
       // Execution regions recorded in place, awaits and joins dropped: the
       // backend records one in-order queue.
       "lower-timeline",
+      // Results living in the constant pool, a global or a borrowed
+      // argument are cloned into storage the caller owns.
+      "materialize-result-copies",
       // Where every resource lives: arena slots, results, donated and taken
       // arguments, coalesced edges, parallel-copy temporaries.
       "schedule-allocation",
@@ -50,9 +53,17 @@ const std::vector<std::string>& AllocationPipeline() {
 }
 
 std::vector<std::string> PipelineFor(const PipelineOptions& options) {
-  std::vector<std::string> flags = DefaultPipeline();
-  if (options.precision_f16) flags.insert(flags.begin(), "demote-f32-to-f16");
-  if (!options.stream_level_only) flags.insert(flags.end(), AllocationPipeline().begin(), AllocationPipeline().end());
+  using Level = PipelineOptions::Level;
+  // The ABI and the target, as the caller gives them: copy-on-write and the
+  // elision passes read them from the module.
+  std::vector<std::string> flags;
+  for (const std::string& name : options.consume_args) flags.push_back("mark-consumed-arguments=" + name);
+  if (!options.topology_spec.empty()) flags.push_back("set-topology=" + options.topology_spec);
+  if (options.level == Level::kTensor) return flags;
+  if (options.precision_f16) flags.push_back("demote-f32-to-f16");
+  flags.insert(flags.end(), DefaultPipeline().begin(), DefaultPipeline().end());
+  if (options.level == Level::kAllocated)
+    flags.insert(flags.end(), AllocationPipeline().begin(), AllocationPipeline().end());
   return flags;
 }
 

@@ -28,10 +28,18 @@ struct PipelineOptions {
   // Store f32 tensors as f16, arithmetic in f32 (--demote-f32-to-f16 first;
   // kiln-compile --precision=f16).
   bool precision_f16 = false;
-  // Stop at the stream level: leave out AllocationPipeline() (kiln-compile
-  // --emit=kir-stream prints the program with its execution regions and
-  // timepoints).
-  bool stream_level_only = false;
+  // What the caller compiles for, written into the module by the first
+  // passes of the pipeline: --mark-consumed-arguments=NAME for each name
+  // (kiln-compile --consume=NAME), then --set-topology=SPEC when the spec is
+  // not empty (kiln-compile --topology; analysis::Topology::ToSpec()).
+  std::vector<std::string> consume_args;
+  std::string topology_spec;
+  // Where the pipeline stops: kTensor after the passes above (the imported
+  // program with its ABI; kiln-compile --emit=kir-tensor), kStream before
+  // AllocationPipeline() (execution regions and timepoints; --emit=kir-stream),
+  // kAllocated at the end (the level the backend writes out; --emit=kir-alloc).
+  enum class Level { kTensor, kStream, kAllocated };
+  Level level = Level::kAllocated;
 };
 
 // Pass flags of the tensor-to-stream pipeline, in order: the program at the
@@ -40,12 +48,14 @@ struct PipelineOptions {
 const std::vector<std::string>& DefaultPipeline();
 
 // Pass flags that take the stream level to the allocated level, the one the
-// backend (compiler/backend/) writes out as bytecode: today lower-timeline.
+// backend (compiler/backend/) writes out as bytecode: lower-timeline,
+// materialize-result-copies, schedule-allocation, materialize-edge-copies.
 const std::vector<std::string>& AllocationPipeline();
 
-// DefaultPipeline() then AllocationPipeline() (unless stream_level_only),
-// with the passes `options` asks for added (--demote-f32-to-f16 first when
-// precision_f16): everything between import and emission, in order.
+// Every IR-changing step between import and emission, in order, as pass
+// flags: the ABI passes `options` asks for (mark-consumed-arguments=NAME,
+// set-topology=SPEC), --demote-f32-to-f16 when precision_f16, then
+// DefaultPipeline() and AllocationPipeline(), cut at `options.level`.
 std::vector<std::string> PipelineFor(const PipelineOptions& options);
 
 // Runs `flags` in order on `module`.

@@ -208,7 +208,7 @@ TEST(AsyncInvokeTest, StreamingStateWithHostReads) {
   driver::CompileOptions options;
   for (const char* flag : {"input=1x512", "h=2x1x64", "c=2x1x64"})
     ASSERT_TRUE(onnx_import::ParseInputShapeFlag(flag, &options.import).ok());
-  options.consume_args = {"h", "c"};
+  options.pipeline.consume_args = {"h", "c"};
   Program p;
   ASSERT_EQ(p.Load(driver::CompileOnnxFile(model, options)), "OK");
   auto tensor = [](const HostTensor& h) {

@@ -98,7 +98,7 @@ void RunStream(bool specialized, const std::string& wav, const std::string& gold
   if (specialized) ASSERT_TRUE(onnx_import::ParseConstantInputFlag("sr=16000", &options.import).ok());
   for (const char* shape : {"input=1x512", "h=2x1x64", "c=2x1x64"})
     ASSERT_TRUE(onnx_import::ParseInputShapeFlag(shape, &options.import).ok());
-  options.consume_args = {"h", "c"};
+  options.pipeline.consume_args = {"h", "c"};
   auto bytes = driver::CompileOnnxFile(model, options);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
 
