@@ -42,13 +42,10 @@ Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
   return OkStatus();
 }
 
-// func.return: results backed by the constant pool, a module global or a
-// borrowed argument get their own copy (the pool is shared and immutable; a
-// global changes on the next call; a borrowed argument is the caller's
-// storage, and a result must be fresh storage the caller owns: a caller in
-// another module plans its call results apart from its own operands), then
-// the command buffer is submitted without blocking and each result is
-// returned as a view.
+// func.return: the command buffer is submitted without blocking and each
+// result is returned as a view. A result must be storage the caller owns;
+// one still living in the constant pool, a global or a borrowed argument is
+// an error (--materialize-result-copies clones it first).
 Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
   std::vector<std::pair<ir::Type, Storage>> results;
   for (ir::Value* v : ret->operands()) {
@@ -59,19 +56,11 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
     ir::Operation* root = RootOf(exp->operand(0))->defining_op();
     bool borrowed = s.kind == Storage::kArgument && root && root->is(OpCode::kStreamTensorImport) &&
                     !root->bool_attr("consume");
-    if (s.kind == Storage::kConstant || s.kind == Storage::kVariable || borrowed) {
-      Storage copy;
-      copy.kind = Storage::kExternal;
-      copy.buffer = NewRef();
-      copy.group = NewGroup();
-      copy.length = s.length;
-      per_invoke_allocation = true;
-      enc.CallImport(HalImport::kAllocatorAllocate,
-                     {Reg::I32(ConstReg(AlignUp(s.length, 16))), Reg::I32(ConstReg(1))}, {Reg::Ref(copy.buffer)});
-      NoteBackendCopy(ret, "returned constant, global or borrowed argument");
-      RecordCopy(cmd, s, copy, s.length);
-      s = copy;
-    }
+    if (s.kind == Storage::kConstant || s.kind == Storage::kVariable || borrowed)
+      return InvalidArgumentError(
+          "emit: a result lives in the constant pool, a global or a borrowed argument (%s); "
+          "--materialize-result-copies clones it into storage the caller owns",
+          exp->loc().c_str());
     results.push_back({v->type(), s});
   }
   // Submit without blocking; "final" (1): the invocation's signal fence rides

@@ -61,10 +61,10 @@ struct EmitReport {
   // Copy commands in the module's functions, counted where they are written
   // (once per op, not per execution): those of IR copy ops
   // (stream.async.clone, transfer, update, copy), and those the emitter adds
-  // with no IR op, one line each, "<why> (<location>)": an edge into
-  // storage the value does not live in (a yield, a loop entry, a branch
-  // operand), a parallel-copy temporary, a global snapshot or store, a
-  // returned constant, global or borrowed argument. kiln-compile
+  // with no IR op, one line each, "<why> (<location>)": a branch operand
+  // into storage its block argument does not live in, or its parallel-copy
+  // temporary (the allocation passes write every other copy as IR).
+  // kiln-compile
   // --explain-copies prints both. The runtime's own copies (take_or_clone
   // of a consumed argument the caller still shares) are in neither.
   int ir_copies = 0;

@@ -188,10 +188,6 @@ class FunctionEmitter {
   // error (Emit checks vm::kMaxRegisters) and never wraps; indices handed
   // out past the limit are never encoded into a module.
   uint32_t i32_count = 0, ref_count = 0;
-  // A result is returned through a buffer allocated per invoke (a copy of a
-  // borrowed argument, a constant or a global): the command sequence binds a
-  // fresh buffer every time, so it cannot be replayed (static_commands).
-  bool per_invoke_allocation = false;
   std::vector<uint32_t> debug_offsets;
   std::vector<std::string> debug_locations;
 
@@ -368,9 +364,6 @@ class FunctionEmitter {
   void CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
                 const std::vector<const Storage*>& dsts, const char* why);
   std::map<std::pair<ir::Operation*, unsigned>, Storage> edge_temps_;
-  // util.global.load results the plan gave storage of their own (a
-  // snapshot: the global is stored to while the loaded value is read).
-  std::set<ir::Value*> global_snapshots_;
   bool multi_block_ = false;
   // Records a copy of `length` bytes from `from` to `to`, after the barrier
   // Sync decides on.

@@ -118,14 +118,7 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   }
   if (n == OpCode::kFuncCall) return RecordCall(op, cmd);
   if (ir::Traits(op).has(ir::kHostArith)) return RecordHostArith(op);
-  if (n == OpCode::kUtilGlobalLoad) {
-    // A snapshot copies the global into the value's own storage; a view
-    // records nothing.
-    if (global_snapshots_.count(op->result(0)))
-      CopyInto(cmd, GlobalStorage(op->str_attr("global")), storage_.at(op->result(0)), op,
-               "global snapshot (the global is stored to while the loaded value is read)");
-    return OkStatus();
-  }
+  if (n == OpCode::kUtilGlobalLoad) return OkStatus();  // a view of the global (snapshots are clones)
   if (n == OpCode::kUtilGlobalStore) {
     // Copy into the global's buffer unless the value already lives there (a
     // state updated in place by tied ops on a loaded global: no copy).

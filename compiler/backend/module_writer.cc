@@ -136,7 +136,7 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
           "graph: e.g. fewer results per function)",
           func->str_attr("sym_name").c_str(), fe.i32_count, fe.ref_count, vm::kMaxRegisters);
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> code, fe.enc.Finish());
-    bool static_commands = commands.is_static && !fe.per_invoke_allocation;
+    bool static_commands = commands.is_static;
     if (static_commands) {
       // The loader checks the claim (vm/static_commands.h); a mismatch here
       // is an emitter bug, never a module the runtime would refuse.

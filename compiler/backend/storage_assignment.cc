@@ -180,7 +180,13 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
     storage_[v] = s;
     storage_ids_[v] = vs.id;
     ir::Operation* def = v->defining_op();
-    if (def && def->is(OpCode::kUtilGlobalLoad) && p.kind != Slot::kGlobal) global_snapshots_.insert(v);
+    if (def && def->is(OpCode::kUtilGlobalLoad) && p.kind != Slot::kGlobal) {
+      status = InvalidArgumentError(
+          "emit: util.global.load @%s is not placed in its global (a snapshot is a clone after the load: "
+          "--materialize-edge-copies)",
+          def->str_attr("global").c_str());
+      break;
+    }
     // The caller owns a call result: its dealloca drops the buffer register.
     if (def && def->is(OpCode::kFuncCall) && p.kind == Slot::kCallResult) droppable_[v] = kNoView;
   }

@@ -13,13 +13,17 @@
 //    its results, as one parallel copy: the operands the plan gives a
 //    temporary (edge_temps) are cloned into it first, then every operand into
 //    its destination;
-//  - a util.global.store of a value that does not live in the global.
+//  - a util.global.store of a value that does not live in the global;
+//  - a global snapshot (global_snapshots.h: the global is stored to while
+//    the loaded value is read): the util.global.load becomes a view of the
+//    global and a clone after it copies the global into the storage the
+//    plan gave the loaded value.
 // The backend's copies on these edges then find the value already in place
 // and record nothing: the commands are the same, now named by the IR.
 //
 // Left to the backend (documented as backend copies): branches between
 // blocks (cf.br / cf.cond_br: a copy on one edge of a cond_br needs the edge
-// split into a block of its own), global snapshots, and results returned
+// split into a block of its own), and results returned
 // from the constant pool, a global or a borrowed argument (storage made per
 // invoke).
 //
@@ -133,6 +137,23 @@ class EdgeCopier {
           CopyEdge(c, "scf.condition forward into the result storage");
         if (ir::Operation* y = op->region(1)->block(0)->terminator(); y && y->is(OpCode::kScfYield))
           CopyEdge(y, "loop yield into the carried storage");
+      } else if (op->is(OpCode::kUtilGlobalLoad) && op->num_results() == 1) {
+        // A snapshot: the load becomes a view of the global, and a clone
+        // copies it into the storage the plan gave the loaded value.
+        auto g = globals.find(op->str_attr("global"));
+        ir::Value* v = op->result(0);
+        if (g == globals.end() || !IsResource(v) || !plan_.values.count(v)) continue;
+        const ValueStorage place = plan_.values.at(v);
+        if (place.id == g->second) continue;  // a view of the global already
+        ir::Operation* next = NextOp(op);
+        if (!next) return InvalidArgumentError("util.global.load ends its block (%s)", op->loc().c_str());
+        ir::Value* snapshot = CloneInto(v, place, analysis::SizeOf(v), v->type(), next,
+                                        "global snapshot (the global is stored to while the loaded value is read)");
+        v->ReplaceAllUsesWith(snapshot);
+        snapshot->defining_op()->SetOperand(0, v);
+        plan_.values[v] = ValueStorage{g->second, 0};
+        op->set_attr("storage", ir::Attribute(std::vector<int64_t>{g->second}));
+        op->set_attr("storage_offset", ir::Attribute(std::vector<int64_t>{0}));
       } else if (op->is(OpCode::kUtilGlobalStore) && op->num_operands() == 1) {
         auto g = globals.find(op->str_attr("global"));
         ir::Value* v = op->operand(0);
@@ -148,6 +169,13 @@ class EdgeCopier {
   }
 
   int copies() const { return copies_; }
+
+  static ir::Operation* NextOp(ir::Operation* op) {
+    ir::Block* b = op->parent_block();
+    for (auto it = b->ops().begin(); it != b->ops().end(); ++it)
+      if (it->get() == op) return ++it == b->ops().end() ? nullptr : it->get();
+    return nullptr;
+  }
 
  private:
   StoragePlan& plan_;
