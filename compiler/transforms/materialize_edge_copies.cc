@@ -17,15 +17,16 @@
 //  - a global snapshot (global_snapshots.h: the global is stored to while
 //    the loaded value is read): the util.global.load becomes a view of the
 //    global and a clone after it copies the global into the storage the
-//    plan gave the loaded value.
+//    plan gave the loaded value;
+//  - a branch between blocks: a cf.br's operands into its successor's
+//    arguments, as one parallel copy before the cf.br (temporaries first, as
+//    above); a cf.cond_br edge that copies gets a block of its own (a new
+//    block holding a cf.br to the old successor), so the copies run on that
+//    edge only.
 // The backend's copies on these edges then find the value already in place
-// and record nothing: the commands are the same, now named by the IR.
-//
-// Left to the backend (documented as backend copies): branches between
-// blocks (cf.br / cf.cond_br: a copy on one edge of a cond_br needs the edge
-// split into a block of its own), and results returned
-// from the constant pool, a global or a borrowed argument (storage made per
-// invoke).
+// and record nothing: the backend adds no copy of its own
+// (EmitReport::backend_copies stays empty; e2e programs and real models
+// assert it).
 //
 // Must not act: a value that already lives in its destination (a tied
 // update of the carried value, a fresh value the plan writes straight into
@@ -107,6 +108,73 @@ class EdgeCopier {
     plan_.edge_temps.erase(edge);
   }
 
+  // Whether edge group `g` of `edge` copies anything: an operand that does
+  // not live in its destination, or one given a parallel-copy temporary.
+  bool EdgeCopies(ir::Operation* edge, const analysis::EdgeCopy& g) const {
+    auto temps = plan_.edge_temps.find(edge);
+    for (size_t k = 0; k < g.operands.size(); ++k) {
+      if (NeedsCopy(edge->operand(g.operands[k]), g.destinations[k])) return true;
+      if (temps != plan_.edge_temps.end())
+        for (auto& [operand, id] : temps->second)
+          if (operand == g.operands[k]) return true;
+    }
+    return false;
+  }
+
+  // Successor `k` of `cond_br` gets a block of its own when its edge copies:
+  // a new block (appended to the region) holding a cf.br that passes that
+  // edge's operands to the old successor. The copies then go before that
+  // cf.br, on that edge only; the cond_br passes nothing to the new block.
+  // Parallel-copy temporaries move with their operands.
+  void SplitCondBrEdges(ir::Operation* cond_br) {
+    std::vector<int64_t> seg = cond_br->ints_attr("operand_segments");
+    if (seg.size() != 3 || cond_br->num_successors() != 2) return;
+    std::vector<analysis::EdgeCopy> groups = analysis::EdgeCopiesOf(cond_br);
+    bool split[2] = {false, false};
+    for (unsigned k = 0; k < 2; ++k) {
+      unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
+      for (const analysis::EdgeCopy& g : groups)
+        if (!g.operands.empty() && g.operands[0] >= first && g.operands[0] < first + seg[1 + k] && EdgeCopies(cond_br, g))
+          split[k] = true;
+    }
+    if (!split[0] && !split[1]) return;
+    std::vector<std::pair<unsigned, int>> temps;
+    if (auto it = plan_.edge_temps.find(cond_br); it != plan_.edge_temps.end()) temps = it->second;
+    std::vector<ir::Value*> kept = {cond_br->operand(0)};
+    std::vector<std::pair<unsigned, int>> kept_temps;
+    int64_t kept_seg[2] = {seg[1], seg[2]};
+    for (unsigned k = 0; k < 2; ++k) {
+      unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
+      unsigned count = static_cast<unsigned>(seg[1 + k]);
+      std::vector<ir::Value*> passed;
+      for (unsigned i = 0; i < count; ++i) passed.push_back(cond_br->operand(first + i));
+      if (!split[k]) {
+        for (auto& [operand, id] : temps)
+          if (operand >= first && operand < first + count)
+            kept_temps.push_back({static_cast<unsigned>(kept.size() + operand - first), id});
+        kept.insert(kept.end(), passed.begin(), passed.end());
+        continue;
+      }
+      ir::Block* edge_block = cond_br->parent_block()->parent()->AddBlock();
+      ir::Builder b = ir::Builder::AtEnd(edge_block);
+      b.set_loc(cond_br->loc());
+      ir::Operation* br = b.Create("cf.br", passed, {}, {});
+      br->AddSuccessor(cond_br->successor(k));
+      cond_br->SetSuccessor(k, edge_block);
+      kept_seg[k] = 0;
+      std::vector<std::pair<unsigned, int>> br_temps;
+      for (auto& [operand, id] : temps)
+        if (operand >= first && operand < first + count) br_temps.push_back({operand - first, id});
+      if (!br_temps.empty()) plan_.edge_temps[br] = br_temps;
+      split_edges_.push_back(br);
+    }
+    cond_br->SetOperands(kept);
+    cond_br->set_attr("operand_segments", ir::Attribute(std::vector<int64_t>{1, kept_seg[0], kept_seg[1]}));
+    plan_.edge_temps.erase(cond_br);
+    cond_br->remove_attr("edge_temps");
+    if (!kept_temps.empty()) plan_.edge_temps[cond_br] = kept_temps;
+  }
+
   Status Run(ir::Operation* func) {
     std::vector<ir::Operation*> ops;
     for (auto& b : func->region(0)->blocks())
@@ -115,7 +183,11 @@ class EdgeCopier {
     for (size_t id = 0; id < plan_.storages.size(); ++id)
       if (plan_.storages[id].kind == analysis::StorageSlot::kGlobal) globals[plan_.storages[id].global] = static_cast<int>(id);
     for (ir::Operation* op : ops) {
-      if (op->is(OpCode::kScfIf) || op->is(OpCode::kScfIndexSwitch)) {
+      if (op->is(OpCode::kCfBr)) {
+        CopyEdge(op, "branch operand into the block argument's storage");
+      } else if (op->is(OpCode::kCfCondBr)) {
+        SplitCondBrEdges(op);
+      } else if (op->is(OpCode::kScfIf) || op->is(OpCode::kScfIndexSwitch)) {
         for (unsigned r = 0; r < op->num_regions(); ++r) {
           if (op->region(r)->empty()) continue;
           ir::Operation* y = op->region(r)->block(0)->terminator();
@@ -165,6 +237,7 @@ class EdgeCopier {
                                     "global store of a value that does not live in the global"));
       }
     }
+    for (ir::Operation* br : split_edges_) CopyEdge(br, "branch operand into the block argument's storage");
     return OkStatus();
   }
 
@@ -181,6 +254,7 @@ class EdgeCopier {
   StoragePlan& plan_;
   ir::PassContext& ctx_;
   int copies_ = 0;
+  std::vector<ir::Operation*> split_edges_;  // the cf.br of each split cond_br edge
 };
 
 class MaterializeEdgeCopiesPass : public ir::Pass {
