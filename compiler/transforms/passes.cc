@@ -8,6 +8,7 @@ void RegisterAllPasses() {
   registered = true;
   ir::RegisterPassWithOption("mark-consumed-arguments", CreateMarkConsumedArgumentsPass);
   ir::RegisterPassWithOption("set-topology", CreateSetTopologyPass);
+  ir::RegisterPass("fold-zero-trip-loops", CreateFoldZeroTripLoopsPass);
   ir::RegisterPass("fold-empty-tensors", CreateFoldEmptyTensorsPass);
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
   ir::RegisterPass("infer-argument-ownership", CreateInferArgumentOwnershipPass);

@@ -20,6 +20,10 @@ std::unique_ptr<ir::Pass> CreateMarkConsumedArgumentsPass(const std::string& nam
 // a preset or the topology text format.
 std::unique_ptr<ir::Pass> CreateSetTopologyPass(const std::string& spec);
 
+// --fold-zero-trip-loops (fold_zero_trip_loops.cc): an scf.for with
+// constant bounds that runs no trip is replaced by its initial values.
+std::unique_ptr<ir::Pass> CreateFoldZeroTripLoopsPass();
+
 // --fold-empty-tensors: tensor ops with zero-element results become empty
 // constants (no dispatch).
 std::unique_ptr<ir::Pass> CreateFoldEmptyTensorsPass();

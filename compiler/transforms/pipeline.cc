@@ -8,6 +8,8 @@ namespace kiln::transforms {
 
 const std::vector<std::string>& DefaultPipeline() {
   static const std::vector<std::string> kPipeline = {
+      // A loop with constant bounds that runs no trip is its initial values.
+      "fold-zero-trip-loops",
       // Zero-element results need no dispatch.
       "fold-empty-tensors",
       "fuse-dispatch-regions",
