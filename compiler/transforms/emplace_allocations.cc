@@ -41,8 +41,11 @@
 //
 // Must not act (the update stays, a remark says why; each is a lit test in
 // compiler/test/transforms/emplace-allocations.kir):
-//  - the source is used again (another read, or a second update): placing
-//    it would make that use read the target, which later producers write;
+//  - the source is used again after the concat, by a second update, or
+//    written in place: placing it would make that use see the target,
+//    which the concat's consumers may write. (A read-only dispatch operand
+//    before the concat is fine: it reads a stream.async.slice view of the
+//    subrange, when the subrange starts on a 256-byte boundary.)
 //  - the source is an import (a borrowed or consumed argument), a constant,
 //    a block argument (loop-carried, region argument), a call result, or
 //    anything but a dispatch;
@@ -111,6 +114,35 @@ ir::Operation* ChainRoot(ir::Value* v, ir::Block* block) {
     if (v->uses().size() != 1) return nullptr;
   }
   return nullptr;
+}
+
+// Why the uses of `src` other than the update `u` forbid placing it ("":
+// they do not). Once placed, `src` lives in the target, which the later
+// producers and the concat's consumers write: a read is safe only while
+// the target still holds it there, i.e. a read-only dispatch operand
+// before the concat's first update (in the same block; program order is
+// queue order). It then reads a view of the subrange, which must start on
+// a 256-byte boundary to be bound as is.
+std::string OtherReadsConflict(ir::Value* src, ir::Operation* u, size_t first_update,
+                               const std::map<ir::Operation*, size_t>& position) {
+  for (const ir::Use& r : src->uses()) {
+    if (r.user == u) continue;
+    if (r.user->is(OpCode::kStreamAsyncUpdate) && r.operand_index == 1)
+      return "the source is used again (by another update)";
+    auto at = position.find(r.user);
+    if (at == position.end() || at->second > first_update)
+      return "the source is used again after the concat";
+    if (!r.user->is(OpCode::kStreamAsyncDispatch)) return "the source is used again by '" + r.user->name() + "'";
+    for (int64_t t : r.user->ints_attr("tied_operands"))
+      if (t == static_cast<int64_t>(r.operand_index)) return "the source is written in place before the concat";
+    std::vector<int64_t> eo = r.user->ints_attr("element_offsets");
+    if (r.operand_index < eo.size() && eo[r.operand_index] != 0)
+      return "the source is read at an element offset before the concat";
+    if (u->int_attr("offset") % kBindingAlignment != 0)
+      return "the source is read before the concat and its subrange starts at byte " +
+             std::to_string(u->int_attr("offset")) + ", not a multiple of 256";
+  }
+  return "";
 }
 
 // Why a value cannot be placed, by what defines it.
@@ -219,6 +251,7 @@ class EmplaceAllocationsPass : public ir::Pass {
       ir::Operation* producer;
       unsigned result;
       int64_t element_bytes;
+      std::vector<ir::Use> reads;  // the source's other uses (reads before the concat)
     };
     std::vector<Placement> placed;
     std::set<ir::Operation*> producers;
@@ -230,8 +263,7 @@ class EmplaceAllocationsPass : public ir::Pass {
         why = "the source is " + SourceKind(src);
       } else if (def->parent_block() != block) {
         why = "the producer is in another block (outside the region holding the concat)";
-      } else if (src->uses().size() != 1) {
-        why = "the source is used again";
+      } else if (!(why = OtherReadsConflict(src, u, first_update, position)).empty()) {
       } else if (def->ints_attr("tied_operands").at(src->index()) >= 0) {
         why = "the producer already writes that result in place";
       } else if (producers.count(def)) {
@@ -248,7 +280,10 @@ class EmplaceAllocationsPass : public ir::Pass {
         ctx.Remark(u, "concat copy kept: " + why);
         continue;
       }
-      placed.push_back({u, def, src->index(), element_bytes});
+      std::vector<ir::Use> reads;
+      for (const ir::Use& r : src->uses())
+        if (r.user != u) reads.push_back(r);
+      placed.push_back({u, def, src->index(), element_bytes, reads});
       producers.insert(def);
     }
     if (placed.empty()) return;
@@ -293,6 +328,19 @@ class EmplaceAllocationsPass : public ir::Pass {
       d->set_attr("result_lengths", ir::Attribute(lengths));
       d->set_attr("result_element_offsets", ir::Attribute(element_offsets));
       cur = d->result(r);
+      // Reads of the result before the concat now read its subrange of the
+      // target: a view at an aligned offset (OtherReadsConflict), made
+      // before the first of them.
+      if (!placed[i].reads.empty()) {
+        ir::Operation* first = placed[i].reads.front().user;
+        for (const ir::Use& r : placed[i].reads)
+          if (position.at(r.user) < position.at(first)) first = r.user;
+        ir::Operation* view = ir::Builder::Before(first).Create(
+            "stream.async.slice", {cur}, {ir::Type::Resource(ir::Lifetime::kTransient)},
+            {{"offset", ir::Attribute(ranges[i].first)}, {"length", ir::Attribute(ranges[i].second)}});
+        view->set_loc(d->loc());
+        for (const ir::Use& r : placed[i].reads) r.user->SetOperand(r.operand_index, view->result(0));
+      }
     }
     for (const ir::Use& u : alloca_uses) u.user->SetOperand(u.operand_index, cur);
   }
