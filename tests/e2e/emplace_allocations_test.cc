@@ -201,5 +201,98 @@ TEST(EmplaceAllocationsTest, ConcatInsideLoop) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+
+// The concat of kThree written into caller-supplied output storage (a view
+// at byte 256 of a [3, 64] batch buffer: its row 1, of which the result
+// fills 60 floats): each producer writes its piece straight into the
+// caller's buffer (no copy), and no byte outside the view changes.
+TEST(EmplaceAllocationsTest, ConcatIntoOutputStorage) {
+  std::vector<uint8_t> bytes = CompileKirModule(kThree, "three");
+  ASSERT_FALSE(bytes.empty());
+  kiln_device_t device = SharedDevice();
+  ASSERT_NE(device, nullptr);
+  kiln_module_t module = LoadModule(bytes);
+  ASSERT_NE(module, nullptr);
+  kiln_context_t context = nullptr;
+  kiln_function_t fn = nullptr;
+  ASSERT_EQ(kiln_context_create(device, &module, 1, &context), nullptr);
+  ASSERT_EQ(kiln_context_lookup_function(context, "main", &fn), nullptr);
+  std::vector<float> fill(192, 7.0f);
+  const int64_t batch_dims[2] = {3, 64}, row_dims[2] = {1, 60}, in_dims[2] = {1, 20};
+  kiln_tensor_t batch = nullptr, row = nullptr;
+  ASSERT_EQ(kiln_tensor_create(device, KILN_DTYPE_F32, 2, batch_dims, fill.data(), fill.size() * 4, &batch), nullptr);
+  ASSERT_EQ(kiln_tensor_create_view(batch, 256, KILN_DTYPE_F32, 2, row_dims, &row), nullptr);
+  std::vector<float> x0 = Ramp(20, 0.5f, -4), x1 = Ramp(20, -0.25f, 2), x2 = Ramp(20, 0.75f, -6);
+  kiln_tensor_t in[3] = {nullptr, nullptr, nullptr};
+  const std::vector<float>* xs[3] = {&x0, &x1, &x2};
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(kiln_tensor_create(device, KILN_DTYPE_F32, 2, in_dims, xs[i]->data(), 80, &in[i]), nullptr);
+  kiln_device_stats_t before, after;
+  ASSERT_EQ(kiln_device_stats(device, &before), nullptr);
+  kiln_invoke_arg_t args[4] = {{in[0], KILN_ARG_BORROW, 0}, {in[1], KILN_ARG_BORROW, 0}, {in[2], KILN_ARG_BORROW, 0},
+                               {row, KILN_ARG_OUTPUT_STORAGE, 0}};
+  kiln_tensor_t result = nullptr;
+  kiln_status_t st = kiln_invoke_ex(context, fn, args, 4, &result, 1);
+  ASSERT_EQ(st, nullptr) << kiln_status_message(st);
+  ASSERT_EQ(kiln_device_stats(device, &after), nullptr);
+  EXPECT_EQ(after.copies - before.copies, 0u) << "a piece was copied instead of written in place";
+  EXPECT_EQ(after.dispatches - before.dispatches, 3u);
+  std::vector<float> all(192);
+  ASSERT_EQ(kiln_tensor_read(batch, all.data(), all.size() * 4), nullptr);
+  for (int i = 0; i < 192; ++i) {
+    float want = 7.0f;
+    if (i >= 64 && i < 84) want = -x0[i - 64];
+    else if (i >= 84 && i < 104) want = std::fabs(x1[i - 84]);
+    else if (i >= 104 && i < 124) want = x2[i - 104] * x2[i - 104];
+    EXPECT_EQ(all[i], want) << "element " << i;
+  }
+  kiln_tensor_release(result);
+  for (kiln_tensor_t t : in) kiln_tensor_release(t);
+  kiln_tensor_release(row);
+  kiln_tensor_release(batch);
+  kiln_context_release(context);
+  kiln_module_release(module);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// A piece also read before the concat (a shortcut, as PP-OCRv4 rec's
+// AveragePool output feeds a conv and the concat): a = -x0 is placed at
+// byte 0 and c = a + a reads it there through a view; y = concat(a, |x1|).
+const char* kReadBefore = R"(
+"func.func"() ({
+^bb0(%x0: tensor<1x64xf32>, %x1: tensor<1x64xf32>):
+  %a = "tensor.neg"(%x0) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+  %c = "tensor.reduce"(%a) {axes = [1], keepdims = true, kind = "sum"} : (tensor<1x64xf32>) -> tensor<1x1xf32>
+  %b = "tensor.abs"(%x1) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+  %y = "tensor.concat"(%a, %b) {axis = 1 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x128xf32>
+  "func.return"(%y, %c) : (tensor<1x128xf32>, tensor<1x1xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(EmplaceAllocationsTest, PieceReadBeforeTheConcatIsPlaced) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kReadBefore, false, &report), "");
+  EXPECT_EQ(report.dispatches, 3);
+  EXPECT_EQ(report.ir_copies, 0);
+  std::vector<float> x0 = Ramp(64, 0.25f, -5), x1 = Ramp(64, -0.5f, 9);
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {F32({1, 64}, x0), F32({1, 64}, x1)}, &out, &d), "");
+  ASSERT_EQ(out.size(), 2u);
+  std::vector<float> y = Values(out[0]), c = Values(out[1]);
+  ASSERT_EQ(y.size(), 128u);
+  ASSERT_EQ(c.size(), 1u);
+  float sum = 0;  // multiples of 0.25 below 2^10: exact in any order
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(y[i], -x0[i]) << i;
+    EXPECT_EQ(y[64 + i], std::fabs(x1[i])) << i;
+    sum += -x0[i];
+  }
+  EXPECT_EQ(c[0], sum);
+  EXPECT_EQ(d.copies, 0u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::e2e
