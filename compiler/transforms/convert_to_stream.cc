@@ -9,14 +9,6 @@
 //   - flow.dispatch: its body is outlined into a module-level flow.executable
 //     (sym_name = the dispatch name) and the call site becomes
 //     stream.async.dispatch {entry = @name, tied_operands = [-1, ...]};
-//   - a flow.dispatch that is only a tensor.concat of its operands, where
-//     each operand is one contiguous byte range of the result (concat along
-//     axis k with every dimension before k of extent 1; axis 0 always):
-//     stream.async.alloca of the result and one stream.async.update per
-//     operand at its byte offset, chained (no dispatch: a copy command per
-//     operand, which --emplace-allocations then removes by making each
-//     producer write into its subrange). Any other concat stays a dispatch,
-//     with a remark saying why;
 //   - tensor.reshape: disappears (same bytes; the resource is reused);
 //   - func.return operands: stream.tensor.export back to the ABI tensor type;
 //   - func.call (another module's function, declared by a func.func
@@ -41,10 +33,6 @@
 //                                         tied_operands = [-1]}
 //   %3 = "stream.tensor.export"(%2) {size = 16 : i64} -> tensor<4xf32>
 //   "func.return"(%3)
-// A contiguous concat (tensor<1x2x4xf32> and tensor<1x3x4xf32> along axis 1):
-//   %t = "stream.async.alloca"() {size = 80 : i64}
-//   %u0 = "stream.async.update"(%t, %a) {length = 32 : i64, offset = 0 : i64, size = 80 : i64}
-//   %u1 = "stream.async.update"(%u0, %b) {length = 48 : i64, offset = 32 : i64, size = 80 : i64}
 #include <map>
 #include <set>
 #include <string>
@@ -96,15 +84,13 @@ class ConvertToStreamPass : public ir::Pass {
       if (func->region(0)->num_blocks() != 1)
         return UnimplementedError("convert-to-stream: function @%s has more than one block",
                                   func->str_attr("sym_name").c_str());
-      KILN_RETURN_IF_ERROR(ConvertFunction(module, func, symbols, ctx));
+      KILN_RETURN_IF_ERROR(ConvertFunction(module, func, symbols));
     }
     return OkStatus();
   }
 
  private:
-  Status ConvertFunction(ir::Module& module, ir::Operation* func, std::set<std::string>& symbols,
-                         ir::PassContext& ctx) {
-    ctx_ = &ctx;
+  Status ConvertFunction(ir::Module& module, ir::Operation* func, std::set<std::string>& symbols) {
     ir::Block* body = func->region(0)->block(0);
     std::vector<std::string> ownership = func->strs_attr("arg_ownership");
     // The ABI result types, before their producers become resources.
@@ -152,7 +138,6 @@ class ConvertToStreamPass : public ir::Pass {
         op->result(0)->ReplaceAllUsesWith(op->operand(0));
         op->Erase();
       } else if (op->is(ir::OpCode::kFlowDispatch)) {
-        if (ConvertConcat(op)) continue;
         KILN_RETURN_IF_ERROR(ConvertDispatch(module, op, symbols));
       } else if (op->is(ir::OpCode::kTensorExtract)) {
         // One element read back to the host: stream.async.load.
@@ -208,58 +193,6 @@ class ConvertToStreamPass : public ir::Pass {
     return OkStatus();
   }
 
-  // A dispatch whose body is `%c = tensor.concat(block arguments)` and
-  // `flow.return(%c)`, each operand one contiguous byte range of %c: replaced
-  // by an alloca and one update per operand (true). False (the dispatch is
-  // converted as any other) when the body is anything else or the concat is
-  // not contiguous per operand (remark).
-  bool ConvertConcat(ir::Operation* dispatch) {
-    if (dispatch->num_regions() != 1 || dispatch->region(0)->empty() || dispatch->num_results() != 1) return false;
-    ir::Block* body = dispatch->region(0)->block(0);
-    if (body->ops().size() != 2) return false;
-    ir::Operation* concat = body->ops().front().get();
-    ir::Operation* ret = body->terminator();
-    if (!concat->is(ir::OpCode::kTensorConcat) || !ret || !ret->is(ir::OpCode::kFlowReturn) ||
-        ret->num_operands() != 1 || ret->operand(0) != concat->result(0))
-      return false;
-    std::vector<unsigned> sources;  // dispatch operand index per concat operand
-    for (ir::Value* v : concat->operands()) {
-      if (v->defining_op() || v->parent_block() != body) return false;
-      sources.push_back(v->index());
-    }
-    const ir::Type& type = concat->result(0)->type();
-    int64_t axis = concat->int_attr("axis");
-    if (axis < 0) axis += static_cast<int64_t>(type.shape.size());
-    int64_t outer = 1;
-    for (int64_t d = 0; d < axis && d < static_cast<int64_t>(type.shape.size()); ++d) outer *= type.shape[d];
-    if (outer != 1) {
-      ctx_->Remark(dispatch, "concat stays a dispatch: its operands interleave (dimensions before axis " +
-                                 std::to_string(axis) + " hold " + std::to_string(outer) + " indices)");
-      return false;
-    }
-    const int64_t size = type.byte_size();
-    ir::Builder b = ir::Builder::Before(dispatch);
-    ir::Operation* alloca =
-        b.Create("stream.async.alloca", {}, {TransientResource()}, {{"size", ir::Attribute(size)}});
-    alloca->set_loc(dispatch->loc());
-    ir::Value* target = alloca->result(0);
-    int64_t offset = 0;
-    for (unsigned i = 0; i < concat->num_operands(); ++i) {
-      int64_t length = concat->operand(i)->type().byte_size();
-      if (length == 0) continue;
-      ir::Operation* update = b.Create("stream.async.update", {target, dispatch->operand(sources[i])},
-                                       {TransientResource()},
-                                       {{"offset", ir::Attribute(offset)}, {"length", ir::Attribute(length)},
-                                        {"size", ir::Attribute(size)}});
-      update->set_loc(dispatch->loc());
-      target = update->result(0);
-      offset += length;
-    }
-    dispatch->result(0)->ReplaceAllUsesWith(target);
-    dispatch->Erase();
-    return true;
-  }
-
   Status ConvertDispatch(ir::Module& module, ir::Operation* dispatch, std::set<std::string>& symbols) {
     std::string name = dispatch->str_attr("name", "dispatch");
     std::string sym = name;
@@ -296,8 +229,6 @@ class ConvertToStreamPass : public ir::Pass {
     (void)module;
     return OkStatus();
   }
-
-  ir::PassContext* ctx_ = nullptr;
 };
 
 }  // namespace

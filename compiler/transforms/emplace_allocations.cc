@@ -5,14 +5,23 @@
 // the copy (a stream.async.update) and the producer's own allocation go
 // (IREE's iree-stream-emplace-allocations, PR #11173, issue #7729).
 //
-// --convert-to-stream lowers a contiguous tensor.concat to a chain of
-// updates into one stream.async.alloca:
-//   %t = alloca; %t1 = update(%t, %a) {offset = 0}; %t2 = update(%t1, %b) {offset = A}
-// This pass then, per block (scf regions and loop bodies included):
-// 1. Concat of concats: an update whose source is the end of another such
-//    chain (used only there) takes that chain's updates in its place, at
-//    its offset into the outer target; the inner alloca goes. Repeated, so
-//    any nesting becomes one flat chain.
+// Per block (scf regions and loop bodies included):
+// 1. Concat: a stream.async.dispatch whose executable is only a
+//    tensor.concat of its operands, each one contiguous byte range of the
+//    result (concat along axis k with every dimension before k of extent 1;
+//    axis 0 always), becomes a stream.async.alloca of the result and one
+//    stream.async.update per operand at its byte offset, chained, when every
+//    operand can be placed (step 2 then removes every update). A concat
+//    operand that is itself such a concat dispatch, used only there, is
+//    taken in: its operands become pieces of the outer target (concat of
+//    concats). All or nothing: when one operand cannot be placed, the
+//    concat stays one dispatch (a remark says which operand and why), as a
+//    copy command per unplaced operand would be no cheaper and would add
+//    copies to programs that had none.
+//    Explicit update chains into an alloca (written so, or from step 1)
+//    are flattened too: an update whose source ends another chain (used
+//    only there) takes that chain's updates in its place, at its offset
+//    into the outer target.
 // 2. Emplace: an update whose source is result r of a stream.async.dispatch
 //    in the same block, used only by that update, and untied, is removed.
 //    The dispatch gets the current chain value as an extra operand (the
@@ -39,7 +48,8 @@
 //    chain the target in their block order, and the updates left (sources
 //    that cannot be placed) continue the chain where the concat was.
 //
-// Must not act (the update stays, a remark says why; each is a lit test in
+// Must not act (the concat stays a dispatch, or an explicit update stays; a
+// remark says why; each is a lit test in
 // compiler/test/transforms/emplace-allocations.kir):
 //  - the source is used again after the concat, by a second update, or
 //    written in place: placing it would make that use see the target,
@@ -51,15 +61,19 @@
 //    anything but a dispatch;
 //  - the producer is in another block (outside the scf region holding the
 //    concat), already writes that result in place, already places another
-//    result into the same target, or runs after the chain's first update.
+//    result into the same target, or runs after the chain's first update;
+//  - a concat whose operands interleave (concat along axis 1 of [2, n]),
+//    or that reads an operand through a coarse view (`element_offsets`).
 //
 // Preconditions: stream level, after the copy passes (copy-on-write sees no
 // placement operand) and before --resource-lifetime (which sees the
-// alloca's longer life).
+// alloca's longer life). Executables left without a dispatch are erased.
 //
-// Before:
+// Before (@cat: tensor.concat of tensor<16xf32> and tensor<24xf32>):
 //   %a = "stream.async.dispatch"(%x) {entry = @f, sizes = [64], tied_operands = [-1]}
 //   %b = "stream.async.dispatch"(%x) {entry = @g, sizes = [96], tied_operands = [-1]}
+//   %c = "stream.async.dispatch"(%a, %b) {entry = @cat, sizes = [160], tied_operands = [-1]}
+// Step 1:
 //   %t = "stream.async.alloca"() {size = 160 : i64}
 //   %t1 = "stream.async.update"(%t, %a) {length = 64 : i64, offset = 0 : i64, size = 160 : i64}
 //   %t2 = "stream.async.update"(%t1, %b) {length = 96 : i64, offset = 64 : i64, size = 160 : i64}
@@ -116,31 +130,35 @@ ir::Operation* ChainRoot(ir::Value* v, ir::Block* block) {
   return nullptr;
 }
 
-// Why the uses of `src` other than the update `u` forbid placing it ("":
-// they do not). Once placed, `src` lives in the target, which the later
-// producers and the concat's consumers write: a read is safe only while
-// the target still holds it there, i.e. a read-only dispatch operand
-// before the concat's first update (in the same block; program order is
-// queue order). It then reads a view of the subrange, which must start on
-// a 256-byte boundary to be bound as is.
-std::string OtherReadsConflict(ir::Value* src, ir::Operation* u, size_t first_update,
+// Why the uses of `src` other than the copy into the target (`copy`: the
+// update, or the concat dispatch) forbid placing it ("": they do not).
+// Once placed, `src` lives in the target, which the later producers and
+// the concat's consumers write: a read is safe only while the target still
+// holds it there, i.e. a read-only dispatch operand before the concat (at
+// `concat_pos`, in the same block; program order is queue order). It then
+// reads a view of the subrange, which must start on a 256-byte boundary
+// to be bound as is.
+std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offset, size_t concat_pos,
                                const std::map<ir::Operation*, size_t>& position) {
+  int copies = 0;
   for (const ir::Use& r : src->uses()) {
-    if (r.user == u) continue;
+    if (r.user == copy) {
+      if (++copies > 1) return "the source is copied twice into the target";
+      continue;
+    }
     if (r.user->is(OpCode::kStreamAsyncUpdate) && r.operand_index == 1)
       return "the source is used again (by another update)";
     auto at = position.find(r.user);
-    if (at == position.end() || at->second > first_update)
-      return "the source is used again after the concat";
+    if (at == position.end() || at->second > concat_pos) return "the source is used again after the concat";
     if (!r.user->is(OpCode::kStreamAsyncDispatch)) return "the source is used again by '" + r.user->name() + "'";
     for (int64_t t : r.user->ints_attr("tied_operands"))
       if (t == static_cast<int64_t>(r.operand_index)) return "the source is written in place before the concat";
     std::vector<int64_t> eo = r.user->ints_attr("element_offsets");
     if (r.operand_index < eo.size() && eo[r.operand_index] != 0)
       return "the source is read at an element offset before the concat";
-    if (u->int_attr("offset") % kBindingAlignment != 0)
-      return "the source is read before the concat and its subrange starts at byte " +
-             std::to_string(u->int_attr("offset")) + ", not a multiple of 256";
+    if (offset % kBindingAlignment != 0)
+      return "the source is read before the concat and its subrange starts at byte " + std::to_string(offset) +
+             ", not a multiple of 256";
   }
   return "";
 }
@@ -159,6 +177,13 @@ std::string SourceKind(ir::Value* v) {
   }
 }
 
+// One operand of a concat: bytes [offset, offset + length) of the target.
+struct Piece {
+  ir::Value* source;
+  ir::Operation* copy;  // the op copying it there (concat dispatch or update)
+  int64_t offset, length;
+};
+
 class EmplaceAllocationsPass : public ir::Pass {
  public:
   const char* flag() const override { return "emplace-allocations"; }
@@ -176,6 +201,7 @@ class EmplaceAllocationsPass : public ir::Pass {
           for (auto& b : op->region(r)->blocks()) blocks.push_back(b.get());
       });
       for (ir::Block* b : blocks) {
+        LowerConcats(b, ctx);
         Flatten(b, ctx);
         std::vector<ir::Operation*> allocas;
         for (auto& op : b->ops())
@@ -183,11 +209,202 @@ class EmplaceAllocationsPass : public ir::Pass {
         for (ir::Operation* a : allocas) Emplace(a, ctx);
       }
     }
+    // Concat executables no dispatch calls any more.
+    std::set<std::string> called;
+    for (ir::Operation* func : module.functions())
+      func->Walk([&](ir::Operation* op) {
+        if (const ir::Attribute* a = op->is(OpCode::kStreamAsyncDispatch) ? op->attr("entry") : nullptr)
+          if (auto* ref = std::get_if<ir::SymbolRef>(&a->value)) called.insert(ref->name);
+      });
+    for (const std::string& sym : lowered_)
+      if (!called.count(sym) && executables_.count(sym)) executables_.at(sym)->Erase();
     return OkStatus();
   }
 
  private:
-  // Step 1: an update whose source ends another chain takes that chain in.
+  // The flow.dispatch body of `dispatch`'s executable, nullptr when absent.
+  ir::Operation* BodyOf(ir::Operation* dispatch) {
+    const ir::Attribute* a = dispatch->attr("entry");
+    const ir::SymbolRef* entry = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
+    auto it = entry ? executables_.find(entry->name) : executables_.end();
+    if (it == executables_.end() || it->second->region(0)->empty() || it->second->region(0)->block(0)->empty())
+      return nullptr;
+    ir::Operation* body = it->second->region(0)->block(0)->ops().front().get();
+    return body->is(OpCode::kFlowDispatch) ? body : nullptr;
+  }
+
+  // The element byte size of result `r` of `dispatch`; 0 when unknown.
+  int64_t ElementBytes(ir::Operation* dispatch, unsigned r) {
+    ir::Operation* body = BodyOf(dispatch);
+    if (!body || r >= body->num_results()) return 0;
+    const ir::Type& t = body->result(r)->type();
+    if (!t.is_tensor() || t.byte_size() != dispatch->ints_attr("sizes").at(r)) return 0;
+    return static_cast<int64_t>(DTypeSize(t.dtype));
+  }
+
+  // The pieces of a dispatch whose executable is only a tensor.concat of
+  // its operands, each one contiguous range of the result; empty (with
+  // `why` set when it is such a concat that does not qualify) otherwise.
+  std::vector<Piece> ConcatPieces(ir::Operation* dispatch, std::string* why) {
+    ir::Operation* body = dispatch->num_results() == 1 ? BodyOf(dispatch) : nullptr;
+    if (!body || body->num_regions() != 1 || body->region(0)->empty()) return {};
+    ir::Block* block = body->region(0)->block(0);
+    if (block->ops().size() != 2) return {};
+    ir::Operation* concat = block->ops().front().get();
+    ir::Operation* ret = block->terminator();
+    if (!concat->is(OpCode::kTensorConcat) || !ret || !ret->is(OpCode::kFlowReturn) || ret->num_operands() != 1 ||
+        ret->operand(0) != concat->result(0))
+      return {};
+    // The executable's block arguments are the dispatch operands, in order.
+    ir::Block* outer = body->parent_block();
+    if (body->num_operands() != outer->num_arguments() || body->num_operands() != dispatch->num_operands())
+      return {};
+    for (unsigned i = 0; i < body->num_operands(); ++i)
+      if (body->operand(i) != outer->argument(i)) return {};
+    std::vector<int64_t> element_offsets = dispatch->ints_attr("element_offsets");
+    for (int64_t e : element_offsets)
+      if (e != 0) {
+        *why = "concat stays a dispatch: it reads an operand through a coarse view (element_offsets)";
+        return {};
+      }
+    const ir::Type& type = concat->result(0)->type();
+    int64_t axis = concat->int_attr("axis");
+    if (axis < 0) axis += static_cast<int64_t>(type.shape.size());
+    int64_t outer_extent = 1;
+    for (int64_t d = 0; d < axis && d < static_cast<int64_t>(type.shape.size()); ++d) outer_extent *= type.shape[d];
+    if (outer_extent != 1) {
+      *why = "concat stays a dispatch: its operands interleave (dimensions before axis " + std::to_string(axis) +
+             " hold " + std::to_string(outer_extent) + " indices)";
+      return {};
+    }
+    std::vector<Piece> pieces;
+    int64_t offset = 0;
+    for (ir::Value* v : concat->operands()) {
+      if (v->defining_op() || v->parent_block() != block) return {};
+      int64_t length = v->type().byte_size();
+      if (length > 0) pieces.push_back({dispatch->operand(v->index()), dispatch, offset, length});
+      offset += length;
+    }
+    return pieces;
+  }
+
+  // Why `p` cannot be placed ("" when it can), the concat (its copy) at
+  // `concat_pos` of `block`; `*element_bytes` is the producer's element size.
+  std::string WhyNotPlaced(const Piece& p, ir::Block* block, size_t concat_pos,
+                           const std::map<ir::Operation*, size_t>& position, int64_t* element_bytes) {
+    ir::Value* src = p.source;
+    ir::Operation* def = src->defining_op();
+    if (!def || !def->is(OpCode::kStreamAsyncDispatch)) return "the source is " + SourceKind(src);
+    if (def->parent_block() != block) return "the producer is in another block (outside the region holding the concat)";
+    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position);
+    if (!why.empty()) return why;
+    if (def->ints_attr("tied_operands").at(src->index()) >= 0) return "the producer already writes that result in place";
+    if (position.at(def) > concat_pos) return "the producer runs after the concat's first update";
+    if (def->ints_attr("sizes").at(src->index()) != p.length) return "the source is not the whole update";
+    *element_bytes = ElementBytes(def, src->index());
+    if (*element_bytes == 0 || (p.offset % kBindingAlignment) % *element_bytes != 0)
+      return "the subrange does not start on an element of the producer's result";
+    return "";
+  }
+
+  // Step 1: concat dispatches whose every piece (through nested concats)
+  // can be placed become an alloca and updates; the others stay, with a
+  // remark. Outer concats first, so a nested one is taken in whole.
+  void LowerConcats(ir::Block* block, ir::PassContext& ctx) {
+    std::vector<ir::Operation*> dispatches;
+    for (auto& op : block->ops())
+      if (op->is(OpCode::kStreamAsyncDispatch)) dispatches.push_back(op.get());
+    std::set<ir::Operation*> erased;
+    for (auto it = dispatches.rbegin(); it != dispatches.rend(); ++it) {
+      ir::Operation* concat = *it;
+      if (erased.count(concat)) continue;
+      std::string why;
+      std::vector<Piece> pieces = ConcatPieces(concat, &why);
+      if (pieces.empty()) {
+        if (!why.empty()) ctx.Remark(concat, why);
+        continue;
+      }
+      // Concat of concats: a piece made by another concat dispatch of this
+      // block, used only here, is replaced by its own pieces.
+      std::vector<ir::Operation*> inner;
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < pieces.size(); ++i) {
+          ir::Operation* def = pieces[i].source->defining_op();
+          std::string inner_why;
+          std::vector<Piece> sub;
+          if (!def || def->parent_block() != block || pieces[i].source->uses().size() != 1 ||
+              (sub = ConcatPieces(def, &inner_why)).empty())
+            continue;
+          for (Piece& s : sub) s.offset += pieces[i].offset;
+          inner.push_back(def);
+          pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(i));
+          pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(i), sub.begin(), sub.end());
+          changed = true;
+          break;
+        }
+      }
+      std::map<ir::Operation*, size_t> position;
+      for (auto& op : block->ops()) position.emplace(op.get(), position.size());
+      const size_t at = position.at(concat);
+      std::set<ir::Operation*> producers;
+      std::string refused;
+      for (const Piece& p : pieces) {
+        int64_t element_bytes = 0;
+        std::string w = WhyNotPlaced(p, block, at, position, &element_bytes);
+        ir::Operation* def = p.source->defining_op();
+        if (w.empty() && !producers.insert(def).second) w = "the producer places another result into this target";
+        if (!w.empty()) {
+          refused = "concat stays a dispatch: the operand at bytes [" + std::to_string(p.offset) + ", " +
+                    std::to_string(p.offset + p.length) + ") cannot be placed: " + w;
+          break;
+        }
+      }
+      // The last producer ends the chain: a view for a read of it would be
+      // a second use of the concat's value (yields and results then cannot
+      // be written in place).
+      if (refused.empty()) {
+        const Piece* last = &pieces.front();
+        for (const Piece& p : pieces)
+          if (position.at(p.source->defining_op()) > position.at(last->source->defining_op())) last = &p;
+        if (last->source->uses().size() != 1)
+          refused = "concat stays a dispatch: the operand at bytes [" + std::to_string(last->offset) + ", " +
+                    std::to_string(last->offset + last->length) +
+                    ") cannot be placed: it is read before the concat and its producer runs last";
+      }
+      if (!refused.empty()) {
+        ctx.Remark(concat, refused);
+        continue;
+      }
+      const int64_t size = concat->ints_attr("sizes").at(0);
+      ir::Builder b = ir::Builder::Before(concat);
+      ir::Operation* alloca =
+          b.Create("stream.async.alloca", {}, {ir::Type::Resource(ir::Lifetime::kTransient)},
+                   {{"size", ir::Attribute(size)}});
+      alloca->set_loc(concat->loc());
+      ir::Value* cur = alloca->result(0);
+      for (const Piece& p : pieces) {
+        ir::Operation* u = b.Create("stream.async.update", {cur, p.source}, {ir::Type::Resource(ir::Lifetime::kTransient)},
+                                    {{"offset", ir::Attribute(p.offset)}, {"length", ir::Attribute(p.length)},
+                                     {"size", ir::Attribute(size)}});
+        u->set_loc(concat->loc());
+        cur = u->result(0);
+      }
+      concat->result(0)->ReplaceAllUsesWith(cur);
+      for (ir::Operation* op : std::vector<ir::Operation*>{concat}) {
+        lowered_.insert(std::get<ir::SymbolRef>(op->attr("entry")->value).name);
+        erased.insert(op);
+        op->Erase();
+      }
+      for (ir::Operation* op : inner) {  // outer first: each is unused once its user is gone
+        lowered_.insert(std::get<ir::SymbolRef>(op->attr("entry")->value).name);
+        erased.insert(op);
+        op->Erase();
+      }
+    }
+  }
+
+  // Explicit chains: an update whose source ends another chain takes it in.
   void Flatten(ir::Block* block, ir::PassContext& ctx) {
     for (bool changed = true; changed;) {
       changed = false;
@@ -223,21 +440,6 @@ class EmplaceAllocationsPass : public ir::Pass {
     }
   }
 
-  // The element byte size of result `r` of `dispatch`'s executable; 0 when
-  // the executable is not found.
-  int64_t ElementBytes(ir::Operation* dispatch, unsigned r) {
-    const ir::Attribute* a = dispatch->attr("entry");
-    const ir::SymbolRef* entry = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
-    auto it = entry ? executables_.find(entry->name) : executables_.end();
-    if (it == executables_.end() || it->second->region(0)->empty() || it->second->region(0)->block(0)->empty())
-      return 0;
-    ir::Operation* body = it->second->region(0)->block(0)->ops().front().get();
-    if (!body->is(OpCode::kFlowDispatch) || r >= body->num_results()) return 0;
-    const ir::Type& t = body->result(r)->type();
-    if (!t.is_tensor() || t.byte_size() != dispatch->ints_attr("sizes").at(r)) return 0;
-    return static_cast<int64_t>(DTypeSize(t.dtype));
-  }
-
   // Step 2 for the chain of `alloca`.
   void Emplace(ir::Operation* alloca, ir::PassContext& ctx) {
     std::vector<ir::Operation*> chain = ChainOf(alloca);
@@ -257,25 +459,11 @@ class EmplaceAllocationsPass : public ir::Pass {
     std::set<ir::Operation*> producers;
     for (ir::Operation* u : chain) {
       ir::Value* src = u->operand(1);
-      ir::Operation* def = src->defining_op();
-      std::string why;
-      if (!def || !def->is(OpCode::kStreamAsyncDispatch)) {
-        why = "the source is " + SourceKind(src);
-      } else if (def->parent_block() != block) {
-        why = "the producer is in another block (outside the region holding the concat)";
-      } else if (!(why = OtherReadsConflict(src, u, first_update, position)).empty()) {
-      } else if (def->ints_attr("tied_operands").at(src->index()) >= 0) {
-        why = "the producer already writes that result in place";
-      } else if (producers.count(def)) {
+      int64_t element_bytes = 0;
+      std::string why =
+          WhyNotPlaced({src, u, u->int_attr("offset"), u->int_attr("length")}, block, first_update, position, &element_bytes);
+      if (why.empty() && producers.count(src->defining_op()))
         why = "the producer already places another result into this target";
-      } else if (position.at(def) > first_update) {
-        why = "the producer runs after the concat's first update";
-      } else if (def->ints_attr("sizes").at(src->index()) != u->int_attr("length")) {
-        why = "the source is not the whole update";
-      }
-      int64_t element_bytes = why.empty() ? ElementBytes(def, src->index()) : 0;
-      if (why.empty() && (element_bytes == 0 || (u->int_attr("offset") % kBindingAlignment) % element_bytes != 0))
-        why = "the subrange does not start on an element of the producer's result";
       if (!why.empty()) {
         ctx.Remark(u, "concat copy kept: " + why);
         continue;
@@ -283,12 +471,19 @@ class EmplaceAllocationsPass : public ir::Pass {
       std::vector<ir::Use> reads;
       for (const ir::Use& r : src->uses())
         if (r.user != u) reads.push_back(r);
-      placed.push_back({u, def, src->index(), element_bytes, reads});
-      producers.insert(def);
+      placed.push_back({u, src->defining_op(), src->index(), element_bytes, reads});
+      producers.insert(src->defining_op());
     }
     if (placed.empty()) return;
     std::sort(placed.begin(), placed.end(),
               [&](const Placement& a, const Placement& b) { return position.at(a.producer) < position.at(b.producer); });
+    // The last placed producer ends the chain (when no update is left): a
+    // view for a read of it would be a second use of the concat's value.
+    if (placed.size() == chain.size() && !placed.back().reads.empty()) {
+      ctx.Remark(placed.back().update, "concat copy kept: the source is read before the concat and its producer runs last");
+      placed.pop_back();
+      if (placed.empty()) return;
+    }
     // The updates that go: their results become their targets, so the
     // updates left chain from the alloca; its uses are then rethreaded
     // after the last placed producer.
@@ -333,19 +528,20 @@ class EmplaceAllocationsPass : public ir::Pass {
       // before the first of them.
       if (!placed[i].reads.empty()) {
         ir::Operation* first = placed[i].reads.front().user;
-        for (const ir::Use& r : placed[i].reads)
-          if (position.at(r.user) < position.at(first)) first = r.user;
+        for (const ir::Use& rd : placed[i].reads)
+          if (position.at(rd.user) < position.at(first)) first = rd.user;
         ir::Operation* view = ir::Builder::Before(first).Create(
             "stream.async.slice", {cur}, {ir::Type::Resource(ir::Lifetime::kTransient)},
             {{"offset", ir::Attribute(ranges[i].first)}, {"length", ir::Attribute(ranges[i].second)}});
         view->set_loc(d->loc());
-        for (const ir::Use& r : placed[i].reads) r.user->SetOperand(r.operand_index, view->result(0));
+        for (const ir::Use& rd : placed[i].reads) rd.user->SetOperand(rd.operand_index, view->result(0));
       }
     }
     for (const ir::Use& u : alloca_uses) u.user->SetOperand(u.operand_index, cur);
   }
 
   std::map<std::string, ir::Operation*> executables_;
+  std::set<std::string> lowered_;  // entries of the concat dispatches rewritten
 };
 
 }  // namespace
