@@ -106,9 +106,11 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   std::vector<int64_t> result_lengths = op->ints_attr("result_lengths");
   std::vector<int64_t> result_element_offsets = op->ints_attr("result_element_offsets");
   std::vector<Storage> result_bindings;
+  std::vector<Range> result_writes;  // the bytes each result writes (a placed one: its subrange)
   for (ir::Value* v : op->results()) {
     Storage s = storage_.at(v);
     const unsigned r = v->index();
+    Range written = RangeOf(s);
     if (r < result_offsets.size() && result_offsets[r] >= 0) {
       if (r >= result_lengths.size() || r >= result_element_offsets.size())
         return InvalidArgumentError("emit: dispatch %s places result %u without its length and element offset",
@@ -120,8 +122,11 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
                              static_cast<long long>(kBindingAlignment));
       s.offset += result_offsets[r] - lead;
       s.length = lead + result_lengths[r];
+      written = RangeOf(s);
+      if (!s.dynamic_offset) written.begin += lead;
     }
     result_bindings.push_back(s);
+    result_writes.push_back(written);
   }
   if (op->num_operands() != bound_operands &&
       (op->num_operands() < bound_operands || result_offsets.size() != op->num_results()))
@@ -129,7 +134,7 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
                                 op->num_operands(), bound_operands);
   std::vector<Range> ranges;
   for (unsigned i = 0; i < bound_operands; ++i) ranges.push_back(RangeOf(storage_.at(op->operand(i))));
-  for (const Storage& s : result_bindings) ranges.push_back(RangeOf(s));
+  for (const Range& w : result_writes) ranges.push_back(w);
   std::vector<bool> aliased;
   for (size_t i = 0; i < ranges.size(); ++i)
     for (size_t j = 0; j < ranges.size(); ++j)
@@ -168,9 +173,9 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
     BindingArgs(s, &args);
     reads.push_back(RangeOf(s));
   }
-  for (const Storage& s : result_bindings) {
-    BindingArgs(s, &args);
-    writes.push_back(RangeOf(s));
+  for (size_t r = 0; r < result_bindings.size(); ++r) {
+    BindingArgs(result_bindings[r], &args);
+    writes.push_back(result_writes[r]);
   }
   Sync(cmd, reads, writes);
 
