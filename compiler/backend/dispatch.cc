@@ -106,7 +106,7 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   std::vector<int64_t> result_lengths = op->ints_attr("result_lengths");
   std::vector<int64_t> result_element_offsets = op->ints_attr("result_element_offsets");
   std::vector<Storage> result_bindings;
-  std::vector<Range> result_writes;  // the bytes each result writes (a placed one: its subrange)
+  std::vector<Range> result_writes;  // each result's binding range (a placed one: from its aligned offset)
   for (ir::Value* v : op->results()) {
     Storage s = storage_.at(v);
     const unsigned r = v->index();
@@ -122,8 +122,9 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
                              static_cast<long long>(kBindingAlignment));
       s.offset += result_offsets[r] - lead;
       s.length = lead + result_lengths[r];
+      // The whole binding, lead bytes included: sync validation (and a
+      // driver) takes every byte of a bound write range as written.
       written = RangeOf(s);
-      if (!s.dynamic_offset) written.begin += lead;
     }
     result_bindings.push_back(s);
     result_writes.push_back(written);
