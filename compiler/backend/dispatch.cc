@@ -8,10 +8,12 @@ namespace kiln::backend {
 
 StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
                                                 const std::vector<int64_t>& element_offsets,
+                                                const std::vector<int64_t>& result_element_offsets,
                                                 codegen::CompiledDispatch* out, uint32_t* entry) {
   codegen::CodegenOptions options = options_.codegen;
   options.aliased_bindings = aliased_bindings;
   options.operand_element_offsets = element_offsets;
+  options.result_element_offsets = result_element_offsets;
   KILN_ASSIGN_OR_RETURN(codegen::CompiledDispatch compiled, codegen::CompileDispatch(dispatch, options));
   if (options_.glsl_dump) *options_.glsl_dump << "// ---- " << compiled.debug_name << "\n" << compiled.glsl << "\n";
   report_->dispatches++;
@@ -94,13 +96,50 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   // Bindings naming overlapping bytes with a write among them (an in-place
   // operand and its result, another operand reading the same value) are
   // declared without `restrict` (codegen::CodegenOptions::aliased_bindings).
+  // Results placed into a subrange of their tied operand by
+  // --emplace-allocations (`result_offsets` >= 0): that operand (the
+  // placement target) is not bound, and the result is bound from its
+  // offset aligned down to 256, the tensor starting
+  // `result_element_offsets[r]` elements into the binding.
+  const unsigned bound_operands = body->num_operands();
+  std::vector<int64_t> result_offsets = op->ints_attr("result_offsets");
+  std::vector<int64_t> result_lengths = op->ints_attr("result_lengths");
+  std::vector<int64_t> result_element_offsets = op->ints_attr("result_element_offsets");
+  std::vector<Storage> result_bindings;
+  std::vector<Range> result_writes;  // each result's binding range (a placed one: from its aligned offset)
+  for (ir::Value* v : op->results()) {
+    Storage s = storage_.at(v);
+    const unsigned r = v->index();
+    Range written = RangeOf(s);
+    if (r < result_offsets.size() && result_offsets[r] >= 0) {
+      if (r >= result_lengths.size() || r >= result_element_offsets.size())
+        return InvalidArgumentError("emit: dispatch %s places result %u without its length and element offset",
+                                    op->loc().c_str(), r);
+      const int64_t lead = result_offsets[r] % kBindingAlignment;
+      if (!s.dynamic_offset && s.offset % kBindingAlignment != 0)
+        return InternalError("emit: result %u of dispatch %s is placed in storage at byte %lld, not a multiple of %lld",
+                             r, op->loc().c_str(), static_cast<long long>(s.offset),
+                             static_cast<long long>(kBindingAlignment));
+      s.offset += result_offsets[r] - lead;
+      s.length = lead + result_lengths[r];
+      // The whole binding, lead bytes included: sync validation (and a
+      // driver) takes every byte of a bound write range as written.
+      written = RangeOf(s);
+    }
+    result_bindings.push_back(s);
+    result_writes.push_back(written);
+  }
+  if (op->num_operands() != bound_operands &&
+      (op->num_operands() < bound_operands || result_offsets.size() != op->num_results()))
+    return InvalidArgumentError("emit: dispatch %s has %u operands for an executable binding %u", op->loc().c_str(),
+                                op->num_operands(), bound_operands);
   std::vector<Range> ranges;
-  for (ir::Value* v : op->operands()) ranges.push_back(RangeOf(storage_.at(v)));
-  for (ir::Value* v : op->results()) ranges.push_back(RangeOf(storage_.at(v)));
+  for (unsigned i = 0; i < bound_operands; ++i) ranges.push_back(RangeOf(storage_.at(op->operand(i))));
+  for (const Range& w : result_writes) ranges.push_back(w);
   std::vector<bool> aliased;
   for (size_t i = 0; i < ranges.size(); ++i)
     for (size_t j = 0; j < ranges.size(); ++j)
-      if (i != j && (i >= op->num_operands() || j >= op->num_operands()) && ranges[i].Overlaps(ranges[j])) {
+      if (i != j && (i >= bound_operands || j >= bound_operands) && ranges[i].Overlaps(ranges[j])) {
         aliased.resize(ranges.size(), false);
         aliased[i] = true;
       }
@@ -109,10 +148,10 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   // 256-byte alignment the pass assumed.
   std::vector<int64_t> element_offsets = op->ints_attr("element_offsets");
   if (!element_offsets.empty()) {
-    if (element_offsets.size() != op->num_operands())
+    if (element_offsets.size() != bound_operands)
       return InvalidArgumentError("emit: dispatch %s has %zu element_offsets for %u operands", op->loc().c_str(),
-                                  element_offsets.size(), op->num_operands());
-    for (unsigned i = 0; i < op->num_operands(); ++i) {
+                                  element_offsets.size(), bound_operands);
+    for (unsigned i = 0; i < bound_operands; ++i) {
       const Storage& s = storage_.at(op->operand(i));
       if (element_offsets[i] != 0 && !s.dynamic_offset && s.offset % kBindingAlignment != 0)
         return InternalError("emit: operand %u of dispatch %s (element offset %lld) is bound at byte %lld, "
@@ -123,21 +162,21 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   }
   codegen::CompiledDispatch compiled;
   uint32_t entry_point = 0;
-  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, element_offsets, &compiled, &entry_point));
+  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, element_offsets, result_element_offsets,
+                                                       &compiled, &entry_point));
   std::vector<Range> reads, writes;
   std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
                            Reg::I32(ConstReg(compiled.workgroup_count[0])),
                            Reg::I32(ConstReg(compiled.workgroup_count[1])),
                            Reg::I32(ConstReg(compiled.workgroup_count[2]))};
-  for (ir::Value* v : op->operands()) {
-    const Storage& s = storage_.at(v);
+  for (unsigned i = 0; i < bound_operands; ++i) {
+    const Storage& s = storage_.at(op->operand(i));
     BindingArgs(s, &args);
     reads.push_back(RangeOf(s));
   }
-  for (ir::Value* v : op->results()) {
-    const Storage& s = storage_.at(v);
-    BindingArgs(s, &args);
-    writes.push_back(RangeOf(s));
+  for (size_t r = 0; r < result_bindings.size(); ++r) {
+    BindingArgs(result_bindings[r], &args);
+    writes.push_back(result_writes[r]);
   }
   Sync(cmd, reads, writes);
 

@@ -123,7 +123,8 @@ class ModuleEmitter {
   // `element_offsets`: per operand, the call site's
   // codegen::CodegenOptions::operand_element_offsets (empty: none).
   StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
-                                   const std::vector<int64_t>& element_offsets, codegen::CompiledDispatch* out,
+                                   const std::vector<int64_t>& element_offsets,
+                                   const std::vector<int64_t>& result_element_offsets, codegen::CompiledDispatch* out,
                                    uint32_t* entry);
 
   const EmitOptions& options() const { return options_; }

@@ -8,7 +8,9 @@
 // (written). Each binding is bound at the byte range holding exactly that
 // tensor (dense, row-major, little-endian), except an operand with an
 // element offset (CodegenOptions::operand_element_offsets), whose binding is
-// a 256-byte-aligned subrange the tensor lies in or covers. Bindings are declared `restrict`
+// a 256-byte-aligned subrange the tensor lies in or covers, and a result with
+// one (CodegenOptions::result_element_offsets), bound from the 256-byte
+// boundary before it. Bindings are declared `restrict`
 // unless CodegenOptions::aliased_bindings says the call site binds
 // overlapping bytes: an in-place (tied) operand and its result stay two
 // bindings of one range, both non-restrict, rather than one read-write
@@ -117,6 +119,14 @@ struct CodegenOptions {
   // it share SPIR-V through specialization constants
   // (compiler/backend/shader_dedupe.h). Empty or 0: the index as is.
   std::vector<int64_t> operand_element_offsets;
+  // Per call site, set by the emitter from the dispatch's
+  // `result_element_offsets` (compiler/transforms/emplace_allocations.cc):
+  // for result r, a non-negative element count added to every row-major
+  // index the shader writes to result binding r. The binding then starts at
+  // a 256-byte-aligned offset before the tensor (a producer placed into an
+  // unaligned subrange of its concat's target). Baked in like
+  // operand_element_offsets. Empty or 0: the index as is.
+  std::vector<int64_t> result_element_offsets;
 };
 
 // Compiles `dispatch` (a "flow.dispatch" op whose region holds tensor-level

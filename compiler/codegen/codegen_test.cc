@@ -133,6 +133,46 @@ TEST(CodegenTest, ElementOffsetsShiftEveryRead) {
   EXPECT_EQ(folded.value().glsl.find("-64"), std::string::npos) << folded.value().glsl;
 }
 
+// result_element_offsets: a constant added to every index written to a
+// result binding (--emplace-allocations: a producer placed into an
+// unaligned subrange of its concat's target), in the elementwise schedule
+// and in an anchor's (matmul) stores alike; 0 leaves the index as is.
+TEST(CodegenTest, ResultElementOffsetsShiftEveryWrite) {
+  auto t = ir::Type::Tensor(DType::kF32, {1, 20});
+  DispatchBuilder b({t}, {t});
+  auto* n = b.Op("tensor.neg", {b.arg(0)}, t, {}, "Neg_0");
+  ir::Operation* d = b.Return({n});
+  CodegenOptions placed;
+  placed.result_element_offsets = {20};
+  auto r = CompileDispatch(d, placed);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r.value().glsl.find("out0[(gi) + 20] = "), std::string::npos) << r.value().glsl;
+  auto plain = CompileDispatch(d, {});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_NE(plain.value().glsl.find("out0[gi] = "), std::string::npos) << plain.value().glsl;
+
+  auto a = ir::Type::Tensor(DType::kF32, {8, 16});
+  auto w = ir::Type::Tensor(DType::kF32, {16, 8});
+  auto y = ir::Type::Tensor(DType::kF32, {8, 8});
+  DispatchBuilder m({a, w}, {y});
+  auto* mm = m.Op("tensor.matmul", {m.arg(0), m.arg(1)}, y, {}, "MatMul_0");
+  ir::Operation* md = m.Return({mm});
+  CodegenOptions at7;
+  at7.result_element_offsets = {7};
+  auto mr = CompileDispatch(md, at7);
+  ASSERT_TRUE(mr.ok()) << mr.status().ToString();
+  const std::string& g = mr.value().glsl;
+  size_t stores = 0, shifted = 0;
+  for (size_t at = g.find("out0["); at != std::string::npos; at = g.find("out0[", at + 1)) {
+    if (g.compare(at, 7, "out0[];") == 0) continue;  // the declaration
+    ++stores;
+    size_t end = g.find("] = ", at);
+    shifted += end != std::string::npos && g.compare(end - 4, 4, " + 7") == 0;
+  }
+  EXPECT_GT(stores, 0u) << g;
+  EXPECT_EQ(shifted, stores) << g;
+}
+
 // f32 dot products: GLSL fma() for every term (no emulation in the module:
 // the runtime makes fma() exact on drivers that split it,
 // hal/vulkan/exact_fma_splice.h); the results are checked bit for bit on the

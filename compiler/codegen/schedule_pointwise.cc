@@ -68,9 +68,13 @@ void Generator::StoreResults(const Idx& idx, const Shape& shape) {
     Value* v = results_[k];
     if (ShapeOf(v) != shape) continue;
     std::string e = Eval(v, idx);
+    // The result starts result_element_offsets[k] elements into its binding
+    // (a producer placed into its concat's target, emplace_allocations.cc).
+    const int64_t base = k < options_.result_element_offsets.size() ? options_.result_element_offsets[k] : 0;
+    const std::string at = base == 0 ? Offset(idx, shape) : "(" + Offset(idx, shape) + ") + " + std::to_string(base);
     DType dt = dispatch_->result(static_cast<unsigned>(k))->type().dtype;
     if (CTOf(v) == CT::kF16 && dt == DType::kF16) {  // f16 arithmetic: stored as computed
-      Line("out" + std::to_string(k) + "[" + Offset(idx, shape) + "] = " + e + ";");
+      Line("out" + std::to_string(k) + "[" + at + "] = " + e + ";");
       continue;
     }
     e = Convert(e, CTOf(v), ComputeType(dt));
@@ -87,7 +91,7 @@ void Generator::StoreResults(const Idx& idx, const Shape& shape) {
         break;
       default: break;
     }
-    Line("out" + std::to_string(k) + "[" + Offset(idx, shape) + "] = " + e + ";");
+    Line("out" + std::to_string(k) + "[" + at + "] = " + e + ";");
   }
 }
 

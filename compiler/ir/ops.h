@@ -170,6 +170,16 @@
 //                         or -1 for a fresh result], sizes: [result bytes],
 //                         optional operand_ranges / result_ranges ([offset,
 //                         length] pairs: the subrange each binding touches).
+//                         Placed results (--emplace-allocations): per result,
+//                         result_offsets (byte offset into the tied operand,
+//                         the placement target; -1: not placed),
+//                         result_lengths (bytes written there) and
+//                         result_element_offsets (elements the shader adds
+//                         to each index it writes; the binding starts at the
+//                         offset aligned down to 256). A placement target is
+//                         an extra operand after those the executable binds:
+//                         it is neither bound nor read; sizes[r] is the
+//                         target's size.
 //   stream.timepoint.immediate () -> !stream.timepoint
 //   stream.timepoint.join  (%tps...) -> timepoint
 //   stream.timepoint.await (%tp, %resources...) -> resources (the same values,

@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
       if (r.find("kept copy") != std::string::npos) std::printf("%s\n", r.c_str());
     for (const std::string& r : ctx.remarks)
       if (r.find("transfer kept") != std::string::npos || r.find("edge copy:") != std::string::npos ||
-          r.find("result copy:") != std::string::npos)
+          r.find("result copy:") != std::string::npos || r.find("concat copy kept") != std::string::npos ||
+          r.find("concat stays a dispatch") != std::string::npos)
         std::printf("%s\n", r.c_str());
   }
   if (emit == "kir-stream" || emit == "kir-alloc") {

@@ -67,6 +67,10 @@ std::unique_ptr<ir::Pass> CreateElideDeadWritesPass();
 // --slice-views (slice_views.cc): dispatches that only copy one contiguous,
 // 256-byte-aligned range of their operand become stream.async.slice views.
 std::unique_ptr<ir::Pass> CreateSliceViewsPass();
+// --emplace-allocations (emplace_allocations.cc): producer dispatches write
+// into the subrange of the concat target their result is copied into (the
+// stream.async.update goes; in-place concat).
+std::unique_ptr<ir::Pass> CreateEmplaceAllocationsPass();
 
 std::unique_ptr<ir::Pass> CreateResourceLifetimePass();  // --resource-lifetime: dealloca / retain / release
 

@@ -27,6 +27,8 @@ const std::vector<std::string>& DefaultPipeline() {
       "elide-async-copies",
       // Subrange writes overwritten before any read (dead stores).
       "elide-dead-writes",
+      // Producers write into their concat's target subrange (in-place concat).
+      "emplace-allocations",
       // Dealloca at the known last use, retain/release where a resource
       // escapes; the emitter ends transient lifetimes at the deallocas.
       "resource-lifetime",

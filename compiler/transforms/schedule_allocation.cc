@@ -521,8 +521,23 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
   if (ir::Operation* ret = body->terminator(); ret && ret->is(OpCode::kFuncReturn))
     for (unsigned k = 0; k < ret->num_operands(); ++k)
       if (ir::Operation* exp = ret->operand(k)->defining_op())
-        if (exp->is(OpCode::kStreamTensorExport) && exp->operand(0) == RootOf(exp->operand(0)))
-          result_of[exp->operand(0)].push_back(static_cast<int>(k));
+        if (exp->is(OpCode::kStreamTensorExport)) {
+          ir::Value* v = exp->operand(0);
+          // An in-place concat (--emplace-allocations) returns the end of a
+          // chain of writes tied into its target alloca: the whole target,
+          // so the alloca may live in the caller's output storage too.
+          ir::Value* root = RootOf(v);
+          if (v != root && root->defining_op() && root->defining_op()->is(OpCode::kStreamAsyncAlloca)) {
+            ir::Value* w = v;
+            while (ir::Operation* def = w->defining_op()) {
+              ir::Value* t = analysis::TiedValue(def, w->index());
+              if (!t) break;
+              w = t;
+            }
+            if (w == root) v = root;
+          }
+          if (v == root) result_of[v].push_back(static_cast<int>(k));
+        }
   int slot = 1;  // allocation-cache slot 0 is the arena
   std::vector<ir::Operation*> consume_imports;
   if (!multi_block_)  // step order is not execution order

@@ -1,0 +1,551 @@
+// Pass: --emplace-allocations
+//
+// In-place concat: each producer dispatch writes its result straight into
+// the subrange of the concat's target that the result is copied into, so
+// the copy (a stream.async.update) and the producer's own allocation go
+// (IREE's iree-stream-emplace-allocations, PR #11173, issue #7729).
+//
+// Per block (scf regions and loop bodies included):
+// 1. Concat: a stream.async.dispatch whose executable is only a
+//    tensor.concat of its operands, each one contiguous byte range of the
+//    result (concat along axis k with every dimension before k of extent 1;
+//    axis 0 always), becomes a stream.async.alloca of the result and one
+//    stream.async.update per operand at its byte offset, chained, when every
+//    operand can be placed (step 2 then removes every update). A concat
+//    operand that is itself such a concat dispatch, used only there, is
+//    taken in: its operands become pieces of the outer target (concat of
+//    concats). All or nothing: when one operand cannot be placed, the
+//    concat stays one dispatch (a remark says which operand and why), as a
+//    copy command per unplaced operand would be no cheaper and would add
+//    copies to programs that had none.
+//    Explicit update chains into an alloca (written so, or from step 1)
+//    are flattened too: an update whose source ends another chain (used
+//    only there) takes that chain's updates in its place, at its offset
+//    into the outer target.
+// 2. Emplace: an update whose source is result r of a stream.async.dispatch
+//    in the same block, used only by that update, and untied, is removed.
+//    The dispatch gets the current chain value as an extra operand (the
+//    placement target, appended after the operands its executable binds)
+//    and result r becomes that target with the subrange written:
+//      tied_operands[r]         = the placement operand's index;
+//      sizes[r]                 = the target's byte size;
+//      result_offsets[r]        = the byte offset of the subrange (-1: a
+//                                 result not placed);
+//      result_lengths[r]        = its byte length (the executable's result);
+//      result_element_offsets[r]= elements the shader adds to every index it
+//                                 writes: the result is bound from the
+//                                 subrange's offset aligned down to 256 (the
+//                                 largest minStorageBufferOffsetAlignment
+//                                 Vulkan allows; every allocation a target
+//                                 can live in starts 256-aligned), and the
+//                                 tensor starts (offset % 256) / element
+//                                 bytes into that binding.
+//    The placement operand is not bound and not read by the shader: the
+//    backend binds result r at target + the aligned offset
+//    (compiler/backend/dispatch.cc), and codegen adds the element offset to
+//    its writes (codegen::CodegenOptions::result_element_offsets). The
+//    alloca moves up to the first placed producer; the placed producers
+//    chain the target in their block order, and the updates left (sources
+//    that cannot be placed) continue the chain where the concat was.
+//
+// Must not act (the concat stays a dispatch, or an explicit update stays; a
+// remark says why; each is a lit test in
+// compiler/test/transforms/emplace-allocations.kir):
+//  - the source is used again after the concat, by a second update, or
+//    written in place: placing it would make that use see the target,
+//    which the concat's consumers may write. (A read-only dispatch operand
+//    before the concat is fine: it reads a stream.async.slice view of the
+//    subrange, when the subrange starts on a 256-byte boundary.)
+//  - the source is an import (a borrowed or consumed argument), a constant,
+//    a block argument (loop-carried, region argument), a call result, or
+//    anything but a dispatch;
+//  - the producer is in another block (outside the scf region holding the
+//    concat), already writes that result in place, already places another
+//    result into the same target, or runs after the chain's first update;
+//  - a concat whose operands interleave (concat along axis 1 of [2, n]),
+//    or that reads an operand through a coarse view (`element_offsets`).
+//
+// Preconditions: stream level, after the copy passes (copy-on-write sees no
+// placement operand) and before --resource-lifetime (which sees the
+// alloca's longer life). Executables left without a dispatch are erased.
+//
+// Before (@cat: tensor.concat of tensor<16xf32> and tensor<24xf32>):
+//   %a = "stream.async.dispatch"(%x) {entry = @f, sizes = [64], tied_operands = [-1]}
+//   %b = "stream.async.dispatch"(%x) {entry = @g, sizes = [96], tied_operands = [-1]}
+//   %c = "stream.async.dispatch"(%a, %b) {entry = @cat, sizes = [160], tied_operands = [-1]}
+// Step 1:
+//   %t = "stream.async.alloca"() {size = 160 : i64}
+//   %t1 = "stream.async.update"(%t, %a) {length = 64 : i64, offset = 0 : i64, size = 160 : i64}
+//   %t2 = "stream.async.update"(%t1, %b) {length = 96 : i64, offset = 64 : i64, size = 160 : i64}
+// After:
+//   %t = "stream.async.alloca"() {size = 160 : i64}
+//   %a = "stream.async.dispatch"(%x, %t) {entry = @f, result_element_offsets = [0], result_lengths = [64],
+//          result_offsets = [0], sizes = [160], tied_operands = [1]}
+//   %t2 = "stream.async.dispatch"(%x, %a) {entry = @g, result_element_offsets = [16], result_lengths = [96],
+//          result_offsets = [64], sizes = [160], tied_operands = [1]}
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "compiler/ir/op_traits.h"
+#include "compiler/transforms/passes.h"
+
+namespace kiln::transforms {
+namespace {
+
+using ir::OpCode;
+
+constexpr int64_t kBindingAlignment = 256;
+
+// The updates of the chain rooted at `alloca`: each one's target is the
+// previous one's result, used only there. Stops at the first value used
+// more than once or by anything but an update in the same block.
+std::vector<ir::Operation*> ChainOf(ir::Operation* alloca) {
+  std::vector<ir::Operation*> chain;
+  ir::Value* v = alloca->result(0);
+  while (v->uses().size() == 1) {
+    const ir::Use& u = v->uses().front();
+    if (!u.user->is(OpCode::kStreamAsyncUpdate) || u.operand_index != 0 ||
+        u.user->parent_block() != alloca->parent_block())
+      break;
+    chain.push_back(u.user);
+    v = u.user->result(0);
+  }
+  return chain;
+}
+
+// The alloca a chain of updates ending at `v` starts from, when every link
+// is used once and lies in `block`; nullptr otherwise.
+ir::Operation* ChainRoot(ir::Value* v, ir::Block* block) {
+  while (ir::Operation* def = v->defining_op()) {
+    if (def->parent_block() != block) return nullptr;
+    if (def->is(OpCode::kStreamAsyncAlloca)) return def;
+    if (!def->is(OpCode::kStreamAsyncUpdate)) return nullptr;
+    v = def->operand(0);
+    if (v->uses().size() != 1) return nullptr;
+  }
+  return nullptr;
+}
+
+// Why the uses of `src` other than the copy into the target (`copy`: the
+// update, or the concat dispatch) forbid placing it ("": they do not).
+// Once placed, `src` lives in the target, which the later producers and
+// the concat's consumers write: a read is safe only while the target still
+// holds it there, i.e. a read-only dispatch operand before the concat (at
+// `concat_pos`, in the same block; program order is queue order). It then
+// reads a view of the subrange, which must start on a 256-byte boundary
+// to be bound as is.
+std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offset, size_t concat_pos,
+                               const std::map<ir::Operation*, size_t>& position) {
+  int copies = 0;
+  for (const ir::Use& r : src->uses()) {
+    if (r.user == copy) {
+      if (++copies > 1) return "the source is copied twice into the target";
+      continue;
+    }
+    if (r.user->is(OpCode::kStreamAsyncUpdate) && r.operand_index == 1)
+      return "the source is used again (by another update)";
+    auto at = position.find(r.user);
+    if (at == position.end() || at->second > concat_pos) return "the source is used again after the concat";
+    if (!r.user->is(OpCode::kStreamAsyncDispatch)) return "the source is used again by '" + r.user->name() + "'";
+    for (int64_t t : r.user->ints_attr("tied_operands"))
+      if (t == static_cast<int64_t>(r.operand_index)) return "the source is written in place before the concat";
+    std::vector<int64_t> eo = r.user->ints_attr("element_offsets");
+    if (r.operand_index < eo.size() && eo[r.operand_index] != 0)
+      return "the source is read at an element offset before the concat";
+    if (offset % kBindingAlignment != 0)
+      return "the source is read before the concat and its subrange starts at byte " + std::to_string(offset) +
+             ", not a multiple of 256";
+  }
+  return "";
+}
+
+// Why a value cannot be placed, by what defines it.
+std::string SourceKind(ir::Value* v) {
+  ir::Operation* def = v->defining_op();
+  if (!def) return "a block argument";
+  switch (def->code()) {
+    case OpCode::kStreamTensorImport:
+      return def->int_attr("consume") ? "an import (a consumed argument)" : "an import (a borrowed argument)";
+    case OpCode::kStreamAsyncConstant: return "a constant";
+    case OpCode::kFuncCall: return "a call result";
+    case OpCode::kStreamAsyncSlice: return "a view (stream.async.slice)";
+    default: return "'" + def->name() + "', not a dispatch";
+  }
+}
+
+// One operand of a concat: bytes [offset, offset + length) of the target.
+struct Piece {
+  ir::Value* source;
+  ir::Operation* copy;  // the op copying it there (concat dispatch or update)
+  int64_t offset, length;
+};
+
+class EmplaceAllocationsPass : public ir::Pass {
+ public:
+  const char* flag() const override { return "emplace-allocations"; }
+  const char* description() const override {
+    return "Make producer dispatches write into the subrange of their concat's target (in-place concat)";
+  }
+
+  Status Run(ir::Module& module, ir::PassContext& ctx) override {
+    for (auto& top : module.body()->ops())
+      if (top->is(OpCode::kFlowExecutable)) executables_[top->str_attr("sym_name")] = top.get();
+    for (ir::Operation* func : module.functions()) {
+      std::vector<ir::Block*> blocks;
+      func->Walk([&](ir::Operation* op) {
+        for (unsigned r = 0; r < op->num_regions(); ++r)
+          for (auto& b : op->region(r)->blocks()) blocks.push_back(b.get());
+      });
+      for (ir::Block* b : blocks) {
+        LowerConcats(b, ctx);
+        Flatten(b, ctx);
+        std::vector<ir::Operation*> allocas;
+        for (auto& op : b->ops())
+          if (op->is(OpCode::kStreamAsyncAlloca)) allocas.push_back(op.get());
+        for (ir::Operation* a : allocas) Emplace(a, ctx);
+      }
+    }
+    // Concat executables no dispatch calls any more.
+    std::set<std::string> called;
+    for (ir::Operation* func : module.functions())
+      func->Walk([&](ir::Operation* op) {
+        if (const ir::Attribute* a = op->is(OpCode::kStreamAsyncDispatch) ? op->attr("entry") : nullptr)
+          if (auto* ref = std::get_if<ir::SymbolRef>(&a->value)) called.insert(ref->name);
+      });
+    for (const std::string& sym : lowered_)
+      if (!called.count(sym) && executables_.count(sym)) executables_.at(sym)->Erase();
+    return OkStatus();
+  }
+
+ private:
+  // The flow.dispatch body of `dispatch`'s executable, nullptr when absent.
+  ir::Operation* BodyOf(ir::Operation* dispatch) {
+    const ir::Attribute* a = dispatch->attr("entry");
+    const ir::SymbolRef* entry = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
+    auto it = entry ? executables_.find(entry->name) : executables_.end();
+    if (it == executables_.end() || it->second->region(0)->empty() || it->second->region(0)->block(0)->empty())
+      return nullptr;
+    ir::Operation* body = it->second->region(0)->block(0)->ops().front().get();
+    return body->is(OpCode::kFlowDispatch) ? body : nullptr;
+  }
+
+  // The element byte size of result `r` of `dispatch`; 0 when unknown.
+  int64_t ElementBytes(ir::Operation* dispatch, unsigned r) {
+    ir::Operation* body = BodyOf(dispatch);
+    if (!body || r >= body->num_results()) return 0;
+    const ir::Type& t = body->result(r)->type();
+    if (!t.is_tensor() || t.byte_size() != dispatch->ints_attr("sizes").at(r)) return 0;
+    return static_cast<int64_t>(DTypeSize(t.dtype));
+  }
+
+  // The pieces of a dispatch whose executable is only a tensor.concat of
+  // its operands, each one contiguous range of the result; empty (with
+  // `why` set when it is such a concat that does not qualify) otherwise.
+  std::vector<Piece> ConcatPieces(ir::Operation* dispatch, std::string* why) {
+    ir::Operation* body = dispatch->num_results() == 1 ? BodyOf(dispatch) : nullptr;
+    if (!body || body->num_regions() != 1 || body->region(0)->empty()) return {};
+    ir::Block* block = body->region(0)->block(0);
+    if (block->ops().size() != 2) return {};
+    ir::Operation* concat = block->ops().front().get();
+    ir::Operation* ret = block->terminator();
+    if (!concat->is(OpCode::kTensorConcat) || !ret || !ret->is(OpCode::kFlowReturn) || ret->num_operands() != 1 ||
+        ret->operand(0) != concat->result(0))
+      return {};
+    // The executable's block arguments are the dispatch operands, in order.
+    ir::Block* outer = body->parent_block();
+    if (body->num_operands() != outer->num_arguments() || body->num_operands() != dispatch->num_operands())
+      return {};
+    for (unsigned i = 0; i < body->num_operands(); ++i)
+      if (body->operand(i) != outer->argument(i)) return {};
+    std::vector<int64_t> element_offsets = dispatch->ints_attr("element_offsets");
+    for (int64_t e : element_offsets)
+      if (e != 0) {
+        *why = "concat stays a dispatch: it reads an operand through a coarse view (element_offsets)";
+        return {};
+      }
+    const ir::Type& type = concat->result(0)->type();
+    int64_t axis = concat->int_attr("axis");
+    if (axis < 0) axis += static_cast<int64_t>(type.shape.size());
+    int64_t outer_extent = 1;
+    for (int64_t d = 0; d < axis && d < static_cast<int64_t>(type.shape.size()); ++d) outer_extent *= type.shape[d];
+    if (outer_extent != 1) {
+      *why = "concat stays a dispatch: its operands interleave (dimensions before axis " + std::to_string(axis) +
+             " hold " + std::to_string(outer_extent) + " indices)";
+      return {};
+    }
+    std::vector<Piece> pieces;
+    int64_t offset = 0;
+    for (ir::Value* v : concat->operands()) {
+      if (v->defining_op() || v->parent_block() != block) return {};
+      int64_t length = v->type().byte_size();
+      if (length > 0) pieces.push_back({dispatch->operand(v->index()), dispatch, offset, length});
+      offset += length;
+    }
+    return pieces;
+  }
+
+  // Why `p` cannot be placed ("" when it can), the concat (its copy) at
+  // `concat_pos` of `block`; `*element_bytes` is the producer's element size.
+  std::string WhyNotPlaced(const Piece& p, ir::Block* block, size_t concat_pos,
+                           const std::map<ir::Operation*, size_t>& position, int64_t* element_bytes) {
+    ir::Value* src = p.source;
+    ir::Operation* def = src->defining_op();
+    if (!def || !def->is(OpCode::kStreamAsyncDispatch)) return "the source is " + SourceKind(src);
+    if (def->parent_block() != block) return "the producer is in another block (outside the region holding the concat)";
+    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position);
+    if (!why.empty()) return why;
+    if (def->ints_attr("tied_operands").at(src->index()) >= 0) return "the producer already writes that result in place";
+    if (position.at(def) > concat_pos) return "the producer runs after the concat's first update";
+    if (def->ints_attr("sizes").at(src->index()) != p.length) return "the source is not the whole update";
+    *element_bytes = ElementBytes(def, src->index());
+    if (*element_bytes == 0 || (p.offset % kBindingAlignment) % *element_bytes != 0)
+      return "the subrange does not start on an element of the producer's result";
+    return "";
+  }
+
+  // Step 1: concat dispatches whose every piece (through nested concats)
+  // can be placed become an alloca and updates; the others stay, with a
+  // remark. Outer concats first, so a nested one is taken in whole.
+  void LowerConcats(ir::Block* block, ir::PassContext& ctx) {
+    std::vector<ir::Operation*> dispatches;
+    for (auto& op : block->ops())
+      if (op->is(OpCode::kStreamAsyncDispatch)) dispatches.push_back(op.get());
+    std::set<ir::Operation*> erased;
+    for (auto it = dispatches.rbegin(); it != dispatches.rend(); ++it) {
+      ir::Operation* concat = *it;
+      if (erased.count(concat)) continue;
+      std::string why;
+      std::vector<Piece> pieces = ConcatPieces(concat, &why);
+      if (pieces.empty()) {
+        if (!why.empty()) ctx.Remark(concat, why);
+        continue;
+      }
+      // Concat of concats: a piece made by another concat dispatch of this
+      // block, used only here, is replaced by its own pieces.
+      std::vector<ir::Operation*> inner;
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < pieces.size(); ++i) {
+          ir::Operation* def = pieces[i].source->defining_op();
+          std::string inner_why;
+          std::vector<Piece> sub;
+          if (!def || def->parent_block() != block || pieces[i].source->uses().size() != 1 ||
+              (sub = ConcatPieces(def, &inner_why)).empty())
+            continue;
+          for (Piece& s : sub) s.offset += pieces[i].offset;
+          inner.push_back(def);
+          pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(i));
+          pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(i), sub.begin(), sub.end());
+          changed = true;
+          break;
+        }
+      }
+      std::map<ir::Operation*, size_t> position;
+      for (auto& op : block->ops()) position.emplace(op.get(), position.size());
+      const size_t at = position.at(concat);
+      std::set<ir::Operation*> producers;
+      std::string refused;
+      for (const Piece& p : pieces) {
+        int64_t element_bytes = 0;
+        std::string w = WhyNotPlaced(p, block, at, position, &element_bytes);
+        ir::Operation* def = p.source->defining_op();
+        if (w.empty() && !producers.insert(def).second) w = "the producer places another result into this target";
+        if (!w.empty()) {
+          refused = "concat stays a dispatch: the operand at bytes [" + std::to_string(p.offset) + ", " +
+                    std::to_string(p.offset + p.length) + ") cannot be placed: " + w;
+          break;
+        }
+      }
+      // The last producer ends the chain: a view for a read of it would be
+      // a second use of the concat's value (yields and results then cannot
+      // be written in place).
+      if (refused.empty()) {
+        const Piece* last = &pieces.front();
+        for (const Piece& p : pieces)
+          if (position.at(p.source->defining_op()) > position.at(last->source->defining_op())) last = &p;
+        if (last->source->uses().size() != 1)
+          refused = "concat stays a dispatch: the operand at bytes [" + std::to_string(last->offset) + ", " +
+                    std::to_string(last->offset + last->length) +
+                    ") cannot be placed: it is read before the concat and its producer runs last";
+      }
+      if (!refused.empty()) {
+        ctx.Remark(concat, refused);
+        continue;
+      }
+      const int64_t size = concat->ints_attr("sizes").at(0);
+      ir::Builder b = ir::Builder::Before(concat);
+      ir::Operation* alloca =
+          b.Create("stream.async.alloca", {}, {ir::Type::Resource(ir::Lifetime::kTransient)},
+                   {{"size", ir::Attribute(size)}});
+      alloca->set_loc(concat->loc());
+      ir::Value* cur = alloca->result(0);
+      for (const Piece& p : pieces) {
+        ir::Operation* u = b.Create("stream.async.update", {cur, p.source}, {ir::Type::Resource(ir::Lifetime::kTransient)},
+                                    {{"offset", ir::Attribute(p.offset)}, {"length", ir::Attribute(p.length)},
+                                     {"size", ir::Attribute(size)}});
+        u->set_loc(concat->loc());
+        cur = u->result(0);
+      }
+      concat->result(0)->ReplaceAllUsesWith(cur);
+      for (ir::Operation* op : std::vector<ir::Operation*>{concat}) {
+        lowered_.insert(std::get<ir::SymbolRef>(op->attr("entry")->value).name);
+        erased.insert(op);
+        op->Erase();
+      }
+      for (ir::Operation* op : inner) {  // outer first: each is unused once its user is gone
+        lowered_.insert(std::get<ir::SymbolRef>(op->attr("entry")->value).name);
+        erased.insert(op);
+        op->Erase();
+      }
+    }
+  }
+
+  // Explicit chains: an update whose source ends another chain takes it in.
+  void Flatten(ir::Block* block, ir::PassContext& ctx) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto& owned : block->ops()) {
+        ir::Operation* outer = owned.get();
+        if (!outer->is(OpCode::kStreamAsyncUpdate)) continue;
+        ir::Value* src = outer->operand(1);
+        ir::Operation* root = ChainRoot(src, block);
+        if (!root || root->int_attr("size") != outer->int_attr("length")) continue;
+        if (src->uses().size() != 1) {
+          ctx.Remark(outer, "concat copy kept: the inner concat is used again");
+          continue;
+        }
+        std::vector<ir::Operation*> inner;
+        for (ir::Value* v = src; v->defining_op() != root; v = v->defining_op()->operand(0))
+          inner.push_back(v->defining_op());
+        std::reverse(inner.begin(), inner.end());
+        const int64_t base = outer->int_attr("offset"), size = outer->int_attr("size");
+        ir::Value* cur = outer->operand(0);
+        for (ir::Operation* u : inner) {
+          u->MoveBefore(outer);
+          u->SetOperand(0, cur);
+          u->set_attr("offset", ir::Attribute(u->int_attr("offset") + base));
+          u->set_attr("size", ir::Attribute(size));
+          cur = u->result(0);
+        }
+        outer->result(0)->ReplaceAllUsesWith(cur);
+        outer->Erase();
+        root->Erase();
+        changed = true;
+        break;  // the block's op list changed
+      }
+    }
+  }
+
+  // Step 2 for the chain of `alloca`.
+  void Emplace(ir::Operation* alloca, ir::PassContext& ctx) {
+    std::vector<ir::Operation*> chain = ChainOf(alloca);
+    if (chain.empty()) return;
+    ir::Block* block = alloca->parent_block();
+    std::map<ir::Operation*, size_t> position;
+    for (auto& op : block->ops()) position.emplace(op.get(), position.size());
+    const size_t first_update = position.at(chain.front());
+    struct Placement {
+      ir::Operation* update;
+      ir::Operation* producer;
+      unsigned result;
+      int64_t element_bytes;
+      std::vector<ir::Use> reads;  // the source's other uses (reads before the concat)
+    };
+    std::vector<Placement> placed;
+    std::set<ir::Operation*> producers;
+    for (ir::Operation* u : chain) {
+      ir::Value* src = u->operand(1);
+      int64_t element_bytes = 0;
+      std::string why =
+          WhyNotPlaced({src, u, u->int_attr("offset"), u->int_attr("length")}, block, first_update, position, &element_bytes);
+      if (why.empty() && producers.count(src->defining_op()))
+        why = "the producer already places another result into this target";
+      if (!why.empty()) {
+        ctx.Remark(u, "concat copy kept: " + why);
+        continue;
+      }
+      std::vector<ir::Use> reads;
+      for (const ir::Use& r : src->uses())
+        if (r.user != u) reads.push_back(r);
+      placed.push_back({u, src->defining_op(), src->index(), element_bytes, reads});
+      producers.insert(src->defining_op());
+    }
+    if (placed.empty()) return;
+    std::sort(placed.begin(), placed.end(),
+              [&](const Placement& a, const Placement& b) { return position.at(a.producer) < position.at(b.producer); });
+    // The last placed producer ends the chain (when no update is left): a
+    // view for a read of it would be a second use of the concat's value.
+    if (placed.size() == chain.size() && !placed.back().reads.empty()) {
+      ctx.Remark(placed.back().update, "concat copy kept: the source is read before the concat and its producer runs last");
+      placed.pop_back();
+      if (placed.empty()) return;
+    }
+    // The updates that go: their results become their targets, so the
+    // updates left chain from the alloca; its uses are then rethreaded
+    // after the last placed producer.
+    std::vector<std::pair<int64_t, int64_t>> ranges;  // offset, length per placement
+    for (const Placement& p : placed) {
+      ranges.push_back({p.update->int_attr("offset"), p.update->int_attr("length")});
+      p.update->result(0)->ReplaceAllUsesWith(p.update->operand(0));
+      p.update->Erase();
+    }
+    std::vector<ir::Use> alloca_uses = alloca->result(0)->uses();
+    if (position.at(placed.front().producer) < position.at(alloca)) alloca->MoveBefore(placed.front().producer);
+    const int64_t size = alloca->int_attr("size");
+    ir::Value* cur = alloca->result(0);
+    for (size_t i = 0; i < placed.size(); ++i) {
+      ir::Operation* d = placed[i].producer;
+      const unsigned r = placed[i].result;
+      const unsigned n = d->num_results();
+      std::vector<ir::Value*> operands(d->operands().begin(), d->operands().end());
+      operands.push_back(cur);
+      d->SetOperands(operands);
+      auto per_result = [&](const char* name, int64_t fill) {
+        std::vector<int64_t> v = d->ints_attr(name);
+        if (v.size() != n) v.assign(n, fill);
+        return v;
+      };
+      std::vector<int64_t> tied = d->ints_attr("tied_operands"), sizes = d->ints_attr("sizes");
+      std::vector<int64_t> offsets = per_result("result_offsets", -1), lengths = per_result("result_lengths", 0),
+                           element_offsets = per_result("result_element_offsets", 0);
+      tied[r] = static_cast<int64_t>(operands.size() - 1);
+      sizes[r] = size;
+      offsets[r] = ranges[i].first;
+      lengths[r] = ranges[i].second;
+      element_offsets[r] = (ranges[i].first % kBindingAlignment) / placed[i].element_bytes;
+      d->set_attr("tied_operands", ir::Attribute(tied));
+      d->set_attr("sizes", ir::Attribute(sizes));
+      d->set_attr("result_offsets", ir::Attribute(offsets));
+      d->set_attr("result_lengths", ir::Attribute(lengths));
+      d->set_attr("result_element_offsets", ir::Attribute(element_offsets));
+      cur = d->result(r);
+      // Reads of the result before the concat now read its subrange of the
+      // target: a view at an aligned offset (OtherReadsConflict), made
+      // before the first of them.
+      if (!placed[i].reads.empty()) {
+        ir::Operation* first = placed[i].reads.front().user;
+        for (const ir::Use& rd : placed[i].reads)
+          if (position.at(rd.user) < position.at(first)) first = rd.user;
+        ir::Operation* view = ir::Builder::Before(first).Create(
+            "stream.async.slice", {cur}, {ir::Type::Resource(ir::Lifetime::kTransient)},
+            {{"offset", ir::Attribute(ranges[i].first)}, {"length", ir::Attribute(ranges[i].second)}});
+        view->set_loc(d->loc());
+        for (const ir::Use& rd : placed[i].reads) rd.user->SetOperand(rd.operand_index, view->result(0));
+      }
+    }
+    for (const ir::Use& u : alloca_uses) u.user->SetOperand(u.operand_index, cur);
+  }
+
+  std::map<std::string, ir::Operation*> executables_;
+  std::set<std::string> lowered_;  // entries of the concat dispatches rewritten
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Pass> CreateEmplaceAllocationsPass() { return std::make_unique<EmplaceAllocationsPass>(); }
+
+}  // namespace kiln::transforms
