@@ -32,6 +32,10 @@
 //   kept copy: source is captured by a loop region (...)
 //   kept copy: source is a constant / a global load / a function argument
 //     (borrowed) / a call result
+//   kept copy: removing it would only move the copy to the yield into the
+//     region's result (RemovalMovesCopyToYield: a consumed import's copy,
+//     updated in place and yielded where another region yields another
+//     value)
 // Hoisting the copy of a loop's initial value. A clone of a loop-carried
 // value (an scf.for iter_arg, an scf.while "before" argument or the "after"
 // argument it forwards, the argument of a block a cf back edge reaches, or
@@ -128,6 +132,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/resource_values.h"
 #include "compiler/analysis/resource_usage.h"
 #include "compiler/transforms/aliased_dispatch_read.h"
 #include "compiler/transforms/passes.h"
@@ -210,6 +215,49 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
 // chain, through slices and awaits, v's contents come from), and none is
 // stored to a global or is a global's value (a later store overwrites a
 // global's buffer without a tied op).
+// Whether removing `clone` would only move its copy to a region's yield,
+// and make the runtime take a consumed argument as well: its source is a
+// consumed import, the copy is written in place by a chain of tied ops (each
+// value used once, by the next) in the clone's block that ends in that
+// block's scf.yield of an scf.if / scf.index_switch, and another region of
+// that op yields a value living elsewhere (so the result cannot share the
+// import's storage: region_coalescing.h ValuesInConsumedImports). Kept, the
+// clone is a fresh value the region yields, written straight into the
+// result's storage (FreshRootYielded): one copy, no take. Removed, the chain
+// updates the import in place (a take, which copies when the caller still
+// shares the buffer) and the yield copies it into the result: the same copy
+// plus, possibly, another (differential seed 30115).
+bool RemovalMovesCopyToYield(ir::Operation* clone) {
+  ir::Value* src = clone->operand(0);
+  ir::Operation* imp = src->is_block_argument() ? nullptr : src->defining_op();
+  if (!imp || !imp->is(ir::OpCode::kStreamTensorImport) || !imp->bool_attr("consume")) return false;
+  ir::Block* block = clone->parent_block();
+  ir::Value* v = clone->result(0);
+  for (int guard = 0; guard < 1 << 16; ++guard) {
+    if (v->uses().size() != 1) return false;
+    const ir::Use& use = v->uses().front();
+    if (use.user->parent_block() != block) return false;
+    if (use.user->is(ir::OpCode::kScfYield)) {
+      ir::Operation* region_op = block->parent() ? block->parent()->parent_op() : nullptr;
+      if (!region_op || !(region_op->is(ir::OpCode::kScfIf) || region_op->is(ir::OpCode::kScfIndexSwitch)))
+        return false;
+      for (unsigned r = 0; r < region_op->num_regions(); ++r) {
+        if (region_op->region(r)->empty() || region_op->region(r)->block(0) == block) continue;
+        ir::Operation* y = region_op->region(r)->block(0)->terminator();
+        if (!y || use.operand_index >= y->num_operands()) continue;
+        if (analysis::RootOf(y->operand(use.operand_index)) != src) return true;
+      }
+      return false;
+    }
+    ir::Value* next = nullptr;
+    for (unsigned i = 0; i < use.user->num_results() && !next; ++i)
+      if (analysis::TiedValue(use.user, i) == v) next = use.user->result(i);
+    if (!next) return false;
+    v = next;
+  }
+  return false;
+}
+
 bool NeverWrittenAfterDefinition(ir::Value* v) {
   std::set<const ir::Operation*> producers;  // the writes v's contents come from
   for (ir::Value* x = v; x;) {
@@ -500,6 +548,12 @@ class ElideAsyncCopiesPass : public ir::Pass {
           ctx.Remark(clone, "kept copy: the copy changes the type (" + src->type().ToString() +
                                 " -> " + copy->type().ToString() + ") and flows into '" +
                                 FeedsTypedEdge(copy)->name() + "'");
+          continue;
+        }
+        if (RemovalMovesCopyToYield(clone)) {
+          ctx.Remark(clone,
+                     "kept copy: removing it would only move the copy to the yield into the region's result "
+                     "(another region yields another value) and make the runtime take the consumed argument");
           continue;
         }
         analysis::Verdict v = AliasedDispatchReadVerdict(clone, analysis::CanReuseStorage(clone, 0));
