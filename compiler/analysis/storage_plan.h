@@ -139,6 +139,19 @@ struct EdgeCopy {
 };
 std::vector<EdgeCopy> EdgeCopiesOf(ir::Operation* edge);
 
+// Barriers of the allocated level, placed by --place-barriers
+// (compiler/transforms/place_barriers.h) and written out by the backend:
+//   "stream.cmd.barrier"() {ranges = [storage id, byte offset, length, ...],
+//                           command = k}
+// `ranges`: per range the storage id of this plan, the byte offset in the
+// storage's buffer and the length (0: to the end of the buffer); `command`
+// (absent: 0): the barrier precedes the k-th hazard-tracked command of the
+// op that follows it. The op has no row in compiler/ir/ops.def yet (its
+// traits are kUnknown's: side effects, no operands or results), so this is
+// the one place that names it.
+inline constexpr const char* kBarrierOpName = "stream.cmd.barrier";
+bool IsBarrier(const ir::Operation* op);
+
 // The name of `kind` as the IR spells it ("arena", "output", ...).
 const char* StorageKindName(StorageSlot::Kind kind);
 

@@ -22,6 +22,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("lower-timeline", CreateLowerTimelinePass);
   ir::RegisterPass("schedule-allocation", CreateScheduleAllocationPass);
   ir::RegisterPass("materialize-edge-copies", CreateMaterializeEdgeCopiesPass);
+  ir::RegisterPass("place-barriers", CreatePlaceBarriersPass);
 }
 
 }  // namespace kiln::transforms
