@@ -137,8 +137,6 @@ Placement PlacementOf(const StoragePlan& plan, ir::Value* v) {
   return Placement{vs.id, group, s.dynamic_offset(), begin, begin + SizeOf(v)};
 }
 
-bool IsBarrier(const ir::Operation* op) { return op->code() == ir::OpCode::kUnknown && op->name() == kBarrierOpName; }
-
 const char* StorageKindName(StorageSlot::Kind kind) { return kKindNames[static_cast<int>(kind)]; }
 
 void WriteStoragePlan(ir::Operation* func, const StoragePlan& plan) {

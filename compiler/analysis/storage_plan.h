@@ -146,11 +146,9 @@ std::vector<EdgeCopy> EdgeCopiesOf(ir::Operation* edge);
 // `ranges`: per range the storage id of this plan, the byte offset in the
 // storage's buffer and the length (0: to the end of the buffer); `command`
 // (absent: 0): the barrier precedes the k-th hazard-tracked command of the
-// op that follows it. The op has no row in compiler/ir/ops.def yet (its
-// traits are kUnknown's: side effects, no operands or results), so this is
-// the one place that names it.
+// op that follows it (OpCode::kStreamCmdBarrier, compiler/ir/ops.def).
 inline constexpr const char* kBarrierOpName = "stream.cmd.barrier";
-bool IsBarrier(const ir::Operation* op);
+inline bool IsBarrier(const ir::Operation* op) { return op->is(ir::OpCode::kStreamCmdBarrier); }
 
 // The name of `kind` as the IR spells it ("arena", "output", ...).
 const char* StorageKindName(StorageSlot::Kind kind);

@@ -170,6 +170,10 @@
 //                         or -1 for a fresh result], sizes: [result bytes],
 //                         optional operand_ranges / result_ranges ([offset,
 //                         length] pairs: the subrange each binding touches).
+//   stream.cmd.barrier    () -> ()                       attrs: ranges = [storage id,
+//                         byte offset, length (0: to the end of the buffer),
+//                         ...], command (optional, default 0). The allocated
+//                         level only (--place-barriers, place_barriers.h).
 //   stream.timepoint.immediate () -> !stream.timepoint
 //   stream.timepoint.join  (%tps...) -> timepoint
 //   stream.timepoint.await (%tp, %resources...) -> resources (the same values,
