@@ -139,6 +139,17 @@ struct EdgeCopy {
 };
 std::vector<EdgeCopy> EdgeCopiesOf(ir::Operation* edge);
 
+// Barriers of the allocated level, placed by --place-barriers
+// (compiler/transforms/place_barriers.h) and written out by the backend:
+//   "stream.cmd.barrier"() {ranges = [storage id, byte offset, length, ...],
+//                           command = k}
+// `ranges`: per range the storage id of this plan, the byte offset in the
+// storage's buffer and the length (0: to the end of the buffer); `command`
+// (absent: 0): the barrier precedes the k-th hazard-tracked command of the
+// op that follows it (OpCode::kStreamCmdBarrier, compiler/ir/ops.def).
+inline constexpr const char* kBarrierOpName = "stream.cmd.barrier";
+inline bool IsBarrier(const ir::Operation* op) { return op->is(ir::OpCode::kStreamCmdBarrier); }
+
 // The name of `kind` as the IR spells it ("arena", "output", ...).
 const char* StorageKindName(StorageSlot::Kind kind);
 

@@ -17,8 +17,8 @@ namespace kiln::backend {
 //    buffer registers, so the runtime frees the buffer (or hands it back to
 //    the callee's allocate_cached slot) when the last command buffer using
 //    it retires instead of when the function returns.
-//    Nothing after the dealloca touches the allocation, so its pending
-//    hazard ranges are dropped too (a later barrier must not name it).
+//    Nothing after the dealloca touches the allocation (--place-barriers
+//    drops its pending ranges: no later barrier names it).
 // stream.resource.retain(%r): the escaping use takes its own reference
 // (a register, a global, a result view), so there is nothing to emit.
 Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
@@ -32,10 +32,6 @@ Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
   auto it = droppable_.find(RootOf(op->operand(0)));
   if (it == droppable_.end()) return OkStatus();
   const Storage& s = storage_.at(it->first);
-  auto same_group = [&](const Range& r) { return r.group == s.group; };
-  pending_reads_.erase(std::remove_if(pending_reads_.begin(), pending_reads_.end(), same_group), pending_reads_.end());
-  pending_writes_.erase(std::remove_if(pending_writes_.begin(), pending_writes_.end(), same_group),
-                        pending_writes_.end());
   enc.ConstRefZero(s.buffer);
   if (it->second != kNoView) enc.ConstRefZero(it->second);
   report.dropped_registers++;
@@ -47,6 +43,7 @@ Status FunctionEmitter::RecordLifetime(ir::Operation* op) {
 // one still living in the constant pool, a global or a borrowed argument is
 // an error (--materialize-result-copies clones it first).
 Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
+  BeginOp(ret);
   std::vector<std::pair<ir::Type, Storage>> results;
   for (ir::Value* v : ret->operands()) {
     ir::Operation* exp = v->defining_op();

@@ -39,17 +39,12 @@ void FunctionEmitter::CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vec
 Status FunctionEmitter::RecordPaths(const std::vector<vm::Label>& labels,
                                     const std::function<Status(unsigned)>& record_path) {
   const PathState before = SaveState();
-  PathState after = before;
-  after.reads.clear();
-  after.writes.clear();
   for (unsigned k = 0; k < labels.size(); ++k) {
     enc.Bind(labels[k]);
     RestoreState(before);
     KILN_RETURN_IF_ERROR(record_path(k));
-    after.reads.insert(after.reads.end(), pending_reads_.begin(), pending_reads_.end());
-    after.writes.insert(after.writes.end(), pending_writes_.begin(), pending_writes_.end());
   }
-  RestoreState(after);
+  RestoreState(before);
   return OkStatus();
 }
 
@@ -63,6 +58,7 @@ Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region,
   if (yield && !yield->is(OpCode::kScfYield)) yield = nullptr;
   for (auto& owned : block->ops())
     if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+  if (yield) BeginOp(yield);
   for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
     ir::Value* y = yield->operand(i);
     if (y->type().kind == ir::TypeKind::kResource) {
@@ -81,8 +77,7 @@ Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region,
 
 // scf.if on a host i1: each branch records into the same command buffer and
 // copies its yields into the scf.if's result storage (unless the yielded
-// value already lives there). Register caches and pending hazards are
-// branch-local (RecordPaths).
+// value already lives there). Register caches are branch-local (RecordPaths).
 Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
   auto cond = i32_values_.find(op->operand(0));
   if (cond == i32_values_.end())
@@ -103,8 +98,7 @@ Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
 // storage for the whole loop: the init is copied in once (unless it already
 // lives there) and a yield is copied back only when the body did not update
 // the carried value in place (a tied dispatch on the block argument writes
-// straight into it: no copy per trip). Hazards: the body starts each trip as
-// if everything it touches were pending, so trip k+1 is ordered after trip k.
+// straight into it: no copy per trip).
 Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   uint16_t bounds[3];
   for (unsigned i = 0; i < 3; ++i) {
@@ -117,22 +111,6 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   for (ir::Value* r : op->results())
     if (storage_.count(r))
       CopyInto(cmd, storage_.at(op->operand(3 + r->index())), storage_.at(r), op, "loop entry into the carried storage");
-  // Everything the body reads or writes, as pending at the top of each trip.
-  std::vector<Range> body_ranges;
-  ForEachOp(loop_body, [&](ir::Operation* inner) {
-    for (ir::Value* v : inner->results()) {
-      auto it = storage_.find(v);
-      if (it != storage_.end() && it->second.kind != Storage::kConstant) body_ranges.push_back(RangeOf(it->second));
-    }
-    for (ir::Value* v : inner->operands()) {
-      auto it = storage_.find(v);
-      if (it != storage_.end() && it->second.kind != Storage::kConstant) body_ranges.push_back(RangeOf(it->second));
-    }
-  });
-  for (ir::Value* a : loop_body->arguments()) {
-    auto it = storage_.find(a);
-    if (it != storage_.end()) body_ranges.push_back(RangeOf(it->second));
-  }
   uint16_t iv = NewI32(), in_range = NewI32();
   enc.MovI32(iv, bounds[0]);
   i32_values_[loop_body->argument(0)] = iv;
@@ -142,46 +120,20 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   enc.CmpLtI32(in_range, iv, bounds[1]);
   enc.CondBr(in_range, trip, exit);
   enc.Bind(trip);
-  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
-  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
-  // A zero-trip loop reaches the exit in this state: keep it for the join.
-  const PathState at_exit = SaveState();
   for (auto& owned : loop_body->ops()) {
     if (owned->is(OpCode::kScfYield)) continue;
     KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   }
   ir::Operation* yield = loop_body->terminator();
+  if (yield) BeginOp(yield);
   if (yield)
     for (const EdgeGroup& g : EdgeGroupsOf(yield))
       CopyEdge(cmd, yield, g.operands, g.dsts, "loop yield into the carried storage");
   enc.AddI32(iv, iv, bounds[2]);
   enc.Br(header);
   enc.Bind(exit);
-  JoinLoopExit(before, body_ranges, at_exit);
+  JoinLoopExit(before);
   return OkStatus();
-}
-
-std::vector<Range> FunctionEmitter::TouchedRanges(const std::vector<ir::Block*>& blocks) {
-  std::vector<Range> ranges;
-  auto add = [&](ir::Value* v) {
-    auto it = storage_.find(v);
-    if (it != storage_.end() && it->second.kind != Storage::kConstant) ranges.push_back(RangeOf(it->second));
-  };
-  for (ir::Block* b : blocks) {
-    for (ir::Value* a : b->arguments()) add(a);
-    ForEachOp(b, [&](ir::Operation* inner) {
-      for (ir::Value* v : inner->results()) add(v);
-      for (ir::Value* v : inner->operands()) add(v);
-      if (inner->is(OpCode::kUtilGlobalLoad) || inner->is(OpCode::kUtilGlobalStore)) {
-        auto g = global_storage_.find(inner->str_attr("global"));
-        if (g != global_storage_.end()) ranges.push_back(RangeOf(g->second));
-      }
-      for (unsigned r = 0; r < inner->num_regions(); ++r)
-        for (auto& nb : inner->region(r)->blocks())
-          for (ir::Value* a : nb->arguments()) add(a);
-    });
-  }
-  return ranges;
 }
 
 // scf.while, recorded as a bytecode loop:
@@ -194,9 +146,7 @@ std::vector<Range> FunctionEmitter::TouchedRanges(const std::vector<ir::Block*>&
 // "after" argument i share it when the condition forwards argument i at
 // position i (the usual form), so a tied update in the after region writes
 // the carried value in place and its yield copies nothing. Host values
-// (index, i1) are carried in i32 registers. Hazards: as scf.for, everything
-// the regions touch is pending at the top of each trip (trip k+1 is ordered
-// after trip k) and after the loop.
+// (index, i1) are carried in i32 registers.
 Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   if (op->num_regions() != 2 || op->region(0)->empty() || op->region(1)->empty())
     return InvalidArgumentError("emit: scf.while needs a before and an after region (%s)", op->loc().c_str());
@@ -229,12 +179,9 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
       i32_values_[a] = carried_regs[a->index()];
     }
   }
-  std::vector<Range> body_ranges = TouchedRanges({before, after});
   vm::Label header = enc.NewLabel(), trip = enc.NewLabel(), exit = enc.NewLabel();
   const PathState before_loop = SaveState();
   enc.Bind(header);
-  pending_writes_.insert(pending_writes_.end(), body_ranges.begin(), body_ranges.end());
-  pending_reads_.insert(pending_reads_.end(), body_ranges.begin(), body_ranges.end());
   for (auto& owned : before->ops())
     if (owned.get() != cond) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   auto c = i32_values_.find(cond->operand(0));
@@ -242,6 +189,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
     return UnimplementedError("emit: scf.while condition is not a host value (%s)", op->loc().c_str());
   // Forward: copy into result storage (nothing in the usual form), as one
   // parallel copy.
+  BeginOp(cond);
   for (const EdgeGroup& g : EdgeGroupsOf(cond))
     CopyEdge(cmd, cond, g.operands, g.dsts, "scf.condition forward into the result storage");
   for (ir::Value* r : op->results()) {
@@ -253,14 +201,12 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
       enc.MovI32(i32_values_.at(r), it->second);
     }
   }
-  // The exit is reached from here (the after region may never run): keep
-  // this state for the join.
-  const PathState at_exit = SaveState();
   enc.CondBr(c->second, trip, exit);
   enc.Bind(trip);
   for (auto& owned : after->ops())
     if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
   // Next values into the carried storage (one parallel copy) / registers.
+  BeginOp(yield);
   for (const EdgeGroup& g : EdgeGroupsOf(yield))
     CopyEdge(cmd, yield, g.operands, g.dsts, "loop yield into the carried storage");
   std::vector<std::pair<uint16_t, uint16_t>> moves;  // (temp, carried)
@@ -278,7 +224,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   for (auto& [t, dst] : moves) enc.MovI32(dst, t);
   enc.Br(header);
   enc.Bind(exit);
-  JoinLoopExit(before_loop, body_ranges, at_exit);
+  JoinLoopExit(before_loop);
   return OkStatus();
 }
 

@@ -1,5 +1,5 @@
 // Dispatches: shared executables (shader_dedupe.h), dispatch recording and
-// the barriers between commands (Sync).
+// writing out the barriers --place-barriers placed between commands.
 #include "compiler/backend/emitter.h"
 
 #include "compiler/codegen/dispatch_macs.h"
@@ -44,41 +44,26 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const s
   return static_cast<uint16_t>(p.shader);
 }
 
-void FunctionEmitter::Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes) {
+void FunctionEmitter::WriteBarriers(uint16_t cmd) {
   unsubmitted_work_ = true;  // the caller records a command next
-  bool hazard = false;
-  std::vector<Range> barrier_ranges;
-  for (const Range& w : pending_writes_) {
-    for (const Range& r : reads) hazard |= w.Overlaps(r);
-    for (const Range& x : writes) hazard |= w.Overlaps(x);
-  }
-  for (const Range& r : pending_reads_)
-    for (const Range& x : writes)
-      if (r.Overlaps(x)) { hazard = true; barrier_ranges.push_back(r); }
-  if (hazard) {
+  while (!active_barriers_.empty() && active_barriers_.front()->int_attr("command", 0) == command_index_) {
+    ir::Operation* barrier = active_barriers_.front();
+    active_barriers_.erase(active_barriers_.begin());
+    std::vector<int64_t> ranges = barrier->ints_attr("ranges");
     std::vector<Reg> bargs = {Reg::Ref(cmd)};
-    for (const Range& w : pending_writes_) barrier_ranges.push_back(w);
-    // One entry per distinct range (paths joined at a branch or loop exit
-    // may each have left the same access pending).
-    std::vector<Range> distinct;
-    for (const Range& r : barrier_ranges) {
-      bool seen = false;
-      for (const Range& d : distinct)
-        seen |= d.group == r.group && d.buffer == r.buffer && d.begin == r.begin && d.end == r.end;
-      if (!seen) distinct.push_back(r);
-    }
-    barrier_ranges.swap(distinct);
-    for (const Range& r : barrier_ranges) {
-      bargs.push_back(Reg::Ref(r.buffer));
-      bargs.push_back(Reg::I32(ConstReg(r.begin)));
-      bargs.push_back(Reg::I32(ConstReg(r.end == INT64_MAX ? 0 : r.end - r.begin)));  // 0: to the end
+    for (size_t i = 0; i + 2 < ranges.size(); i += 3) {
+      if (ranges[i] < 0 || static_cast<size_t>(ranges[i]) >= slot_storage_.size()) {
+        if (barrier_error_.empty()) barrier_error_ = "a stream.cmd.barrier names storage " + std::to_string(ranges[i]) +
+                                                     ", which the plan does not have (" + barrier->loc() + ")";
+        continue;
+      }
+      bargs.push_back(Reg::Ref(slot_storage_[static_cast<size_t>(ranges[i])].buffer));
+      bargs.push_back(Reg::I32(ConstReg(ranges[i + 1])));
+      bargs.push_back(Reg::I32(ConstReg(ranges[i + 2])));  // 0: to the end
     }
     enc.CallImport(HalImport::kCommandBufferBarrier, bargs, {});
-    pending_reads_.clear();
-    pending_writes_.clear();
   }
-  for (const Range& r : reads) if (r.group != pool_group_) pending_reads_.push_back(r);  // the pool is never written
-  pending_writes_.insert(pending_writes_.end(), writes.begin(), writes.end());
+  ++command_index_;
 }
 
 Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
@@ -164,7 +149,6 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   uint32_t entry_point = 0;
   KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, element_offsets, result_element_offsets,
                                                        &compiled, &entry_point));
-  std::vector<Range> reads, writes;
   std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
                            Reg::I32(ConstReg(compiled.workgroup_count[0])),
                            Reg::I32(ConstReg(compiled.workgroup_count[1])),
@@ -172,13 +156,9 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   for (unsigned i = 0; i < bound_operands; ++i) {
     const Storage& s = storage_.at(op->operand(i));
     BindingArgs(s, &args);
-    reads.push_back(RangeOf(s));
   }
-  for (size_t r = 0; r < result_bindings.size(); ++r) {
-    BindingArgs(result_bindings[r], &args);
-    writes.push_back(result_writes[r]);
-  }
-  Sync(cmd, reads, writes);
+  for (size_t r = 0; r < result_bindings.size(); ++r) BindingArgs(result_bindings[r], &args);
+  WriteBarriers(cmd);
 
   auto it = executable_regs_.find(exe);
   uint16_t exe_reg;

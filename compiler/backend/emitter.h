@@ -10,7 +10,9 @@
 //                   bytecode (function_emitter.cc; control_flow.cc, calls.cc,
 //                   abi_ownership.cc, dispatch.cc).
 // Storage says where a tensor's bytes live at run time; Range is a byte range
-// of one allocation, for hazard tracking (barriers, dispatch.cc).
+// of one allocation (bindings that may alias, dispatch.cc). Barriers are
+// decided by --place-barriers (stream.cmd.barrier ops): the emitter writes
+// each out before the command it precedes (WriteBarriers).
 #ifndef KILN_COMPILER_BACKEND_EMITTER_H_
 #define KILN_COMPILER_BACKEND_EMITTER_H_
 
@@ -193,6 +195,7 @@ class FunctionEmitter {
   std::vector<std::string> debug_locations;
 
  private:
+  Status EmitBody();
   uint16_t NewRef() { return static_cast<uint16_t>(ref_count++); }
   uint16_t NewI32() { return static_cast<uint16_t>(i32_count++); }
   uint16_t ConstReg(int64_t v) {
@@ -218,9 +221,30 @@ class FunctionEmitter {
   Status AssignStorage(ir::Block* body);
   bool MovableArgument(ir::Operation* call, ir::Value* operand, const ir::Type& type, uint16_t* arg_reg);
   Status Record(ir::Operation* op, uint16_t cmd);
-  // Records a barrier first when `reads`/`writes` conflict with work recorded
-  // since the last barrier.
-  void Sync(uint16_t cmd, const std::vector<Range>& reads, const std::vector<Range>& writes);
+  // Barriers (--place-barriers, compiler/transforms/place_barriers.h): a
+  // stream.cmd.barrier op is queued when recorded and written out right
+  // before command `command` of the op that follows it. BeginOp starts that
+  // op's commands (every op Record sees, and the terminators recorded
+  // outside it); WriteBarriers is called before each hazard-tracked command
+  // the op records (a dispatch, copy or fill) and writes the barriers
+  // placed before it. A barrier left unwritten is an internal error (the
+  // pass and the emitter disagree on the command sequence).
+  void BeginOp(ir::Operation* op) {
+    if (!active_barriers_.empty() && barrier_error_.empty())
+      barrier_error_ = "a stream.cmd.barrier before " + barrier_op_->name() + " (" + barrier_op_->loc() +
+                       ") precedes no command of it";
+    active_barriers_ = std::move(incoming_barriers_);
+    incoming_barriers_.clear();
+    barrier_op_ = op;
+    command_index_ = 0;
+  }
+  void WriteBarriers(uint16_t cmd);
+  std::vector<ir::Operation*> incoming_barriers_;  // recorded since the last BeginOp
+  std::vector<ir::Operation*> active_barriers_;    // placed before barrier_op_, not yet written
+  ir::Operation* barrier_op_ = nullptr;
+  int64_t command_index_ = 0;
+  std::string barrier_error_;
+  std::vector<Storage> slot_storage_;  // per plan storage id: its registers (barriers name them)
   Status EmitDispatch(ir::Operation* op, uint16_t cmd);
   // A new ref register holding a buffer view of `s` (buffer, offset) with
   // `type`'s dtype and shape (kBufferViewCreate): how a tensor is handed to a
@@ -253,38 +277,31 @@ class FunctionEmitter {
   void SubmitAndRestart(uint16_t cmd) {
     enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(0))}, {});
     enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
-    pending_reads_.clear();  // the host wait ordered everything before it
-    pending_writes_.clear();
     unsubmitted_work_ = false;
   }
   // Whether commands may have been recorded into the current command buffer
-  // since it was created (Sync, take_or_clone and every scf op set it): a
+  // since it was created (WriteBarriers, take_or_clone and every scf op set it): a
   // call in the function's entry block with nothing recorded before it
   // needs no submission of its own (an empty submit is still a queue round trip).
   bool unsubmitted_work_ = false;
   Status RecordWhile(ir::Operation* op, uint16_t cmd);
   // What recording carries along one path of control flow: the register
-  // caches (constants and executables made so far) and the hazards pending
-  // since the last barrier. Every path out of a fork starts from the state
-  // before the fork.
+  // caches (constants and executables made so far). Every path out of a
+  // fork starts from the state before the fork.
   struct PathState {
     std::map<int64_t, uint16_t> consts;
     std::map<uint16_t, uint16_t> exes;
-    std::vector<Range> reads, writes;
   };
-  PathState SaveState() const { return {consts_, executable_regs_, pending_reads_, pending_writes_}; }
+  PathState SaveState() const { return {consts_, executable_regs_}; }
   void RestoreState(const PathState& s) {
     consts_ = s.consts;
     executable_regs_ = s.exes;
-    pending_reads_ = s.reads;
-    pending_writes_ = s.writes;
   }
   // Records the alternative paths out of one fork (the branches of scf.if,
   // the cases of scf.index_switch, the two edges of cf.cond_br): path k is
   // bound at labels[k] and recorded by record_path(k), each from the state
   // before the fork. Afterwards the register caches are those from before
-  // the fork (a register first made on one path may never have run) and the
-  // pending hazards are the union of what each path left pending.
+  // the fork (a register first made on one path may never have run).
   Status RecordPaths(const std::vector<vm::Label>& labels, const std::function<Status(unsigned)>& record_path);
   // One region of scf.if / scf.index_switch `op`: records its ops, then
   // copies what its scf.yield yields into `op`'s results (resources into
@@ -293,18 +310,8 @@ class FunctionEmitter {
   // without else) records nothing.
   Status RecordYieldingRegion(ir::Operation* op, unsigned region, uint16_t cmd);
   // State at a loop's exit label: the register caches from before the loop
-  // (constants or executables first made in its regions may never have run)
-  // and, pending, every range the loop touches plus what was pending on the
-  // edge into the exit (`exit`: a zero-trip loop reaches it straight from
-  // the header).
-  void JoinLoopExit(const PathState& before, const std::vector<Range>& loop_ranges, const PathState& exit) {
-    consts_ = before.consts;
-    executable_regs_ = before.exes;
-    pending_writes_.insert(pending_writes_.end(), loop_ranges.begin(), loop_ranges.end());
-    pending_reads_.insert(pending_reads_.end(), loop_ranges.begin(), loop_ranges.end());
-    pending_writes_.insert(pending_writes_.end(), exit.writes.begin(), exit.writes.end());
-    pending_reads_.insert(pending_reads_.end(), exit.reads.begin(), exit.reads.end());
-  }
+  // (constants or executables first made in its regions may never have run).
+  void JoinLoopExit(const PathState& before) { RestoreState(before); }
   Status RecordSwitch(ir::Operation* op, uint16_t cmd);
   Status RecordHostArith(ir::Operation* op);
   // Function bodies of several blocks (cf.br / cf.cond_br): copies a
@@ -314,8 +321,6 @@ class FunctionEmitter {
   // Storage of module global `sym` in this function (its buffer register is
   // loaded once in the prologue).
   const Storage& GlobalStorage(const std::string& sym) { return global_storage_.at(sym); }
-  // Byte ranges of every storage an op in `blocks` touches (not the pool).
-  std::vector<Range> TouchedRanges(const std::vector<ir::Block*>& blocks);
   std::map<std::string, Storage> global_storage_;
   // A consumed import written in place ("taken" storage of the plan),
   // taken at its first write.
@@ -351,7 +356,6 @@ class FunctionEmitter {
     enc.ConstI32(lt.flag, 1);
     enc.Bind(done);
     unsubmitted_work_ = true;  // take_or_clone may have recorded a copy
-    pending_writes_.push_back(RangeOf(lt.storage));  // a possible copy: order the write after it
   }
   // One parallel copy of an edge: operand indices of `op` and the storage
   // each is copied into (nullptr: a host value).
@@ -366,10 +370,10 @@ class FunctionEmitter {
                 const std::vector<const Storage*>& dsts, const char* why);
   std::map<std::pair<ir::Operation*, unsigned>, Storage> edge_temps_;
   bool multi_block_ = false;
-  // Records a copy of `length` bytes from `from` to `to`, after the barrier
-  // Sync decides on.
+  // Records a copy of `length` bytes from `from` to `to`, after the barriers
+  // placed before it.
   void RecordCopy(uint16_t cmd, const Storage& from, const Storage& to, int64_t length) {
-    Sync(cmd, {RangeOf(from)}, {RangeOf(to)});
+    WriteBarriers(cmd);
     enc.CallImport(HalImport::kCommandBufferCopy,
                    {Reg::Ref(cmd), Reg::Ref(from.buffer), Reg::I32(OffsetReg(from)), Reg::Ref(to.buffer),
                     Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(length))},
@@ -397,7 +401,6 @@ class FunctionEmitter {
   std::map<ir::Value*, uint16_t> droppable_;
   Status RecordLifetime(ir::Operation* op);
   std::map<uint16_t, uint16_t> executable_regs_;
-  std::vector<Range> pending_reads_, pending_writes_;
   uint16_t pool_reg_ = 0;
   bool pool_loaded_ = false;
   int pool_group_ = -1;

@@ -8,6 +8,16 @@
 namespace kiln::backend {
 
 Status FunctionEmitter::Emit() {
+  KILN_RETURN_IF_ERROR(EmitBody());
+  if (barrier_error_.empty() && (!incoming_barriers_.empty() || !active_barriers_.empty()))
+    barrier_error_ = "a stream.cmd.barrier precedes no command";
+  if (!barrier_error_.empty())
+    return InternalError("emit: @%s: %s (--place-barriers and the emitter disagree on the commands)",
+                         func_->str_attr("sym_name").c_str(), barrier_error_.c_str());
+  return OkStatus();
+}
+
+Status FunctionEmitter::EmitBody() {
   ir::Region* region = func_->region(0);
   ir::Block* body = region->block(0);
   multi_block_ = region->num_blocks() > 1;
@@ -25,16 +35,16 @@ Status FunctionEmitter::Emit() {
   enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
   KILN_RETURN_IF_ERROR(AssignStorage(body));
   if (!multi_block_) {
-    for (auto& owned : body->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
+    for (auto& owned : body->ops())
+      if (owned.get() != ret) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     return EmitReturn(ret, cmd);
   }
 
   // A body of several blocks (cf.br / cf.cond_br): each block gets a label
   // and each host block argument (i1, index) an i32 register. A block other
-  // than the entry may be reached from anywhere, so it starts with every
-  // storage of the function pending (the first conflicting command gets a
-  // barrier) and with only the constants and executables the entry block
-  // made before its terminator (the entry dominates every block).
+  // than the entry may be reached from anywhere, so it starts with only the
+  // constants and executables the entry block made before its terminator
+  // (the entry dominates every block).
   std::vector<vm::Label> labels;
   std::map<ir::Block*, size_t> index;
   std::vector<ir::Block*> all;
@@ -47,7 +57,6 @@ Status FunctionEmitter::Emit() {
       if (a->type().kind != ir::TypeKind::kResource) i32_values_[a] = NewI32();
   }
   PathState block_entry;  // what a block other than the entry starts from
-  block_entry.reads = block_entry.writes = TouchedRanges(all);
   for (ir::Block* b : all) {
     enc.Bind(labels[index[b]]);
     if (b != body) RestoreState(block_entry);
@@ -58,6 +67,7 @@ Status FunctionEmitter::Emit() {
       block_entry.consts = consts_;
       block_entry.exes = executable_regs_;
     }
+    if (!t->is(OpCode::kFuncReturn)) BeginOp(t);  // EmitReturn begins its own
     if (t->is(OpCode::kFuncReturn)) {
       KILN_RETURN_IF_ERROR(EmitReturn(t, cmd));
     } else if (t->is(OpCode::kCfBr)) {
@@ -96,13 +106,18 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
     Storage t = dst;
     t.offset += offset;
     t.length = length;
-    Sync(cmd, {}, {RangeOf(t)});
+    WriteBarriers(cmd);
     enc.CallImport(HalImport::kCommandBufferFill,
                    {Reg::Ref(cmd), Reg::Ref(t.buffer), Reg::I32(OffsetReg(t)), Reg::I32(ConstReg(length)),
                     Reg::I32(ConstReg(static_cast<int32_t>(pattern)))},
                    {});
   };
   const OpCode n = op->code();
+  if (analysis::IsBarrier(op)) {  // written before the next op's command
+    incoming_barriers_.push_back(op);
+    return OkStatus();
+  }
+  BeginOp(op);
   if (IsLifetimeOp(op)) return RecordLifetime(op);
   if (n == OpCode::kStreamTimepointImmediate) return OkStatus();  // one queue: recording order is queue order
   // Writes in place (ops.def Tie), or a loop over a consumed import's storage.
@@ -144,8 +159,6 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
       return UnimplementedError("emit: stream.async.load of %s (%s)", op->str_attr("dtype").c_str(), op->loc().c_str());
     enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
     enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
-    pending_reads_.clear();  // the host wait ordered everything before it
-    pending_writes_.clear();
     uint16_t r = NewI32();
     Storage at = src;
     at.offset += op->int_attr("offset");

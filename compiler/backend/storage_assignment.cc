@@ -194,6 +194,7 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
   for (ir::Operation* imp : plan.droppable)
     droppable_[imp->result(0)] = static_cast<uint16_t>(imp->operand(0)->index());
   for (auto& [loop, ids] : plan.take_before) take_before_[loop] = ids;
+  slot_storage_ = slots;
   for (auto& [edge, temps] : plan.edge_temps)
     for (auto& [operand, id] : temps) edge_temps_[{edge, operand}] = slots[static_cast<size_t>(id)];
   return OkStatus();

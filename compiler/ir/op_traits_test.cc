@@ -55,6 +55,19 @@ TEST(OpTraitsTest, InternedAtCreation) {
   EXPECT_EQ(clone->Clone(mapping)->code(), OpCode::kStreamAsyncClone);
 }
 
+// The allocated level's barrier (--place-barriers): no operands, results or
+// storage; a side effect, so nothing removes or reorders it past a command.
+TEST(OpTraitsTest, BarrierIsASideEffectWithoutStorage) {
+  Scratch s;
+  auto barrier = s.Op("stream.cmd.barrier", 0, 0, {{"ranges", Attribute(std::vector<int64_t>{1, 0, 16})}});
+  EXPECT_EQ(barrier->code(), OpCode::kStreamCmdBarrier);
+  const OpInfo& b = Traits(*barrier);
+  EXPECT_EQ(b.level, OpLevel::kStream);
+  EXPECT_TRUE(b.has_side_effects());
+  EXPECT_FALSE(b.is_terminator());
+  EXPECT_EQ(b.storage, ResultStorage::kNone);
+}
+
 TEST(OpTraitsTest, EveryRowRoundTripsItsName) {
   std::set<std::string> names;
   for (size_t i = 0; i + 1 < kNumOpCodes; ++i) {

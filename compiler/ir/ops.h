@@ -180,6 +180,10 @@
 //                         an extra operand after those the executable binds:
 //                         it is neither bound nor read; sizes[r] is the
 //                         target's size.
+//   stream.cmd.barrier    () -> ()                       attrs: ranges = [storage id,
+//                         byte offset, length (0: to the end of the buffer),
+//                         ...], command (optional, default 0). The allocated
+//                         level only (--place-barriers, place_barriers.h).
 //   stream.timepoint.immediate () -> !stream.timepoint
 //   stream.timepoint.join  (%tps...) -> timepoint
 //   stream.timepoint.await (%tp, %resources...) -> resources (the same values,

@@ -57,6 +57,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/backend/emit_module.h"
 #include "compiler/transforms/pipeline.h"
+#include "compiler/transforms/place_barriers.h"
 #include "tools/flags.h"
 
 namespace {
@@ -82,7 +83,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--no-elision", nullptr, "keep every defensive copy (debugging copy elision)"},
         {"--print-ir-after-all", nullptr, "print the IR after every pass"},
         {"--dump-glsl", "FILE", "write the generated GLSL of every dispatch to FILE"},
-        {"--report", nullptr, "print module size, dispatches, executables, constant and arena bytes"},
+        {"--report", nullptr, "print module size, dispatches, executables, constant and arena bytes, barriers and their bytes"},
         {"--module-name", "NAME", "the module's name, which other modules import it by"},
         {"--native-fma", nullptr, "accepted and ignored (modules always use fma(); exact on CPU drivers at load)"},
         {"--precision", "f32|f16", "f16: store weights and activations as f16 (ABI unchanged)"},
@@ -242,6 +243,13 @@ int main(int argc, char** argv) {
                 static_cast<long long>(emit_report.unplanned_transient_bytes));
     std::printf("deallocas: %d\nretains: %d\nreleases: %d\ndeallocas_dropping_registers: %d\n",
                 emit_report.deallocas, emit_report.retains, emit_report.releases, emit_report.dropped_registers);
+    // Barriers placed by --place-barriers (stream.cmd.barrier ops): their
+    // ranges' bytes; a range over a whole buffer whose base is known only
+    // at run time (an argument, output or call result) is counted apart.
+    kiln::transforms::BarrierTotals barriers = kiln::transforms::CountBarriers(*module);
+    std::printf("barriers: %lld\nbarrier_ranges: %lld\nbarrier_bytes: %lld\nbarrier_whole_buffer_ranges: %lld\n",
+                static_cast<long long>(barriers.barriers), static_cast<long long>(barriers.ranges),
+                static_cast<long long>(barriers.bytes), static_cast<long long>(barriers.whole_buffer_ranges));
   }
   return 0;
 }

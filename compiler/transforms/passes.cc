@@ -27,6 +27,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("materialize-result-copies", CreateMaterializeResultCopiesPass);
   ir::RegisterPass("schedule-allocation", CreateScheduleAllocationPass);
   ir::RegisterPass("materialize-edge-copies", CreateMaterializeEdgeCopiesPass);
+  ir::RegisterPass("place-barriers", CreatePlaceBarriersPass);
 }
 
 }  // namespace kiln::transforms

@@ -98,6 +98,10 @@ std::unique_ptr<ir::Pass> CreateScheduleAllocationPass();
 // stream.async.clone ops placed in their destination.
 std::unique_ptr<ir::Pass> CreateMaterializeEdgeCopiesPass();
 
+// --place-barriers (place_barriers.h): stream.cmd.barrier ops with the byte
+// ranges they cover, between conflicting device commands (last pass).
+std::unique_ptr<ir::Pass> CreatePlaceBarriersPass();
+
 }  // namespace kiln::transforms
 
 #endif  // KILN_COMPILER_TRANSFORMS_PASSES_H_

@@ -52,6 +52,9 @@ const std::vector<std::string>& AllocationPipeline() {
       "schedule-allocation",
       // The copies that plan implies on scf edges and global stores, as IR.
       "materialize-edge-copies",
+      // The barriers between conflicting commands, with the byte ranges
+      // they cover (last: they follow the final command order).
+      "place-barriers",
   };
   return kPipeline;
 }

@@ -22,7 +22,19 @@ constexpr VkAccessFlags kDeviceAccesses = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_
 constexpr uint32_t kPoolSets = 64;
 constexpr uint32_t kPoolDescriptors = 512;
 
+#if KILN_BARRIER_OBSERVER
+BufferBarrierObserver g_barrier_observer = nullptr;
+void* g_barrier_observer_user = nullptr;
+#endif
+
 }  // namespace
+
+#if KILN_BARRIER_OBSERVER
+void SetBufferBarrierObserverForTesting(BufferBarrierObserver observer, void* user) {
+  g_barrier_observer = observer;
+  g_barrier_observer_user = user;
+}
+#endif
 
 StatusOr<Ref<VulkanCommandBuffer>> VulkanCommandBuffer::Create(VulkanDevice* device) {
   VulkanCommandBuffer* self = new (std::nothrow) VulkanCommandBuffer();
@@ -262,6 +274,11 @@ Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t coun
     RetainBuffer(barriers[i].buffer);
   }
   if (!scratch_barriers_.empty()) {
+#if KILN_BARRIER_OBSERVER
+    if (g_barrier_observer)
+      g_barrier_observer(g_barrier_observer_user, scratch_barriers_.data(),
+                         static_cast<uint32_t>(scratch_barriers_.size()));
+#endif
     device_->syms().vkCmdPipelineBarrier(command_buffer_, kDeviceStages, kDeviceStages, 0, 0,
                                          nullptr,
                                          static_cast<uint32_t>(scratch_barriers_.size()),

@@ -44,6 +44,16 @@ namespace kiln::hal::vulkan {
 class VulkanDevice;
 class VulkanBuffer;
 
+// Test hook: `observer` (null: none) is called by every Barrier() with the
+// VkBufferMemoryBarriers it records (absolute offsets and sizes, as passed
+// to vkCmdPipelineBarrier), right before recording them; `user` is passed
+// through. Process-wide and unsynchronized: set it before recording and
+// clear it after (tests/e2e/barrier_ranges_test.cc reads the barriers a
+// compiled program records). Built only with the tests (KILN_BUILD_TESTS:
+// KILN_BARRIER_OBSERVER), so shipped runtimes carry none of it.
+using BufferBarrierObserver = void (*)(void* user, const VkBufferMemoryBarrier* barriers, uint32_t count);
+void SetBufferBarrierObserverForTesting(BufferBarrierObserver observer, void* user);
+
 class VulkanCommandBuffer final : public CommandBuffer {
  public:
   // Allocates and begins a primary command buffer. Errors: VkResult failures

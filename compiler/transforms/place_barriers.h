@@ -1,0 +1,117 @@
+// Pass: --place-barriers (the allocated level; pipeline.cc
+// AllocationPipeline, last, after --materialize-edge-copies)
+//
+// Decides the barriers between the device commands of every function and
+// writes each one into the IR as a `stream.cmd.barrier` op carrying the byte
+// ranges it covers. The backend (compiler/backend/) writes each barrier op
+// out as one hal.command_buffer.barrier (one VkBufferMemoryBarrier per
+// range) and decides nothing.
+//
+// Byte ranges: derived on demand from the storage plan
+// (compiler/analysis/storage_plan.h) rather than written as attributes on
+// every command. The plan (`storage` / `storage_offset` per result, the
+// function's `storages`) is already the single written form of where each
+// binding lives: the range a binding reads or writes is its value's
+// placement (analysis::PlacementOf: storage id, offset, SizeOf bytes). A
+// second copy of the same numbers on every dispatch would go stale whenever
+// a pass re-places a value (emplacement), and nothing but this pass reads
+// them. Commands and their ranges:
+//   stream.async.dispatch   reads every operand's range, writes every result's
+//                           (a result placed by --emplace-allocations: its
+//                           binding, from the offset aligned down to 256; its
+//                           placement target is not read);
+//   stream.async.clone / transfer  reads operand 0, writes the result;
+//   stream.async.update     reads operand 1, writes [offset, offset+length)
+//                           of the result;
+//   stream.async.copy       reads [src_offset, +length) of operand 1, writes
+//                           [dst_offset, +length) of the result;
+//   stream.async.splat / fill   writes the filled bytes;
+//   plus take_or_clone of a taken argument, and the copies a backend would
+//   record without an IR op where a value is not where an edge, a global or
+//   a return needs it (mirrored here; after --materialize-edge-copies and
+//   --materialize-result-copies none is left, and the backend refuses the
+//   snapshot and return cases).
+// A storage whose base offset is known only at run time (argument, taken,
+// donated, output, call result) is one range over the whole buffer.
+//
+// Hazards, in recording order (the order the backend records commands into
+// one in-order queue): a command that reads a range overlapping a pending
+// write (RAW), or writes a range overlapping a pending read (WAR) or write
+// (WAW), of the same allocation, gets a barrier first. Pending accesses are
+// those recorded since the last barrier:
+//  - a barrier covers every pending write and the pending reads the command
+//    conflicts with (one range per distinct range); it then clears them all
+//    (its execution dependency orders every earlier command, and naming all
+//    pending writes makes them visible at once instead of a barrier later).
+//    Measured on the 16 golden models, covering only the conflicting
+//    pending writes (and keeping the others pending) is never better: the
+//    same or more barriers (det_text 80 -> 87, silero_vad 128 -> 129) and
+//    more bytes covered in all (cls 3.84 -> 4.85 MB, det 9.08 -> 9.79 MB:
+//    the writes left pending are named again by a later barrier);
+//  - two commands writing disjoint subranges of one buffer, or only reading,
+//    get no barrier; the constant pool is never written, so its reads are
+//    never pending;
+//  - control flow: each branch of scf.if / scf.index_switch / cf.cond_br
+//    starts from the state before it and the join has the union pending; a
+//    loop's body starts each trip with every range the body touches pending
+//    (trip k+1 after trip k: the back edge), and after the loop those are
+//    pending together with what the exit edge had; a block other than the
+//    entry of a multi-block body starts with every range of the function
+//    pending;
+//  - a call into another function submits the work recorded so far (when
+//    the backend does: nested in a region, or after recorded work), and a
+//    stream.async.load waits for it on the host: nothing is pending after;
+//  - a consumed argument or call result whose registers are dropped at its
+//    dealloca (single-block bodies) leaves nothing pending.
+//
+// The barrier op:
+//   "stream.cmd.barrier"() {ranges = [id, offset, length, ...], command = k}
+//   `ranges`: per range the storage id (the plan's), the byte offset in its
+//   buffer (an arena slot's offset includes the slot's place in the arena)
+//   and the length (0: to the end of the buffer, a run-time offset). It is
+//   placed right before the op whose commands it precedes; `command` (absent:
+//   0) is the index of that command among the op's hazard-tracked commands
+//   in recording order (an edge with several copies, a return copying
+//   several results).
+//
+// Must not act: commands that only read; writes to disjoint subranges;
+// reads of the constant pool; functions without a storage plan.
+//
+// Before (%a and %b in disjoint halves of the arena, %c reads both):
+//   %a = "stream.async.dispatch"(%x) {storage = [1], ...}
+//   %b = "stream.async.dispatch"(%x) {storage = [2], ...}
+//   %c = "stream.async.dispatch"(%a, %b) {storage = [3], ...}
+// After:
+//   %a = "stream.async.dispatch"(%x) {storage = [1], ...}
+//   %b = "stream.async.dispatch"(%x) {storage = [2], ...}
+//   "stream.cmd.barrier"() {ranges = [1, 0, 64, 2, 256, 64]}
+//   %c = "stream.async.dispatch"(%a, %b) {storage = [3], ...}
+//
+// Errors: kInvalidArgument for a malformed storage plan (ReadStoragePlan).
+// Preconditions: --schedule-allocation (and --materialize-edge-copies) ran;
+// the pass runs last: a later pass that moves or adds commands invalidates
+// the barriers.
+#ifndef KILN_COMPILER_TRANSFORMS_PLACE_BARRIERS_H_
+#define KILN_COMPILER_TRANSFORMS_PLACE_BARRIERS_H_
+
+#include <cstdint>
+
+#include "compiler/ir/ir.h"
+
+namespace kiln::transforms {
+
+// Totals of the barrier ops in `module` (kiln-compile --report):
+// `barriers` ops, `ranges` ranges in all, `bytes` covered by ranges of known
+// length, and `whole_buffer_ranges` ranges over a whole buffer whose base is
+// known only at run time (length 0).
+struct BarrierTotals {
+  int64_t barriers = 0;
+  int64_t ranges = 0;
+  int64_t bytes = 0;
+  int64_t whole_buffer_ranges = 0;
+};
+BarrierTotals CountBarriers(ir::Module& module);
+
+}  // namespace kiln::transforms
+
+#endif  // KILN_COMPILER_TRANSFORMS_PLACE_BARRIERS_H_
