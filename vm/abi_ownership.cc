@@ -52,26 +52,6 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
   };
   // The run being recorded notes what the ownership imports returned.
   const bool note = recording_ && frame->depth == 0;
-  // take_or_allocate / take_or_clone: `view`'s storage (*out, *offset) when
-  // this frame owns it and it fits `size` bytes of `kind` (*taken), else a
-  // fresh buffer of `size` bytes of `memory` (counted) at offset 0.
-  auto take_or_fresh = [&](BufferView* view, uint64_t size, int32_t kind, hal::MemoryKind memory, RefValue* out,
-                           int32_t* offset, bool* taken) -> Status {
-    *taken = takeable(view, size, kind);
-    if (*taken) {
-      view->set_owner_serial(0);
-      if (note) NoteGuard(id, call, view->buffer(), false);
-      *out = RefValue(RefType::kBuffer, view->buffer());
-      *offset = static_cast<int32_t>(view->byte_offset());
-      return OkStatus();
-    }
-    CountHostAllocation();
-    KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer, hal_.AllocateCharged(size ? size : 4, memory));
-    if (note) NoteGuard(id, call, buffer.get(), true);
-    *out = RefValue::Adopt(RefType::kBuffer, std::move(buffer));
-    *offset = 0;
-    return OkStatus();
-  };
   switch (id) {
     case HalImport::kBufferViewTakeOrAllocate: {
       BufferView* view = nullptr;
@@ -79,13 +59,22 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       int32_t size = call.ArgI32(1), kind = call.ArgI32(2);
       if (size < 0) return InvalidArgumentError("negative size %d", size);
       if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
-      RefValue buffer;
-      int32_t offset = 0;
-      bool taken = false;
-      KILN_RETURN_IF_ERROR(
-          take_or_fresh(view, static_cast<uint64_t>(size), kind, static_cast<hal::MemoryKind>(kind), &buffer, &offset, &taken));
-      call.SetRef(0, std::move(buffer));
-      call.SetI32(1, offset);
+      if (takeable(view, static_cast<uint64_t>(size), kind)) {
+        view->set_owner_serial(0);
+        int32_t offset = static_cast<int32_t>(view->byte_offset());
+        if (note) NoteGuard(id, call, view->buffer(), false);
+        RefValue taken(RefType::kBuffer, view->buffer());
+        call.SetRef(0, std::move(taken));
+        call.SetI32(1, offset);
+        return OkStatus();
+      }
+      CountHostAllocation();
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
+                            hal_.AllocateCharged(size ? static_cast<uint64_t>(size) : 4,
+                                                 static_cast<hal::MemoryKind>(kind)));
+      if (note) NoteGuard(id, call, buffer.get(), true);
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
+      call.SetI32(1, 0);
       return OkStatus();
     }
     case HalImport::kBufferViewTakeOrClone: {
@@ -101,16 +90,25 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       uint64_t length = view->byte_length();
       if (length > 0x7FFFFFFF) return OutOfRangeError("view of %llu bytes exceeds i32",
                                                       static_cast<unsigned long long>(length));
-      RefValue buffer;
-      int32_t offset = 0;
-      bool taken = false;
-      KILN_RETURN_IF_ERROR(take_or_fresh(view, length, 0, view->buffer()->memory_kind(), &buffer, &offset, &taken));
-      // A fresh buffer gets the argument's contents (one counted copy).
-      if (!taken && length)
+      if (takeable(view, length, 0)) {
+        view->set_owner_serial(0);
+        int32_t offset = static_cast<int32_t>(view->byte_offset());
+        if (note) NoteGuard(id, call, view->buffer(), false);
+        RefValue taken(RefType::kBuffer, view->buffer());
+        call.SetRef(0, std::move(taken));
+        call.SetI32(1, offset);
+        return OkStatus();
+      }
+      CountHostAllocation();
+      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
+                            hal_.AllocateCharged(length ? length : 4, view->buffer()->memory_kind()));
+      if (note) NoteGuard(id, call, buffer.get(), true);
+      if (length) {
         KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(view->buffer(), view->byte_offset(),
-                                                            buffer.as<hal::Buffer>(), 0, length));
-      call.SetRef(0, std::move(buffer));
-      call.SetI32(1, offset);
+                                                            buffer.get(), 0, length));
+      }
+      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
+      call.SetI32(1, 0);
       return OkStatus();
     }
     case HalImport::kBufferViewOutputStorage: {
