@@ -1,39 +1,28 @@
 // Recording of control flow: scf.if / scf.index_switch / scf.for / scf.while
-// regions and branches between blocks (cf.br / cf.cond_br), with the parallel
-// copies on their edges.
+// regions and branches between blocks (cf.br / cf.cond_br). Every resource on
+// an edge already lives in its destination's storage (the allocated level's
+// clones carry the copies); the recorder checks it and moves host values.
 #include "compiler/backend/emitter.h"
 
 
 namespace kiln::backend {
 
-// The parallel copies of an edge (analysis::EdgeCopiesOf), with the storage
-// of each destination.
-std::vector<FunctionEmitter::EdgeGroup> FunctionEmitter::EdgeGroupsOf(ir::Operation* op) {
-  std::vector<EdgeGroup> groups;
-  for (const analysis::EdgeCopy& c : analysis::EdgeCopiesOf(op)) {
-    EdgeGroup g;
-    g.operands = c.operands;
-    for (ir::Value* d : c.destinations) {
-      auto it = storage_.find(d);
-      g.dsts.push_back(it == storage_.end() ? nullptr : &it->second);
-    }
-    groups.push_back(g);
-  }
-  return groups;
+Status FunctionEmitter::RequireInPlace(const Storage& from, const Storage& to, ir::Operation* at,
+                                       const char* what) const {
+  if (SameStorage(from, to)) return OkStatus();
+  return InternalError("emit: %s needs a copy the IR does not have (%s): the allocated level must place it "
+                       "(--materialize-edge-copies)",
+                       what, at->loc().empty() ? at->name().c_str() : at->loc().c_str());
 }
 
-void FunctionEmitter::CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
-                               const std::vector<const Storage*>& dsts, const char* why) {
-  for (unsigned i : operands) {
-    auto t = edge_temps_.find({edge, i});
-    if (t != edge_temps_.end())
-      CopyInto(cmd, storage_.at(edge->operand(i)), t->second, edge, "parallel-copy temporary");
-  }
-  for (size_t k = 0; k < operands.size(); ++k) {
-    if (!dsts[k]) continue;
-    auto t = edge_temps_.find({edge, operands[k]});
-    CopyInto(cmd, t != edge_temps_.end() ? t->second : storage_.at(edge->operand(operands[k])), *dsts[k], edge, why);
-  }
+Status FunctionEmitter::RequireEdgeInPlace(ir::Operation* edge, const char* what) const {
+  for (const analysis::EdgeCopy& c : analysis::EdgeCopiesOf(edge))
+    for (size_t k = 0; k < c.operands.size(); ++k) {
+      auto dst = storage_.find(c.destinations[k]);
+      if (dst == storage_.end()) continue;  // a host value
+      KILN_RETURN_IF_ERROR(RequireInPlace(storage_.at(edge->operand(c.operands[k])), dst->second, edge, what));
+    }
+  return OkStatus();
 }
 
 Status FunctionEmitter::RecordPaths(const std::vector<vm::Label>& labels,
@@ -62,7 +51,8 @@ Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region,
   for (unsigned i = 0; yield && i < yield->num_operands(); ++i) {
     ir::Value* y = yield->operand(i);
     if (y->type().kind == ir::TypeKind::kResource) {
-      CopyInto(cmd, storage_.at(y), storage_.at(op->result(i)), yield, "yield into the region's result storage");
+      KILN_RETURN_IF_ERROR(
+          RequireInPlace(storage_.at(y), storage_.at(op->result(i)), yield, "a yield into the region's result"));
     } else {
       auto it = i32_values_.find(y);
       if (it == i32_values_.end())
@@ -75,9 +65,9 @@ Status FunctionEmitter::RecordYieldingRegion(ir::Operation* op, unsigned region,
   return OkStatus();
 }
 
-// scf.if on a host i1: each branch records into the same command buffer and
-// copies its yields into the scf.if's result storage (unless the yielded
-// value already lives there). Register caches are branch-local (RecordPaths).
+// scf.if on a host i1: each branch records into the same command buffer; its
+// yields already live in the scf.if's result storage. Register caches are
+// branch-local (RecordPaths).
 Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
   auto cond = i32_values_.find(op->operand(0));
   if (cond == i32_values_.end())
@@ -95,10 +85,9 @@ Status FunctionEmitter::RecordIf(ir::Operation* op, uint16_t cmd) {
 
 // scf.for with host (i32) bounds, recorded as a bytecode loop that appends
 // each trip's commands to the command buffer. Each loop-carried value has one
-// storage for the whole loop: the init is copied in once (unless it already
-// lives there) and a yield is copied back only when the body did not update
-// the carried value in place (a tied dispatch on the block argument writes
-// straight into it: no copy per trip).
+// storage for the whole loop, which the init and every yield already live in
+// (a tied dispatch on the block argument writes straight into it; otherwise
+// --materialize-edge-copies placed a clone there).
 Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   uint16_t bounds[3];
   for (unsigned i = 0; i < 3; ++i) {
@@ -110,7 +99,8 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   ir::Block* loop_body = op->region(0)->block(0);
   for (ir::Value* r : op->results())
     if (storage_.count(r))
-      CopyInto(cmd, storage_.at(op->operand(3 + r->index())), storage_.at(r), op, "loop entry into the carried storage");
+      KILN_RETURN_IF_ERROR(
+          RequireInPlace(storage_.at(op->operand(3 + r->index())), storage_.at(r), op, "a loop's entry"));
   uint16_t iv = NewI32(), in_range = NewI32();
   enc.MovI32(iv, bounds[0]);
   i32_values_[loop_body->argument(0)] = iv;
@@ -126,9 +116,7 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
   }
   ir::Operation* yield = loop_body->terminator();
   if (yield) BeginOp(yield);
-  if (yield)
-    for (const EdgeGroup& g : EdgeGroupsOf(yield))
-      CopyEdge(cmd, yield, g.operands, g.dsts, "loop yield into the carried storage");
+  if (yield) KILN_RETURN_IF_ERROR(RequireEdgeInPlace(yield, "a loop's yield"));
   enc.AddI32(iv, iv, bounds[2]);
   enc.Br(header);
   enc.Bind(exit);
@@ -137,15 +125,15 @@ Status FunctionEmitter::RecordFor(ir::Operation* op, uint16_t cmd) {
 }
 
 // scf.while, recorded as a bytecode loop:
-//   (copy each init into its carried storage)
-//   header: <before region>; copy forwarded values into the result storage;
-//           COND_BR cond, body, exit
-//   body:   <after region>; copy yields into the carried storage; BR header
+//   header: <before region>; COND_BR cond, body, exit
+//   body:   <after region>; BR header
 //   exit:
+// (inits, forwarded values and yields already live in the carried and
+// result storage).
 // One storage per loop-carried value: "before" argument i, result i and
 // "after" argument i share it when the condition forwards argument i at
 // position i (the usual form), so a tied update in the after region writes
-// the carried value in place and its yield copies nothing. Host values
+// the carried value in place. Host values
 // (index, i1) are carried in i32 registers.
 Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   if (op->num_regions() != 2 || op->region(0)->empty() || op->region(1)->empty())
@@ -169,7 +157,7 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   for (ir::Value* a : before->arguments()) {
     ir::Value* init = op->operand(a->index());
     if (a->type().kind == ir::TypeKind::kResource) {
-      CopyInto(cmd, storage_.at(init), storage_.at(a), op, "loop entry into the carried storage");
+      KILN_RETURN_IF_ERROR(RequireInPlace(storage_.at(init), storage_.at(a), op, "a loop's entry"));
     } else {
       auto it = i32_values_.find(init);
       if (it == i32_values_.end())
@@ -187,11 +175,9 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   auto c = i32_values_.find(cond->operand(0));
   if (c == i32_values_.end())
     return UnimplementedError("emit: scf.while condition is not a host value (%s)", op->loc().c_str());
-  // Forward: copy into result storage (nothing in the usual form), as one
-  // parallel copy.
+  // Forward: the forwarded values already live in the result storage.
   BeginOp(cond);
-  for (const EdgeGroup& g : EdgeGroupsOf(cond))
-    CopyEdge(cmd, cond, g.operands, g.dsts, "scf.condition forward into the result storage");
+  KILN_RETURN_IF_ERROR(RequireEdgeInPlace(cond, "scf.condition's forward"));
   for (ir::Value* r : op->results()) {
     ir::Value* fwd = cond->operand(1 + r->index());
     if (r->type().kind != ir::TypeKind::kResource) {
@@ -205,10 +191,10 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
   enc.Bind(trip);
   for (auto& owned : after->ops())
     if (owned.get() != yield) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
-  // Next values into the carried storage (one parallel copy) / registers.
+  // Next values: already in the carried storage; host values through
+  // temporary registers (one parallel move).
   BeginOp(yield);
-  for (const EdgeGroup& g : EdgeGroupsOf(yield))
-    CopyEdge(cmd, yield, g.operands, g.dsts, "loop yield into the carried storage");
+  KILN_RETURN_IF_ERROR(RequireEdgeInPlace(yield, "a loop's yield"));
   std::vector<std::pair<uint16_t, uint16_t>> moves;  // (temp, carried)
   for (ir::Value* a : before->arguments()) {
     ir::Value* y = yield->operand(a->index());
@@ -230,9 +216,8 @@ Status FunctionEmitter::RecordWhile(ir::Operation* op, uint16_t cmd) {
 
 // scf.index_switch on a host index: a compare-and-branch chain (all case
 // constants materialized before the first branch), then each region records
-// into the same command buffer as in RecordIf and copies its yields into the
-// result storage unless the yielded value already lives there (a fresh value
-// a region creates only to yield it is written straight into it).
+// into the same command buffer as in RecordIf; its yields already live in
+// the result storage.
 Status FunctionEmitter::RecordSwitch(ir::Operation* op, uint16_t cmd) {
   auto index = i32_values_.find(op->operand(0));
   if (index == i32_values_.end())
@@ -263,24 +248,19 @@ Status FunctionEmitter::RecordSwitch(ir::Operation* op, uint16_t cmd) {
   return OkStatus();
 }
 
-// Copies a branch's operands `first`..`first + count` into the storage
-// (resources) or registers (host values) of `target`'s arguments, as one
-// parallel copy: a copy is skipped when the value already lives there, and an
-// operand living in another argument's storage goes through its temporary
-// (planned by --schedule-allocation). Host values go through temporary registers.
-Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count,
-                                   uint16_t cmd) {
+// A branch's operands `first`..`first + count` into `target`'s arguments:
+// resources already live in the arguments' storage (checked); host values
+// move through temporary registers, as one parallel move.
+Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count) {
   if (count != target->num_arguments() || first + count > edge->num_operands())
     return InvalidArgumentError("emit: branch passes %u values to a block of %u arguments", count,
                                 target->num_arguments());
-  EdgeGroup g;
   std::vector<std::pair<uint16_t, uint16_t>> moves;
   for (unsigned i = 0; i < count; ++i) {
     ir::Value* a = target->argument(i);
     ir::Value* v = edge->operand(first + i);
     if (a->type().kind == ir::TypeKind::kResource) {
-      g.operands.push_back(first + i);
-      g.dsts.push_back(&storage_.at(a));
+      KILN_RETURN_IF_ERROR(RequireInPlace(storage_.at(v), storage_.at(a), edge, "a branch operand"));
     } else {
       auto src = i32_values_.find(v);
       auto dst = i32_values_.find(a);
@@ -291,7 +271,6 @@ Status FunctionEmitter::BranchInto(ir::Operation* edge, ir::Block* target, unsig
       moves.push_back({t, dst->second});
     }
   }
-  CopyEdge(cmd, edge, g.operands, g.dsts, "branch operand into the block argument's storage");
   for (auto& [t, dst] : moves) enc.MovI32(dst, t);
   return OkStatus();
 }

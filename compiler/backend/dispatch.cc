@@ -57,8 +57,12 @@ void FunctionEmitter::WriteBarriers(uint16_t cmd) {
                                                      ", which the plan does not have (" + barrier->loc() + ")";
         continue;
       }
-      bargs.push_back(Reg::Ref(slot_storage_[static_cast<size_t>(ranges[i])].buffer));
-      bargs.push_back(Reg::I32(ConstReg(ranges[i + 1])));
+      // A storage whose base is known only at run time (an argument view, a
+      // call result, output storage): the range's offset is relative to it.
+      Storage at = slot_storage_[static_cast<size_t>(ranges[i])];
+      bargs.push_back(Reg::Ref(at.buffer));
+      at.offset = at.dynamic_offset ? at.offset + ranges[i + 1] : ranges[i + 1];
+      bargs.push_back(Reg::I32(OffsetReg(at)));
       bargs.push_back(Reg::I32(ConstReg(ranges[i + 2])));  // 0: to the end
     }
     enc.CallImport(HalImport::kCommandBufferBarrier, bargs, {});

@@ -60,15 +60,11 @@ struct EmitReport {
   int deallocas = 0, retains = 0, releases = 0, dropped_registers = 0;
   // Copy commands in the module's functions, counted where they are written
   // (once per op, not per execution): those of IR copy ops
-  // (stream.async.clone, transfer, update, copy), and those the emitter adds
-  // with no IR op, one line each, "<why> (<location>)": a branch operand
-  // into storage its block argument does not live in, or its parallel-copy
-  // temporary (the allocation passes write every other copy as IR).
-  // kiln-compile
-  // --explain-copies prints both. The runtime's own copies (take_or_clone
-  // of a consumed argument the caller still shares) are in neither.
+  // (stream.async.clone, transfer, update, copy). The backend adds none of
+  // its own: emission fails (kInternal) where a value is not in the storage
+  // it must flow into. The runtime's own copies (take_or_clone of a consumed
+  // argument the caller still shares) are not counted.
   int ir_copies = 0;
-  std::vector<std::string> backend_copies;
 };
 
 // Errors: kUnimplemented for ops that cannot be lowered (named, with loc);

@@ -314,9 +314,10 @@ class FunctionEmitter {
   void JoinLoopExit(const PathState& before) { RestoreState(before); }
   Status RecordSwitch(ir::Operation* op, uint16_t cmd);
   Status RecordHostArith(ir::Operation* op);
-  // Function bodies of several blocks (cf.br / cf.cond_br): copies a
-  // branch's operands into `target`'s argument storage / registers.
-  Status BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count, uint16_t cmd);
+  // Function bodies of several blocks (cf.br / cf.cond_br): a branch's
+  // operands into `target`'s arguments (resources checked in place, host
+  // values moved between registers).
+  Status BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count);
   Status EmitReturn(ir::Operation* ret, uint16_t cmd);
   // Storage of module global `sym` in this function (its buffer register is
   // loaded once in the prologue).
@@ -357,18 +358,16 @@ class FunctionEmitter {
     enc.Bind(done);
     unsubmitted_work_ = true;  // take_or_clone may have recorded a copy
   }
-  // One parallel copy of an edge: operand indices of `op` and the storage
-  // each is copied into (nullptr: a host value).
-  struct EdgeGroup {
-    std::vector<unsigned> operands;
-    std::vector<const Storage*> dsts;
-  };
-  std::vector<EdgeGroup> EdgeGroupsOf(ir::Operation* op);
-  // Copies the edge's operands into `dsts` as one parallel copy (through
-  // the temporaries planned for conflicting operands).
-  void CopyEdge(uint16_t cmd, ir::Operation* edge, const std::vector<unsigned>& operands,
-                const std::vector<const Storage*>& dsts, const char* why);
-  std::map<std::pair<ir::Operation*, unsigned>, Storage> edge_temps_;
+  // The backend records no copy of its own. Every resource that flows along
+  // an edge (a region's yield, a loop's entry and yield, scf.condition's
+  // forward, a branch's operand) or into a global (util.global.store) must
+  // already live in its destination's storage: --materialize-edge-copies and
+  // --materialize-result-copies write the copies the plan implies as IR.
+  // Error (kInternal) naming `what` and `at`'s location when it does not.
+  Status RequireInPlace(const Storage& from, const Storage& to, ir::Operation* at, const char* what) const;
+  // RequireInPlace for each resource operand of `edge` and the value it
+  // flows into (analysis::EdgeCopiesOf).
+  Status RequireEdgeInPlace(ir::Operation* edge, const char* what) const;
   bool multi_block_ = false;
   // Records a copy of `length` bytes from `from` to `to`, after the barriers
   // placed before it.
@@ -379,16 +378,6 @@ class FunctionEmitter {
                     Reg::I32(OffsetReg(to)), Reg::I32(ConstReg(length))},
                    {});
   }
-  // Copies `from` into the whole of `to`, unless it already lives there: a
-  // copy the emitter adds with no IR copy op (an edge into storage the value
-  // does not live in, a global snapshot or store), listed in the report as
-  // `why` at `at`'s location (EmitReport::backend_copies).
-  void CopyInto(uint16_t cmd, const Storage& from, const Storage& to, ir::Operation* at, const char* why) {
-    if (SameStorage(from, to)) return;  // already there
-    NoteBackendCopy(at, why);
-    RecordCopy(cmd, from, to, to.length);
-  }
-  void NoteBackendCopy(ir::Operation* at, const char* why);
   Status RecordBlock(ir::Block* block, uint16_t cmd) {
     for (auto& owned : block->ops()) KILN_RETURN_IF_ERROR(Record(owned.get(), cmd));
     return OkStatus();

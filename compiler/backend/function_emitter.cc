@@ -72,7 +72,7 @@ Status FunctionEmitter::EmitBody() {
       KILN_RETURN_IF_ERROR(EmitReturn(t, cmd));
     } else if (t->is(OpCode::kCfBr)) {
       if (t->num_successors() != 1) return InvalidArgumentError("emit: cf.br needs one successor");
-      KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(0), 0, t->num_operands(), cmd));
+      KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(0), 0, t->num_operands()));
       enc.Br(labels[index.at(t->successor(0))]);
     } else {
       std::vector<int64_t> seg = t->ints_attr("operand_segments");
@@ -87,18 +87,13 @@ Status FunctionEmitter::EmitBody() {
       KILN_RETURN_IF_ERROR(RecordPaths(edges, [&](unsigned k) -> Status {
         unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
         unsigned count = static_cast<unsigned>(seg[1 + k]);
-        KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(k), first, count, cmd));
+        KILN_RETURN_IF_ERROR(BranchInto(t, t->successor(k), first, count));
         enc.Br(labels[index.at(t->successor(k))]);
         return OkStatus();
       }));
     }
   }
   return OkStatus();
-}
-
-void FunctionEmitter::NoteBackendCopy(ir::Operation* at, const char* why) {
-  std::string loc = at->loc();
-  m_.report().backend_copies.push_back(std::string(why) + " (" + (loc.empty() ? at->name() : loc) + ")");
 }
 
 Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
@@ -135,11 +130,11 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   if (ir::Traits(op).has(ir::kHostArith)) return RecordHostArith(op);
   if (n == OpCode::kUtilGlobalLoad) return OkStatus();  // a view of the global (snapshots are clones)
   if (n == OpCode::kUtilGlobalStore) {
-    // Copy into the global's buffer unless the value already lives there (a
-    // state updated in place by tied ops on a loaded global: no copy).
-    CopyInto(cmd, storage_.at(op->operand(0)), GlobalStorage(op->str_attr("global")), op,
-             "global store of a value that does not live in the global");
-    return OkStatus();
+    // The stored value lives in the global's buffer (a state updated in
+    // place by tied ops on a loaded global, or the clone
+    // --materialize-edge-copies placed there): nothing to record.
+    return RequireInPlace(storage_.at(op->operand(0)), GlobalStorage(op->str_attr("global")), op,
+                          "a global store");
   }
   if (n == OpCode::kArithConstant) {
     uint16_t r = NewI32();

@@ -195,8 +195,13 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
     droppable_[imp->result(0)] = static_cast<uint16_t>(imp->operand(0)->index());
   for (auto& [loop, ids] : plan.take_before) take_before_[loop] = ids;
   slot_storage_ = slots;
+  // Parallel-copy temporaries are copies: --materialize-edge-copies writes
+  // them as clones and drops them from the plan.
   for (auto& [edge, temps] : plan.edge_temps)
-    for (auto& [operand, id] : temps) edge_temps_[{edge, operand}] = slots[static_cast<size_t>(id)];
+    if (!temps.empty())
+      return InternalError("emit: %s (%s) still has parallel-copy temporaries in its storage plan "
+                           "(--materialize-edge-copies writes them as clones)",
+                           edge->name().c_str(), edge->loc().c_str());
   return OkStatus();
 }
 

@@ -227,13 +227,6 @@ int main(int argc, char** argv) {
     std::remove(temp.c_str());
     return Fail("cannot rename '" + temp + "' to '" + output + "': " + why);
   }
-  if (explain_copies) {
-    // Copies the emitter writes that no IR op names (edges into storage a
-    // value does not live in, global snapshots and stores, returned
-    // constants): the run-time count is the IR's plus these.
-    std::printf("copies the backend adds: %zu\n", emit_report.backend_copies.size());
-    for (const std::string& c : emit_report.backend_copies) std::printf("backend copy: %s\n", c.c_str());
-  }
   if (report) {
     std::printf("module_bytes: %zu\ndispatches: %d\nexecutables: %d\nentry_points: %d\nconstant_bytes: %lld\n"
                 "transient_arena_bytes: %lld\ntransient_live_peak_bytes: %lld\ntransient_bytes_without_planning: %lld\n",

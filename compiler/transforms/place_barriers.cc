@@ -37,11 +37,15 @@ struct Range {
   int key = -1;       // buffer identity: kArenaKey for arena slots, else id
   int group = -1;     // allocation identity (taken / donated: their argument's)
   bool dynamic = false;
-  int64_t offset = 0;            // static offset (dynamic: within the view), for SameStorage
-  int64_t begin = 0, end = 0;    // dynamic: [0, INT64_MAX), the whole buffer
-  bool Overlaps(const Range& o) const { return group == o.group && begin < o.end && o.begin < end; }
-  bool Same(const Range& o) const {
-    return group == o.group && dynamic == o.dynamic && offset == o.offset && (!dynamic || id == o.id);
+  int64_t offset = 0;            // static offset (dynamic: within the view)
+  int64_t begin = 0, end = 0;    // dynamic: within the view (end INT64_MAX: to its end)
+  // Ranges of one storage whose base is known only at run time compare
+  // exactly (one base); two such storages of one allocation (an argument and
+  // its taken or donated storage) may lie anywhere in it: they overlap.
+  bool Overlaps(const Range& o) const {
+    if (group != o.group) return false;
+    if ((dynamic || o.dynamic) && id != o.id) return true;
+    return begin < o.end && o.begin < end;
   }
 };
 
@@ -60,8 +64,6 @@ class Placer {
       if (def && def->is(OpCode::kFuncCall) && plan.storages[static_cast<size_t>(vs.id)].kind == StorageSlot::kCallResult)
         droppable_.insert(v);
     }
-    for (auto& [edge, temps] : plan.edge_temps)
-      for (auto& [operand, id] : temps) edge_temps_[{edge, operand}] = id;
   }
 
   Status Run() {
@@ -71,7 +73,6 @@ class Placer {
     if (!multi_block_) {
       for (ir::Operation* op : OpsOf(body))
         if (!op->is(OpCode::kFuncReturn)) Record(op);
-      if (ir::Operation* ret = body->terminator(); ret && ret->is(OpCode::kFuncReturn)) Return(ret);
       return OkStatus();
     }
     std::vector<ir::Block*> all;
@@ -80,23 +81,11 @@ class Placer {
     block_entry.reads = block_entry.writes = TouchedRanges(all);
     for (ir::Block* b : all) {
       if (b != body) Restore(block_entry);
+      // A terminator records no command: branch operands already live in
+      // their block arguments' storage (the clones before it carry copies).
       ir::Operation* t = b->terminator();
       for (ir::Operation* op : OpsOf(b))
         if (op != t) Record(op);
-      if (!t) continue;
-      Begin(t);
-      if (t->is(OpCode::kFuncReturn)) {
-        Return(t);
-      } else if (t->is(OpCode::kCfBr) && t->num_successors() == 1) {
-        BranchInto(t, t->successor(0), 0, t->num_operands());
-      } else if (t->is(OpCode::kCfCondBr) && t->num_successors() == 2) {
-        std::vector<int64_t> seg = t->ints_attr("operand_segments");
-        if (seg.size() != 3) continue;
-        Paths(2, [&](unsigned k) {
-          unsigned first = k == 0 ? 1u : static_cast<unsigned>(1 + seg[1]);
-          BranchInto(t, t->successor(k), first, static_cast<unsigned>(seg[1 + k]));
-        });
-      }
     }
     return OkStatus();
   }
@@ -106,11 +95,13 @@ class Placer {
  private:
   struct State {
     std::vector<Range> reads, writes;
+    std::set<int> taken;  // taken storages whose take_or_clone ran on every path here
   };
-  State Save() const { return {reads_, writes_}; }
+  State Save() const { return {reads_, writes_, taken_}; }
   void Restore(const State& s) {
     reads_ = s.reads;
     writes_ = s.writes;
+    taken_ = s.taken;
   }
 
   // A snapshot of a block's ops (barriers are inserted while walking).
@@ -152,13 +143,8 @@ class Placer {
     r.dynamic = s.dynamic_offset();
     r.offset = (s.kind == StorageSlot::kArena ? s.offset : 0) + offset;
     if (length <= 0) length = SlotLength(id);
-    if (r.dynamic) {
-      r.begin = 0;
-      r.end = INT64_MAX;  // unknown base: the whole buffer
-    } else {
-      r.begin = r.offset;
-      r.end = r.offset + length;
-    }
+    r.begin = r.offset;
+    r.end = length > 0 ? r.offset + length : INT64_MAX;  // unknown length: to the end
     return r;
   }
   bool Placed(ir::Value* v) const { return plan_.values.count(v) > 0; }
@@ -169,10 +155,8 @@ class Placer {
   // `r` narrowed to [offset, offset + length) of it.
   static Range Sub(Range r, int64_t offset, int64_t length) {
     r.offset += offset;
-    if (!r.dynamic) {
-      r.begin = r.offset;
-      r.end = r.offset + length;
-    }
+    r.begin = r.offset;
+    r.end = r.offset + length;
     return r;
   }
   Range GlobalRange(const std::string& sym) const { return SlotRange(global_ids_.at(sym), 0, 0); }
@@ -231,18 +215,15 @@ class Placer {
     ++command_;
   }
 
-  // A copy the backend records unless `from` already lives in `to`.
-  void CopyInto(const Range& from, const Range& to) {
-    if (from.Same(to)) return;
-    Command({from}, {to});
-  }
-
   // take_or_clone of taken storage `id` before its first write: a possible
-  // copy into it, ordered before the write by the write's own barrier.
+  // copy into it, ordered before the write by the write's own barrier. Once
+  // it ran on every path to here, the backend's later takes find the flag
+  // set and record nothing.
   void Take(int id) {
-    if (id < 0 || Slot(id).kind != StorageSlot::kTaken) return;
+    if (id < 0 || Slot(id).kind != StorageSlot::kTaken || taken_.count(id)) return;
     unsubmitted_ = true;
     writes_.push_back(SlotRange(id, 0, 0));
+    taken_.insert(id);
   }
 
   void Paths(unsigned n, const std::function<void(unsigned)>& path) {
@@ -253,6 +234,14 @@ class Placer {
       path(k);
       after.reads.insert(after.reads.end(), reads_.begin(), reads_.end());
       after.writes.insert(after.writes.end(), writes_.begin(), writes_.end());
+      if (k == 0) {
+        after.taken = taken_;
+      } else {  // taken on every path
+        std::set<int> both;
+        for (int id : taken_)
+          if (after.taken.count(id)) both.insert(id);
+        after.taken = both;
+      }
     }
     Restore(after);
   }
@@ -285,58 +274,16 @@ class Placer {
     return ranges;
   }
 
-  // One parallel copy of an edge: temporaries first, then each destination.
-  void CopyEdge(ir::Operation* edge, const std::vector<unsigned>& operands, const std::vector<ir::Value*>& dsts) {
-    for (unsigned i : operands) {
-      auto t = edge_temps_.find({edge, i});
-      if (t != edge_temps_.end() && Placed(edge->operand(i)))
-        CopyInto(ValueRange(edge->operand(i)), SlotRange(t->second, 0, 0));
-    }
-    for (size_t k = 0; k < operands.size(); ++k) {
-      if (!dsts[k] || !Placed(dsts[k]) || !Placed(edge->operand(operands[k]))) continue;
-      auto t = edge_temps_.find({edge, operands[k]});
-      Range to = ValueRange(dsts[k]);
-      Range from = t != edge_temps_.end() ? SlotRange(t->second, 0, 0) : ValueRange(edge->operand(operands[k]));
-      // The backend copies the destination's length.
-      CopyInto(from, to);
-    }
-  }
-  void EdgeGroups(ir::Operation* edge) {
-    for (const analysis::EdgeCopy& c : analysis::EdgeCopiesOf(edge)) CopyEdge(edge, c.operands, c.destinations);
-  }
-  void BranchInto(ir::Operation* edge, ir::Block* target, unsigned first, unsigned count) {
-    std::vector<unsigned> operands;
-    std::vector<ir::Value*> dsts;
-    for (unsigned i = 0; i < count && i < target->num_arguments(); ++i) {
-      if (target->argument(i)->type().kind != ir::TypeKind::kResource) continue;
-      operands.push_back(first + i);
-      dsts.push_back(target->argument(i));
-    }
-    CopyEdge(edge, operands, dsts);
-  }
-
-  // A region of scf.if / scf.index_switch: its ops, then its yields into
-  // the op's results.
+  // A region of scf.if / scf.index_switch: its ops (the yields record
+  // nothing: the yielded values already live in the op's result storage).
   void YieldingRegion(ir::Operation* op, unsigned region) {
     if (op->region(region)->empty()) return;
-    ir::Block* block = op->region(region)->block(0);
-    ir::Operation* yield = block->terminator();
-    if (yield && !yield->is(OpCode::kScfYield)) yield = nullptr;
-    for (ir::Operation* inner : OpsOf(block))
-      if (inner != yield) Record(inner);
-    if (!yield) return;
-    Begin(yield);
-    for (unsigned i = 0; i < yield->num_operands() && i < op->num_results(); ++i)
-      if (yield->operand(i)->type().kind == ir::TypeKind::kResource && Placed(yield->operand(i)) &&
-          Placed(op->result(i)))
-        CopyInto(ValueRange(yield->operand(i)), ValueRange(op->result(i)));
+    for (ir::Operation* inner : OpsOf(op->region(region)->block(0)))
+      if (!inner->is(OpCode::kScfYield)) Record(inner);
   }
 
   void For(ir::Operation* op) {
     ir::Block* body = op->region(0)->block(0);
-    for (ir::Value* r : op->results())
-      if (Placed(r) && Placed(op->operand(3 + r->index())))
-        CopyInto(ValueRange(op->operand(3 + r->index())), ValueRange(r));
     std::vector<Range> body_ranges;
     auto add = [&](ir::Value* v) {
       if (!Placed(v)) return;
@@ -352,13 +299,8 @@ class Placer {
       if (Placed(a)) body_ranges.push_back(ValueRange(a));
     Pend(body_ranges);  // the back edge: trip k+1 after trip k
     const State at_exit = Save();
-    ir::Operation* yield = body->terminator();
     for (ir::Operation* inner : OpsOf(body))
       if (!inner->is(OpCode::kScfYield)) Record(inner);
-    if (yield) {
-      Begin(yield);
-      EdgeGroups(yield);
-    }
     ExitLoop(body_ranges, at_exit);
   }
 
@@ -369,20 +311,13 @@ class Placer {
     ir::Operation* cond = before->terminator();
     ir::Operation* yield = after->terminator();
     if (!cond || !yield) return;
-    for (ir::Value* a : before->arguments())
-      if (a->type().kind == ir::TypeKind::kResource && Placed(a) && Placed(op->operand(a->index())))
-        CopyInto(ValueRange(op->operand(a->index())), ValueRange(a));
     std::vector<Range> body_ranges = TouchedRanges({before, after});
     Pend(body_ranges);
     for (ir::Operation* inner : OpsOf(before))
       if (inner != cond) Record(inner);
-    Begin(cond);
-    EdgeGroups(cond);
     const State at_exit = Save();
     for (ir::Operation* inner : OpsOf(after))
       if (inner != yield) Record(inner);
-    Begin(yield);
-    EdgeGroups(yield);
     ExitLoop(body_ranges, at_exit);
   }
 
@@ -392,23 +327,7 @@ class Placer {
     Pend(loop_ranges);
     writes_.insert(writes_.end(), exit.writes.begin(), exit.writes.end());
     reads_.insert(reads_.end(), exit.reads.begin(), exit.reads.end());
-  }
-
-  void Return(ir::Operation* ret) {
-    Begin(ret);
-    for (ir::Value* v : ret->operands()) {
-      ir::Operation* exp = v->defining_op();
-      if (!exp || !exp->is(OpCode::kStreamTensorExport) || !Placed(exp->operand(0))) continue;
-      const StorageSlot& s = Slot(plan_.values.at(exp->operand(0)).id);
-      ir::Operation* root = analysis::RootOf(exp->operand(0))->defining_op();
-      bool borrowed = (s.kind == StorageSlot::kArgument || s.kind == StorageSlot::kTaken) && root &&
-                      root->is(OpCode::kStreamTensorImport) && !root->bool_attr("consume");
-      // A copy into a buffer allocated per invoke: nothing in this function
-      // reads it again, so its write is not pending.
-      if (s.kind == StorageSlot::kConstant || s.kind == StorageSlot::kGlobal || borrowed) {
-        Command({ValueRange(exp->operand(0))}, {});
-      }
-    }
+    taken_ = exit.taken;  // what the exit edge had taken (a subset of every trip's)
   }
 
   void Record(ir::Operation* op) {
@@ -481,17 +400,8 @@ class Placer {
       }
       return;
     }
-    if (n == OpCode::kUtilGlobalLoad) {
-      ir::Value* v = op->result(0);
-      if (Placed(v) && Slot(plan_.values.at(v).id).kind != StorageSlot::kGlobal && global_ids_.count(op->str_attr("global")))
-        CopyInto(GlobalRange(op->str_attr("global")), ValueRange(v));  // a snapshot
-      return;
-    }
-    if (n == OpCode::kUtilGlobalStore) {
-      if (Placed(op->operand(0)) && global_ids_.count(op->str_attr("global")))
-        CopyInto(ValueRange(op->operand(0)), GlobalRange(op->str_attr("global")));
-      return;
-    }
+    // util.global.load is a view of the global and a store finds its value
+    // in place (snapshots and stores are clones): neither records a command.
     if (n == OpCode::kStreamAsyncLoad) {  // submit and wait on the host
       reads_.clear();
       writes_.clear();
@@ -518,8 +428,8 @@ class Placer {
   std::map<std::string, int64_t> global_sizes_;
   std::map<std::string, int> global_ids_;
   std::set<ir::Value*> droppable_;
-  std::map<std::pair<ir::Operation*, unsigned>, int> edge_temps_;
   std::vector<Range> reads_, writes_;
+  std::set<int> taken_;
   bool unsubmitted_ = false;
   bool multi_block_ = false;
   ir::Operation* current_ = nullptr;

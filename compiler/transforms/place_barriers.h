@@ -26,13 +26,15 @@
 //   stream.async.copy       reads [src_offset, +length) of operand 1, writes
 //                           [dst_offset, +length) of the result;
 //   stream.async.splat / fill   writes the filled bytes;
-//   plus take_or_clone of a taken argument, and the copies a backend would
-//   record without an IR op where a value is not where an edge, a global or
-//   a return needs it (mirrored here; after --materialize-edge-copies and
-//   --materialize-result-copies none is left, and the backend refuses the
-//   snapshot and return cases).
+//   plus take_or_clone of a taken argument. Terminators, yields, global
+//   loads and stores record nothing: after --materialize-edge-copies and
+//   --materialize-result-copies every value is already where an edge, a
+//   global or a return needs it, and the backend refuses a value that is not.
 // A storage whose base offset is known only at run time (argument, taken,
-// donated, output, call result) is one range over the whole buffer.
+// donated, output, call result) has exact ranges relative to that base: two
+// ranges of it compare exactly, and the backend adds the base when it writes
+// the barrier. Two such storages of one allocation (an argument and its taken
+// or donated storage) are taken to overlap.
 //
 // Hazards, in recording order (the order the backend records commands into
 // one in-order queue): a command that reads a range overlapping a pending
@@ -67,12 +69,12 @@
 // The barrier op:
 //   "stream.cmd.barrier"() {ranges = [id, offset, length, ...], command = k}
 //   `ranges`: per range the storage id (the plan's), the byte offset in its
-//   buffer (an arena slot's offset includes the slot's place in the arena)
-//   and the length (0: to the end of the buffer, a run-time offset). It is
+//   buffer (an arena slot's offset includes the slot's place in the arena; a
+//   storage with a run-time base: relative to that base) and the length (0:
+//   to the end of the buffer, where the storage's length is unknown). It is
 //   placed right before the op whose commands it precedes; `command` (absent:
 //   0) is the index of that command among the op's hazard-tracked commands
-//   in recording order (an edge with several copies, a return copying
-//   several results).
+//   in recording order (every op records one today).
 //
 // Must not act: commands that only read; writes to disjoint subranges;
 // reads of the constant pool; functions without a storage plan.
@@ -102,8 +104,8 @@ namespace kiln::transforms {
 
 // Totals of the barrier ops in `module` (kiln-compile --report):
 // `barriers` ops, `ranges` ranges in all, `bytes` covered by ranges of known
-// length, and `whole_buffer_ranges` ranges over a whole buffer whose base is
-// known only at run time (length 0).
+// length, and `whole_buffer_ranges` ranges that run to the end of their
+// buffer (length 0: a storage of unknown length).
 struct BarrierTotals {
   int64_t barriers = 0;
   int64_t ranges = 0;

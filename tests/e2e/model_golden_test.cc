@@ -53,7 +53,6 @@ TEST_P(ModelGoldenTest, MatchesOnnxRuntime) {
   // The copies made at run time are the copies of the final stream IR: the
   // emitter adds none of its own (one invoke of a straight-line main).
   EXPECT_EQ(invoke.copies, static_cast<uint64_t>(report.ir_copies));
-  EXPECT_EQ(report.backend_copies, std::vector<std::string>{});
   ASSERT_EQ(outputs.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     // atol 1e-4 where |value| <= 1; 1e-3 relative where |value| > 1.
