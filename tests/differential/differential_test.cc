@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -199,6 +200,12 @@ TEST_P(DifferentialTest, ElidedMatchesNaive) {
   constexpr int kInvokes = 2;
   for (uint64_t seed = begin; seed < end; ++seed) {
     GeneratedProgram p = Generate(seed);
+    // KILN_DIFF_DUMP_DIR=DIR: every program as DIR/seed_<n>.kir (and
+    // DIR/seed_<n>.lib.kir), for kiln-compile / kiln-opt.
+    if (const char* dir = std::getenv("KILN_DIFF_DUMP_DIR")) {
+      std::ofstream(std::string(dir) + "/seed_" + std::to_string(seed) + ".kir") << p.kir;
+      if (!p.lib_kir.empty()) std::ofstream(std::string(dir) + "/seed_" + std::to_string(seed) + ".lib.kir") << p.lib_kir;
+    }
     SCOPED_TRACE("seed " + std::to_string(seed) + " (KILN_DIFF_SEED_BASE=" + std::to_string(seed) +
                  " KILN_DIFF_COUNT=1), program:\n" + p.kir +
                  (p.lib_kir.empty() ? "" : "callee module lib (--module-name=lib):\n" + p.lib_kir));

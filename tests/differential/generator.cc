@@ -161,7 +161,11 @@ struct LibFn {
 
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed), lib_rng_(seed ^ 0x5EEDCA11ull), alias_rng_(seed ^ 0xA11A5EDull) { prog_.seed = seed; }
+  explicit Generator(uint64_t seed)
+      : rng_(seed), lib_rng_(seed ^ 0x5EEDCA11ull), alias_rng_(seed ^ 0xA11A5EDull),
+        structured_rng_(seed ^ 0x51CE5CA7ull) {
+    prog_.seed = seed;
+  }
 
   GeneratedProgram Run() {
     // The callee module `lib` (40% of programs) is drawn from its own PRNG,
@@ -313,6 +317,9 @@ class Generator {
   void Emit(HostOp op) { ops_->push_back(std::move(op)); }
 
   void Step(int depth) {
+    // Drawn from a PRNG of its own before anything else: a seed that draws
+    // no structured op at any step gives the program it gave before.
+    if (structured_rng_.Chance(10)) return Structured();
     int r = rng_.Int(0, 99);
     if (depth < kMaxDepth && r < 30) {
       int k = rng_.Int(0, 99);
@@ -339,6 +346,146 @@ class Generator {
     if (r < 86) return Update();
     if (r < 93) return Fill();
     return Copy();
+  }
+
+  // Structured ops, whose dispatches read or write subranges: concats of
+  // 16-element pieces into a 64-element value (flat, or nested through a
+  // 32-element concat used only there), dispatches slicing 16 elements of a
+  // 64-element value at any element offset (contiguous, or strided by 2 or
+  // 4), and constant pads of a 16-element value into 64 elements. The
+  // pieces of a concat are either dispatches made for it just before (which
+  // --emplace-allocations places into the concat's target; some stay
+  // visible, so later steps may read them after the concat) or earlier
+  // values (imports, constants, views, values read again later: it must
+  // not). Drawn from structured_rng_ (swapped into rng_ meanwhile).
+  void Structured() {
+    std::swap(rng_, structured_rng_);
+    int k = rng_.Int(0, 99);
+    if (k < 40) {
+      std::vector<Val> pieces;
+      bool fresh = rng_.Chance(50);
+      for (int i = 0; i < 4; ++i) pieces.push_back(Piece(fresh));
+      Note(fresh ? "concat of producers made for it" : "concat of earlier values");
+      Push(StructuredDispatch("concat", pieces, kFull, "tensor.concat", "{axis = 0 : i64}", ConcatFn()));
+    } else if (k < 55) {
+      bool fresh = rng_.Chance(70);
+      Val inner = StructuredDispatch("concat", {Piece(fresh), Piece(fresh)}, 2 * kSlice, "tensor.concat",
+                                     "{axis = 0 : i64}", ConcatFn());
+      std::vector<Val> pieces = {inner, Piece(fresh), Piece(fresh)};
+      if (rng_.Chance(50)) std::swap(pieces[0], pieces[rng_.Int(1, 2)]);
+      Note("nested concat");
+      Push(StructuredDispatch("concat", pieces, kFull, "tensor.concat", "{axis = 0 : i64}", ConcatFn()));
+    } else if (k < 80) {
+      if (!Count(kFull)) {
+        std::swap(rng_, structured_rng_);
+        return Splat();  // (drawn from rng_, as Step would)
+      }
+      Val a = Pick(kFull);
+      const int64_t stride = rng_.Chance(50) ? 1 : rng_.Chance(50) ? 2 : 4;
+      const int64_t off = rng_.Int(0, static_cast<int>(kFull - (kSlice - 1) * stride - 1));
+      Note(stride == 1 ? "slice dispatch at an element offset" : "strided slice dispatch");
+      Push(StructuredDispatch("slice_" + std::to_string(off) + "_" + std::to_string(stride), {a}, kSlice,
+                              "tensor.slice",
+                              "{starts = [" + std::to_string(off) + "], strides = [" + std::to_string(stride) + "]}",
+                              [off, stride](const std::vector<std::vector<float>>& in) {
+                                std::vector<float> out(kSlice);
+                                for (int64_t i = 0; i < kSlice; ++i) out[i] = in[0][off + i * stride];
+                                return out;
+                              }));
+    } else {
+      Val a = Piece(rng_.Chance(50));
+      const int64_t lo = rng_.Int(0, static_cast<int>(kFull - kSlice));
+      const float value = rng_.Value();
+      char v[32];
+      std::snprintf(v, sizeof v, "%.4f", static_cast<double>(value));
+      Note("constant pad");
+      Push(StructuredDispatch("pad_" + std::to_string(lo) + "_" + std::to_string(Bits(value)), {a}, kFull,
+                              "tensor.pad",
+                              "{mode = \"constant\", pads = [" + std::to_string(lo) + ", " +
+                                  std::to_string(kFull - kSlice - lo) + "], value = " + v + " : f64}",
+                              [lo, value](const std::vector<std::vector<float>>& in) {
+                                std::vector<float> out(kFull, value);
+                                for (int64_t i = 0; i < kSlice; ++i) out[lo + i] = in[0][i];
+                                return out;
+                              }));
+    }
+    std::swap(rng_, structured_rng_);
+  }
+
+  using StructuredFn = std::function<std::vector<float>(const std::vector<std::vector<float>>&)>;
+  static StructuredFn ConcatFn() {
+    return [](const std::vector<std::vector<float>>& in) {
+      std::vector<float> out;
+      for (const std::vector<float>& x : in) out.insert(out.end(), x.begin(), x.end());
+      return out;
+    };
+  }
+
+  // A 16-element value: when `fresh`, an elementwise dispatch made now (of
+  // an earlier 16-element value, or of a slice of a 64-element one), used
+  // only by what the caller makes of it; otherwise an earlier value.
+  Val Piece(bool fresh) {
+    if (!Count(kSlice)) {
+      if (!Count(kFull)) return SplatOf(kSlice);
+      return SliceOf(Pick(kFull), kAlign * rng_.Int(0, (kFull - kSlice) / kAlign), kSlice);
+    }
+    if (!fresh) return Pick(kSlice);
+    const OpKind& k = Kinds()[rng_.Int(0, static_cast<int>(Kinds().size()) - 1)];
+    Val a = Pick(kSlice);
+    Val b = k.arity == 2 ? Pick(kSlice) : Val{};
+    Val v = DispatchOf(k, a, k.arity == 2 ? &b : nullptr, /*tied=*/false);
+    // Visible to later steps 40% of the time: read after the concat (a view
+    // of the concat's target), written in place or captured by a region
+    // (the piece then stays a copy).
+    if (rng_.Chance(40)) {
+      Push(v);
+      Note("concat piece visible after the concat");
+    }
+    return v;
+  }
+
+  // A dispatch of the executable `prefix`_<operand elems>... whose body is
+  // one `op` `attrs` over its operands, giving `elems` f32 elements; `fn`
+  // is its host reference.
+  Val StructuredDispatch(const std::string& prefix, const std::vector<Val>& operands, int64_t elems,
+                         const std::string& op, const std::string& attrs, StructuredFn fn) {
+    std::string sym = prefix, in_types;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      sym += "_" + std::to_string(operands[i].elems);
+      in_types += (i ? ", " : "") + TensorType(operands[i].elems);
+    }
+    const std::string out_type = TensorType(elems);
+    if (!exec_->count(sym)) {
+      std::ostringstream os;
+      os << "\"flow.executable\"() ({\n^bb0(";
+      for (size_t i = 0; i < operands.size(); ++i) os << (i ? ", " : "") << "%a" << i << ": " << TensorType(operands[i].elems);
+      os << "):\n  %0 = \"flow.dispatch\"(";
+      for (size_t i = 0; i < operands.size(); ++i) os << (i ? ", " : "") << "%a" << i;
+      os << ") ({\n  ^bb0(";
+      for (size_t i = 0; i < operands.size(); ++i) os << (i ? ", " : "") << "%x" << i << ": " << TensorType(operands[i].elems);
+      os << "):\n    %r = \"" << op << "\"(";
+      for (size_t i = 0; i < operands.size(); ++i) os << (i ? ", " : "") << "%x" << i;
+      os << ") " << attrs << " : (" << in_types << ") -> " << out_type << "\n"
+         << "    \"flow.return\"(%r) : (" << out_type << ") -> ()\n"
+         << "  }) {name = \"" << sym << "\"} : (" << in_types << ") -> " << out_type << "\n"
+         << "}) {sym_name = \"" << sym << "\"} : () -> ()\n";
+      (*exec_)[sym] = os.str();
+    }
+    Val v{Fresh(), "transient", elems, {}};
+    out_ << "  " << v.name << " = \"stream.async.dispatch\"(";
+    for (size_t i = 0; i < operands.size(); ++i) out_ << (i ? ", " : "") << operands[i].name;
+    out_ << ") {entry = @" << sym << ", sizes = [" << elems * 4 << "], tied_operands = [-1]} : (";
+    for (size_t i = 0; i < operands.size(); ++i) out_ << (i ? ", " : "") << ResType(operands[i].lifetime);
+    out_ << ") -> " << ResType(v.lifetime) << "\n";
+    std::vector<std::string> names;
+    for (const Val& o : operands) names.push_back(o.name);
+    std::string vn = v.name;
+    Emit([fn, names, vn](Env& e, Env&) {
+      std::vector<std::vector<float>> in;
+      for (const std::string& n : names) in.push_back(e.f.at(n));
+      e.f[vn] = fn(in);
+    });
+    return v;
   }
 
   void Constant() {
@@ -1151,6 +1298,7 @@ class Generator {
   Rng rng_;
   Rng lib_rng_;  // draws the callee module (swapped into rng_ while it is generated)
   Rng alias_rng_;  // draws tied dispatches reading their tied operand (MaybeReadTiedOperand)
+  Rng structured_rng_;  // draws concats, slice and pad dispatches (Structured)
   GeneratedProgram prog_;
   std::vector<Val> vals_;  // visible values (scoped: regions truncate it)
   std::map<std::string, std::string> executables_;

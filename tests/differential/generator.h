@@ -7,7 +7,9 @@
 // scf.while, nested, with captured and loop-carried values), branches with
 // block arguments (cf.br / cf.cond_br), module globals (util.global*) and
 // calls (func.call) into a generated callee module with borrowed and consumed
-// arguments, and transfers between "host" and "gpu" under a unified,
+// arguments, dispatches that read or write subranges (concats, nested ones
+// included, slices at element offsets, strided slices, constant pads), and
+// transfers between "host" and "gpu" under a unified,
 // discrete or absent device topology; the host reference runs the callee's
 // body with value semantics.
 #ifndef KILN_TESTS_DIFFERENTIAL_GENERATOR_H_
@@ -50,7 +52,10 @@ struct GeneratedProgram {
   // kiln.topology), "transfer round trip", "fill between transfer legs" (the
   // source filled in place after the first leg, the transferred value read
   // after the fill), "global slice read after update", "global await read
-  // after update" (a view of a loaded global read after its in-place update).
+  // after update" (a view of a loaded global read after its in-place update),
+  // "concat of producers made for it", "concat of earlier values", "nested
+  // concat", "slice dispatch at an element offset", "strided slice
+  // dispatch", "constant pad", "concat piece visible after the concat".
   std::map<std::string, int> constructs;
 };
 
