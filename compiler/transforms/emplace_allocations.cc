@@ -51,11 +51,15 @@
 // Must not act (the concat stays a dispatch, or an explicit update stays; a
 // remark says why; each is a lit test in
 // compiler/test/transforms/emplace-allocations.kir):
-//  - the source is used again after the concat, by a second update, or
-//    written in place: placing it would make that use see the target,
-//    which the concat's consumers may write. (A read-only dispatch operand
-//    before the concat is fine: it reads a stream.async.slice view of the
-//    subrange, when the subrange starts on a 256-byte boundary.)
+//  - the source is used by a second update, written in place, used by
+//    anything but a dispatch operand, or used in another block or region:
+//    placing it would make that use see the target. A read-only dispatch
+//    operand in the same block is fine, before the concat or after it: it
+//    reads a stream.async.slice view of the subrange, when the subrange
+//    starts on a 256-byte boundary. After the concat, only while the
+//    concat's value is not written in place before that read (nor used in
+//    a region, a call or another block before it), since the read then
+//    sees the target;
 //  - the source is an import (a borrowed or consumed argument), a constant,
 //    a block argument (loop-carried, region argument), a call result, or
 //    anything but a dispatch;
@@ -132,15 +136,18 @@ ir::Operation* ChainRoot(ir::Value* v, ir::Block* block) {
 
 // Why the uses of `src` other than the copy into the target (`copy`: the
 // update, or the concat dispatch) forbid placing it ("": they do not).
-// Once placed, `src` lives in the target, which the later producers and
-// the concat's consumers write: a read is safe only while the target still
-// holds it there, i.e. a read-only dispatch operand before the concat (at
-// `concat_pos`, in the same block; program order is queue order). It then
-// reads a view of the subrange, which must start on a 256-byte boundary
-// to be bound as is.
+// Once placed, `src` lives in the target: a read is safe while the target
+// still holds it there. Allowed: read-only dispatch operands in the same
+// block (program order is queue order), before the concat (at
+// `concat_pos`) or after it; a read after it also needs the target not
+// written in place before it (TargetWrittenBefore: `*last_read_after`
+// gets the position of the last such read, 0 when none). The read then
+// binds a view of the subrange, which must start on a 256-byte boundary to
+// be bound as is.
 std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offset, size_t concat_pos,
-                               const std::map<ir::Operation*, size_t>& position) {
+                               const std::map<ir::Operation*, size_t>& position, size_t* last_read_after) {
   int copies = 0;
+  *last_read_after = 0;
   for (const ir::Use& r : src->uses()) {
     if (r.user == copy) {
       if (++copies > 1) return "the source is copied twice into the target";
@@ -149,16 +156,53 @@ std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offs
     if (r.user->is(OpCode::kStreamAsyncUpdate) && r.operand_index == 1)
       return "the source is used again (by another update)";
     auto at = position.find(r.user);
-    if (at == position.end() || at->second > concat_pos) return "the source is used again after the concat";
-    if (!r.user->is(OpCode::kStreamAsyncDispatch)) return "the source is used again by '" + r.user->name() + "'";
+    if (at == position.end()) return "the source is used again in another block or region";
+    const bool after = at->second > concat_pos;
+    const char* when = after ? "after" : "before";
+    if (!r.user->is(OpCode::kStreamAsyncDispatch))
+      return std::string("the source is used again by '") + r.user->name() + "' " + when + " the concat";
     for (int64_t t : r.user->ints_attr("tied_operands"))
-      if (t == static_cast<int64_t>(r.operand_index)) return "the source is written in place before the concat";
+      if (t == static_cast<int64_t>(r.operand_index)) return std::string("the source is written in place ") + when + " the concat";
     std::vector<int64_t> eo = r.user->ints_attr("element_offsets");
     if (r.operand_index < eo.size() && eo[r.operand_index] != 0)
-      return "the source is read at an element offset before the concat";
+      return std::string("the source is read at an element offset ") + when + " the concat";
     if (offset % kBindingAlignment != 0)
-      return "the source is read before the concat and its subrange starts at byte " + std::to_string(offset) +
-             ", not a multiple of 256";
+      return std::string("the source is read ") + when + " the concat and its subrange starts at byte " +
+             std::to_string(offset) + ", not a multiple of 256";
+    if (after) *last_read_after = std::max(*last_read_after, at->second);
+  }
+  return "";
+}
+
+// The op of `block` that holds `op` (itself, or the op whose region holds
+// it); nullptr when `op` is not in `block`.
+ir::Operation* AncestorIn(ir::Operation* op, ir::Block* block) {
+  while (op && op->parent_block() != block) op = op->parent_op();
+  return op;
+}
+
+// Why the concat's value `target` (or a view of it) may be written before
+// the op at position `until` of `block` ("" when it is not): a use there
+// that is not a read-only dispatch operand, an export or a view, or a use
+// inside a region or a call. A read of a placed source after the concat
+// binds the target's storage, so it must still hold the source then.
+std::string TargetWrittenBefore(ir::Value* target, ir::Block* block, size_t until,
+                                const std::map<ir::Operation*, size_t>& position) {
+  for (const ir::Use& u : target->uses()) {
+    ir::Operation* holder = AncestorIn(u.user, block);
+    auto at = holder ? position.find(holder) : position.end();
+    if (at == position.end()) return "used in another block";
+    if (at->second >= until) continue;
+    if (holder != u.user) return "used in a region before it";
+    if (u.user->is(OpCode::kStreamTensorExport)) continue;
+    if (u.user->is(OpCode::kStreamAsyncSlice)) {
+      std::string why = TargetWrittenBefore(u.user->result(0), block, until, position);
+      if (!why.empty()) return why;
+      continue;
+    }
+    if (!u.user->is(OpCode::kStreamAsyncDispatch)) return "used by '" + u.user->name() + "' before it";
+    for (int64_t t : u.user->ints_attr("tied_operands"))
+      if (t == static_cast<int64_t>(u.operand_index)) return "written in place before it";
   }
   return "";
 }
@@ -289,14 +333,17 @@ class EmplaceAllocationsPass : public ir::Pass {
   }
 
   // Why `p` cannot be placed ("" when it can), the concat (its copy) at
-  // `concat_pos` of `block`; `*element_bytes` is the producer's element size.
+  // `concat_pos` of `block`; `*element_bytes` is the producer's element
+  // size, `*last_read_after` the position of its last read after the concat
+  // (0: none; the caller checks TargetWrittenBefore).
   std::string WhyNotPlaced(const Piece& p, ir::Block* block, size_t concat_pos,
-                           const std::map<ir::Operation*, size_t>& position, int64_t* element_bytes) {
+                           const std::map<ir::Operation*, size_t>& position, int64_t* element_bytes,
+                           size_t* last_read_after) {
     ir::Value* src = p.source;
     ir::Operation* def = src->defining_op();
     if (!def || !def->is(OpCode::kStreamAsyncDispatch)) return "the source is " + SourceKind(src);
     if (def->parent_block() != block) return "the producer is in another block (outside the region holding the concat)";
-    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position);
+    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position, last_read_after);
     if (!why.empty()) return why;
     if (def->ints_attr("tied_operands").at(src->index()) >= 0) return "the producer already writes that result in place";
     if (position.at(def) > concat_pos) return "the producer runs after the concat's first update";
@@ -351,18 +398,25 @@ class EmplaceAllocationsPass : public ir::Pass {
       std::string refused;
       for (const Piece& p : pieces) {
         int64_t element_bytes = 0;
-        std::string w = WhyNotPlaced(p, block, at, position, &element_bytes);
+        size_t last_read = 0;
+        std::string w = WhyNotPlaced(p, block, at, position, &element_bytes, &last_read);
         ir::Operation* def = p.source->defining_op();
         if (w.empty() && !producers.insert(def).second) w = "the producer places another result into this target";
+        if (w.empty() && last_read > 0) {
+          std::string written = TargetWrittenBefore(concat->result(0), block, last_read, position);
+          if (!written.empty()) w = "it is read after the concat, and the concat's value is " + written;
+        }
         if (!w.empty()) {
           refused = "concat stays a dispatch: the operand at bytes [" + std::to_string(p.offset) + ", " +
                     std::to_string(p.offset + p.length) + ") cannot be placed: " + w;
           break;
         }
       }
-      // The last producer ends the chain: a view for a read of it would be
-      // a second use of the concat's value (yields and results then cannot
-      // be written in place).
+      // The last producer ends the chain: a view for a read of it (before
+      // or after the concat) would be a second use of the concat's value,
+      // and yields and results then cannot be written in place (silero_vad
+      // compiled with --consume=h --consume=c: 2 copies per invoke, where
+      // the concat dispatch costs none).
       if (refused.empty()) {
         const Piece* last = &pieces.front();
         for (const Piece& p : pieces)
@@ -370,7 +424,7 @@ class EmplaceAllocationsPass : public ir::Pass {
         if (last->source->uses().size() != 1)
           refused = "concat stays a dispatch: the operand at bytes [" + std::to_string(last->offset) + ", " +
                     std::to_string(last->offset + last->length) +
-                    ") cannot be placed: it is read before the concat and its producer runs last";
+                    ") cannot be placed: it is read again and its producer runs last";
       }
       if (!refused.empty()) {
         ctx.Remark(concat, refused);
@@ -453,17 +507,22 @@ class EmplaceAllocationsPass : public ir::Pass {
       ir::Operation* producer;
       unsigned result;
       int64_t element_bytes;
-      std::vector<ir::Use> reads;  // the source's other uses (reads before the concat)
+      std::vector<ir::Use> reads;  // the source's other uses (reads before or after the concat)
     };
     std::vector<Placement> placed;
     std::set<ir::Operation*> producers;
     for (ir::Operation* u : chain) {
       ir::Value* src = u->operand(1);
       int64_t element_bytes = 0;
-      std::string why =
-          WhyNotPlaced({src, u, u->int_attr("offset"), u->int_attr("length")}, block, first_update, position, &element_bytes);
+      size_t last_read = 0;
+      std::string why = WhyNotPlaced({src, u, u->int_attr("offset"), u->int_attr("length")}, block, first_update,
+                                     position, &element_bytes, &last_read);
       if (why.empty() && producers.count(src->defining_op()))
         why = "the producer already places another result into this target";
+      if (why.empty() && last_read > 0) {
+        std::string written = TargetWrittenBefore(chain.back()->result(0), block, last_read, position);
+        if (!written.empty()) why = "it is read after the concat, and the concat's value is " + written;
+      }
       if (!why.empty()) {
         ctx.Remark(u, "concat copy kept: " + why);
         continue;
@@ -480,7 +539,7 @@ class EmplaceAllocationsPass : public ir::Pass {
     // The last placed producer ends the chain (when no update is left): a
     // view for a read of it would be a second use of the concat's value.
     if (placed.size() == chain.size() && !placed.back().reads.empty()) {
-      ctx.Remark(placed.back().update, "concat copy kept: the source is read before the concat and its producer runs last");
+      ctx.Remark(placed.back().update, "concat copy kept: the source is read again and its producer runs last");
       placed.pop_back();
       if (placed.empty()) return;
     }
@@ -523,9 +582,9 @@ class EmplaceAllocationsPass : public ir::Pass {
       d->set_attr("result_lengths", ir::Attribute(lengths));
       d->set_attr("result_element_offsets", ir::Attribute(element_offsets));
       cur = d->result(r);
-      // Reads of the result before the concat now read its subrange of the
-      // target: a view at an aligned offset (OtherReadsConflict), made
-      // before the first of them.
+      // Reads of the result before or after the concat now read its
+      // subrange of the target: a view at an aligned offset
+      // (OtherReadsConflict), made before the first of them.
       if (!placed[i].reads.empty()) {
         ir::Operation* first = placed[i].reads.front().user;
         for (const ir::Use& rd : placed[i].reads)

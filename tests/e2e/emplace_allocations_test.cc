@@ -295,5 +295,45 @@ TEST(EmplaceAllocationsTest, PieceReadBeforeTheConcatIsPlaced) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+// A piece read again after the concat: a = -x0 is placed at byte 0 of y,
+// and z = a * x1 (after the concat) reads it there through a view; nothing
+// writes y in between. y = concat(a, |x1|).
+const char* kReadAfter = R"(
+"func.func"() ({
+^bb0(%x0: tensor<1x64xf32>, %x1: tensor<1x64xf32>):
+  %a = "tensor.neg"(%x0) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+  %b = "tensor.abs"(%x1) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+  %y = "tensor.concat"(%a, %b) {axis = 1 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x128xf32>
+  %z = "tensor.mul"(%a, %x1) : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x64xf32>
+  "func.return"(%y, %z) : (tensor<1x128xf32>, tensor<1x64xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(EmplaceAllocationsTest, PieceReadAfterTheConcatIsPlaced) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kReadAfter, false, &report), "");
+  EXPECT_EQ(report.dispatches, 3) << "neg, abs, mul; no concat dispatch";
+  EXPECT_EQ(report.ir_copies, 0);
+  std::vector<float> x0 = Ramp(64, 0.25f, -5), x1 = Ramp(64, -0.5f, 9);
+  for (int call = 0; call < 2; ++call) {
+    std::vector<HostTensor> out;
+    kiln_device_stats_t d{};
+    ASSERT_EQ(s.Invoke("main", {F32({1, 64}, x0), F32({1, 64}, x1)}, &out, &d), "");
+    ASSERT_EQ(out.size(), 2u);
+    std::vector<float> y = Values(out[0]), z = Values(out[1]);
+    ASSERT_EQ(y.size(), 128u);
+    ASSERT_EQ(z.size(), 64u);
+    for (int i = 0; i < 64; ++i) {
+      EXPECT_EQ(y[i], -x0[i]) << i;
+      EXPECT_EQ(y[64 + i], std::fabs(x1[i])) << i;
+      EXPECT_EQ(z[i], -x0[i] * x1[i]) << i;
+    }
+    EXPECT_EQ(d.dispatches, 3u);
+    EXPECT_EQ(d.copies, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::e2e
