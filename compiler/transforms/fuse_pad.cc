@@ -37,7 +37,9 @@
 // Acts on a stream.async.dispatch when all of these hold (else a remark
 // says why; each case is a must-not-act test in
 // compiler/test/transforms/fuse-pad.kir):
-//  - its executable is only a tensor.pad of its one operand, mode
+//  - its executable is only a tensor.pad of its one operand (a pad whose
+//    elementwise consumers --fuse-dispatch-regions put in its dispatch as an
+//    epilogue computes, it is not a copy: left alone), mode
 //    "constant" (reflect/edge read the interior to fill the border), every
 //    pad >= 0 (a negative pad crops: not an insertion), not read through a
 //    coarse view (`element_offsets`), its result not tied;
@@ -225,8 +227,9 @@ class FusePadPass : public ir::Pass {
 
  private:
   // The tensor.pad `dispatch`'s executable is made of (pad of its one
-  // operand, returned), nullptr otherwise.
-  ir::Operation* PadOf(ir::Operation* dispatch) {
+  // operand, returned), nullptr otherwise (`why` set when the executable
+  // holds a pad among other ops).
+  ir::Operation* PadOf(ir::Operation* dispatch, std::string* why) {
     if (dispatch->num_results() != 1 || dispatch->num_operands() != 1) return nullptr;
     const ir::Attribute* a = dispatch->attr("entry");
     const ir::SymbolRef* entry = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
@@ -236,7 +239,11 @@ class FusePadPass : public ir::Pass {
     ir::Operation* body = it->second->region(0)->block(0)->ops().front().get();
     if (!body->is(OpCode::kFlowDispatch) || body->num_regions() != 1 || body->region(0)->empty()) return nullptr;
     ir::Block* block = body->region(0)->block(0);
-    if (block->ops().size() != 2) return nullptr;
+    if (block->ops().size() != 2) {
+      for (auto& op : block->ops())
+        if (op->is(OpCode::kTensorPad)) *why = "the dispatch also computes (an epilogue fused after the pad): not a copy";
+      return nullptr;
+    }
     ir::Operation* pad = block->ops().front().get();
     ir::Operation* ret = block->terminator();
     if (!pad->is(OpCode::kTensorPad) || !ret || !ret->is(OpCode::kFlowReturn) || ret->num_operands() != 1 ||
@@ -300,9 +307,13 @@ class FusePadPass : public ir::Pass {
   }
 
   void Fuse(ir::Operation* dispatch, ir::PassContext& ctx) {
-    ir::Operation* pad = PadOf(dispatch);
-    if (!pad) return;
     auto remark = [&](const std::string& why) { ctx.Remark(dispatch, "pad stays a dispatch: " + why); };
+    std::string not_copy;
+    ir::Operation* pad = PadOf(dispatch, &not_copy);
+    if (!pad) {
+      if (!not_copy.empty()) remark(not_copy);
+      return;
+    }
     for (int64_t e : dispatch->ints_attr("element_offsets"))
       if (e != 0) return remark("it reads its operand through a coarse view (element_offsets)");
     std::vector<int64_t> tied = dispatch->ints_attr("tied_operands");

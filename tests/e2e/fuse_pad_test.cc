@@ -24,7 +24,7 @@ std::vector<float> Ramp(int n, float scale, float bias) {
   return v;
 }
 
-struct Run {
+struct Compiled {
   std::string error;
   backend::EmitReport report;
   std::vector<HostTensor> out;
@@ -33,8 +33,8 @@ struct Run {
 
 // Compiles `kir` (tensor level) with the default pipeline, --fuse-pad when
 // `fuse`, and runs main on `inputs`.
-Run CompileAndInvoke(const char* kir, bool fuse, const std::vector<HostTensor>& inputs) {
-  Run r;
+Compiled CompileAndInvoke(const char* kir, bool fuse, const std::vector<HostTensor>& inputs) {
+  Compiled r;
   auto parsed = ir::ParseModule(kir, "<fuse_pad_test>");
   if (!parsed.ok()) {
     r.error = "parse: " + parsed.status().message();
@@ -66,7 +66,7 @@ TEST(FusePadTest, ZeroPadOfADispatchResult) {
   std::vector<float> x = Ramp(24, 0.5f, -5);
   for (bool fuse : {false, true}) {
     SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
-    Run r = CompileAndInvoke(kZeroPad, fuse, {F32({2, 3, 4}, x)});
+    Compiled r = CompileAndInvoke(kZeroPad, fuse, {F32({2, 3, 4}, x)});
     ASSERT_EQ(r.error, "");
     ASSERT_EQ(r.out.size(), 1u);
     std::vector<float> y = Values(r.out[0]);
@@ -84,33 +84,40 @@ TEST(FusePadTest, ZeroPadOfADispatchResult) {
 }
 
 // y = pad(x * x) by 3 before and 5 after on the last dimension of [1,10],
-// value 3.5, then z = y + y (a consumer of the padded tensor after both
-// fills). The interior starts at byte 12: the producer is bound from byte
-// 0 of the target and writes at element offset 3.
+// value 3.5, returned and also read by s = sum(y) (a reduce: an anchor of
+// its own, so the pad stays a dispatch without the flag; an elementwise
+// consumer would take the pad into its dispatch as the anchor of an
+// epilogue, which --fuse-pad leaves alone). The interior starts at byte
+// 12: the producer is bound from byte 0 of the target and writes at
+// element offset 3.
 const char* kConstantPad = R"(
 "func.func"() ({
 ^bb0(%x: tensor<1x10xf32>):
   %a = "tensor.mul"(%x, %x) : (tensor<1x10xf32>, tensor<1x10xf32>) -> tensor<1x10xf32>
   %y = "tensor.pad"(%a) {mode = "constant", pads = [0, 3, 0, 5], value = 3.5 : f64} : (tensor<1x10xf32>) -> tensor<1x18xf32>
-  %z = "tensor.add"(%y, %y) : (tensor<1x18xf32>, tensor<1x18xf32>) -> tensor<1x18xf32>
-  "func.return"(%z) : (tensor<1x18xf32>) -> ()
+  %s = "tensor.reduce"(%y) {axes = [1], keepdims = true, kind = "sum"} : (tensor<1x18xf32>) -> tensor<1x1xf32>
+  "func.return"(%y, %s) : (tensor<1x18xf32>, tensor<1x1xf32>) -> ()
 }) {sym_name = "main"} : () -> ()
 )";
 
-TEST(FusePadTest, ConstantPadFeedsAConsumer) {
+TEST(FusePadTest, ConstantPadReturnedAndRead) {
   std::vector<float> x = Ramp(10, 0.75f, -3);
   for (bool fuse : {false, true}) {
     SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
-    Run r = CompileAndInvoke(kConstantPad, fuse, {F32({1, 10}, x)});
+    Compiled r = CompileAndInvoke(kConstantPad, fuse, {F32({1, 10}, x)});
     ASSERT_EQ(r.error, "");
-    ASSERT_EQ(r.out.size(), 1u);
-    std::vector<float> z = Values(r.out[0]);
-    ASSERT_EQ(z.size(), 18u);
+    ASSERT_EQ(r.out.size(), 2u);
+    std::vector<float> y = Values(r.out[0]), s = Values(r.out[1]);
+    ASSERT_EQ(y.size(), 18u);
+    ASSERT_EQ(s.size(), 1u);
+    float sum = 0;  // multiples of 1/16 below 2^8: exact in any order
     for (int i = 0; i < 18; ++i) {
-      const float y = i >= 3 && i < 13 ? x[i - 3] * x[i - 3] : 3.5f;
-      EXPECT_EQ(z[i], y + y) << "element " << i;
+      const float want = i >= 3 && i < 13 ? x[i - 3] * x[i - 3] : 3.5f;
+      EXPECT_EQ(y[i], want) << "element " << i;
+      sum += want;
     }
-    EXPECT_EQ(r.delta.dispatches, fuse ? 2u : 3u) << "mul and add; the pad dispatch goes";
+    EXPECT_EQ(s[0], sum);
+    EXPECT_EQ(r.delta.dispatches, fuse ? 2u : 3u) << "mul and reduce; the pad dispatch goes";
     EXPECT_EQ(r.delta.fills, fuse ? 2u : 0u);
     EXPECT_EQ(r.delta.copies, 0u);
   }
@@ -133,7 +140,7 @@ TEST(FusePadTest, StridedInteriorIsLeftAlone) {
   std::vector<float> x = Ramp(18, 0.5f, -4);
   for (bool fuse : {false, true}) {
     SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
-    Run r = CompileAndInvoke(kStridedPad, fuse, {F32({1, 2, 3, 3}, x)});
+    Compiled r = CompileAndInvoke(kStridedPad, fuse, {F32({1, 2, 3, 3}, x)});
     ASSERT_EQ(r.error, "");
     ASSERT_EQ(r.out.size(), 1u);
     std::vector<float> y = Values(r.out[0]);
