@@ -230,7 +230,7 @@ class FusePadPass : public ir::Pass {
   // operand, returned), nullptr otherwise (`why` set when the executable
   // holds a pad among other ops).
   ir::Operation* PadOf(ir::Operation* dispatch, std::string* why) {
-    if (dispatch->num_results() != 1 || dispatch->num_operands() != 1) return nullptr;
+    if (dispatch->num_results() != 1) return nullptr;
     const ir::Attribute* a = dispatch->attr("entry");
     const ir::SymbolRef* entry = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
     auto it = entry ? executables_.find(entry->name) : executables_.end();
@@ -250,7 +250,7 @@ class FusePadPass : public ir::Pass {
         ret->operand(0) != pad->result(0))
       return nullptr;
     ir::Block* outer = body->parent_block();
-    if (body->num_operands() != 1 || outer->num_arguments() != 1 || body->operand(0) != outer->argument(0) ||
+    if (dispatch->num_operands() != 1 || body->num_operands() != 1 || outer->num_arguments() != 1 || body->operand(0) != outer->argument(0) ||
         pad->operand(0) != block->argument(0))
       return nullptr;
     return pad;
