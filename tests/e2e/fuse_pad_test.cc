@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/half.h"
 #include "compiler/ir/parser.h"
 #include "tests/e2e/e2e_util.h"
 
@@ -154,6 +155,54 @@ TEST(FusePadTest, StridedInteriorIsLeftAlone) {
         }
     EXPECT_EQ(r.delta.dispatches, 2u);
     EXPECT_EQ(r.delta.fills, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// The fill pattern is the pad value's element bytes repeated: an i8 pad
+// of -3 (pattern 0xFDFDFDFD; interior bytes [4, 12) of 16) and an f16 pad
+// of 1.5 (0x3E00 twice; interior bytes [4, 16) of 20).
+const char* kSmallTypes = R"(
+"func.func"() ({
+^bb0(%x: tensor<1x8xi8>, %h: tensor<1x6xf16>):
+  %a = "tensor.add"(%x, %x) : (tensor<1x8xi8>, tensor<1x8xi8>) -> tensor<1x8xi8>
+  %y = "tensor.pad"(%a) {mode = "constant", pads = [0, 4, 0, 4], value = -3.0 : f64} : (tensor<1x8xi8>) -> tensor<1x16xi8>
+  %b = "tensor.neg"(%h) : (tensor<1x6xf16>) -> tensor<1x6xf16>
+  %z = "tensor.pad"(%b) {mode = "constant", pads = [0, 2, 0, 2], value = 1.5 : f64} : (tensor<1x6xf16>) -> tensor<1x10xf16>
+  "func.return"(%y, %z) : (tensor<1x16xi8>, tensor<1x10xf16>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, I8AndF16Patterns) {
+  HostTensor x, h;
+  x.dtype = KILN_DTYPE_I8;
+  x.shape = {1, 8};
+  for (int i = 0; i < 8; ++i) x.data.push_back(static_cast<uint8_t>(static_cast<int8_t>(i * 7 - 25)));
+  h.dtype = KILN_DTYPE_F16;
+  h.shape = {1, 6};
+  for (int i = 0; i < 6; ++i) {
+    const uint16_t v = FloatToHalf(static_cast<float>(i) * 0.75f - 2.0f);  // exact in f16
+    h.data.push_back(static_cast<uint8_t>(v & 0xFF));
+    h.data.push_back(static_cast<uint8_t>(v >> 8));
+  }
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kSmallTypes, fuse, {x, h});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 2u);
+    ASSERT_EQ(r.out[0].element_count(), 16);
+    ASSERT_EQ(r.out[1].element_count(), 10);
+    for (int i = 0; i < 16; ++i) {
+      const double want = i >= 4 && i < 12 ? 2.0 * x.At(i - 4) : -3.0;  // |2x| <= 50: no i8 wrap
+      EXPECT_EQ(r.out[0].At(i), want) << "i8 element " << i;
+    }
+    for (int i = 0; i < 10; ++i) {
+      const double want = i >= 2 && i < 8 ? -h.At(i - 2) : 1.5;
+      EXPECT_EQ(r.out[1].At(i), want) << "f16 element " << i;
+    }
+    EXPECT_EQ(r.delta.dispatches, fuse ? 2u : 4u);
+    EXPECT_EQ(r.delta.fills, fuse ? 4u : 0u);
+    EXPECT_EQ(r.delta.copies, 0u);
   }
   EXPECT_EQ(ValidationMessages(), 0u);
 }
