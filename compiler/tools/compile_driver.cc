@@ -43,6 +43,8 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
     options->emit.module_name = v;
   } else if (flag == "--no-elision") {
     options->pipeline.disable_elision = true;
+  } else if (flag == "--fuse-pad") {
+    options->pipeline.fuse_pad = true;
   } else if (flag == "--native-fma") {
     // Kept so existing build scripts still work: every module now carries
     // GLSL fma() alone, and the runtime makes it exact on CPU drivers

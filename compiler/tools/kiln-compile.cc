@@ -7,7 +7,12 @@
 //                [--emit=kiln|kir-tensor|kir-stream|kir-alloc] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
 //                [--module-name=NAME] [--precision=f32|f16]
-//                [--no-f16-arithmetic]
+//                [--no-f16-arithmetic] [--fuse-pad]
+//
+// --fuse-pad (opt-in): a constant Pad of a dispatch's result whose interior
+// is one contiguous range of the padded tensor costs no dispatch and no
+// copy: the producer writes the interior, two fills write the border
+// (compiler/transforms/fuse_pad.cc; docs/architecture.md "Pad fusion").
 //
 // --precision=f16: weights and activations are stored as f16, arithmetic and
 // accumulation stay f32, inputs and outputs keep their declared dtypes
@@ -88,6 +93,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--native-fma", nullptr, "accepted and ignored (modules always use fma(); exact on CPU drivers at load)"},
         {"--precision", "f32|f16", "f16: store weights and activations as f16 (ABI unchanged)"},
         {"--no-f16-arithmetic", nullptr, "no float16_t variants of all-f16 elementwise dispatches"},
+        {"--fuse-pad", nullptr, "opt-in: a constant Pad with a contiguous interior: the producer writes the interior, fills the border"},
     },
     "--sequence-input: =[2x3,4] lists element shapes, =[] is empty, =none an absent optional;\n"
     "its elements become arguments NAME.0, NAME.1, ...\n"};
@@ -188,7 +194,8 @@ int main(int argc, char** argv) {
     for (const std::string& r : ctx.remarks)
       if (r.find("transfer kept") != std::string::npos || r.find("edge copy:") != std::string::npos ||
           r.find("result copy:") != std::string::npos || r.find("concat copy kept") != std::string::npos ||
-          r.find("concat stays a dispatch") != std::string::npos)
+          r.find("concat stays a dispatch") != std::string::npos ||
+          r.find("pad stays a dispatch") != std::string::npos)  // --fuse-pad's refusals
         std::printf("%s\n", r.c_str());
   }
   if (emit == "kir-stream" || emit == "kir-alloc") {

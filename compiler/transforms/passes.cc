@@ -17,6 +17,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("elide-dead-writes", CreateElideDeadWritesPass);
   ir::RegisterPass("slice-views", CreateSliceViewsPass);
   ir::RegisterPass("emplace-allocations", CreateEmplaceAllocationsPass);
+  ir::RegisterPass("fuse-pad", CreateFusePadPass);
   ir::RegisterPass("elide-transfers", CreateElideTransfersPass);
   ir::RegisterPass("schedule-execution", CreateScheduleExecutionPass);
   ir::RegisterPass("elide-timepoints", CreateElideTimepointsPass);

@@ -71,6 +71,10 @@ std::unique_ptr<ir::Pass> CreateSliceViewsPass();
 // into the subrange of the concat target their result is copied into (the
 // stream.async.update goes; in-place concat).
 std::unique_ptr<ir::Pass> CreateEmplaceAllocationsPass();
+// --fuse-pad (fuse_pad.cc; opt-in, kiln-compile --fuse-pad): a constant pad
+// dispatch of a producer dispatch's result becomes an alloca, an update of
+// the interior (placed by --emplace-allocations) and fills of the border.
+std::unique_ptr<ir::Pass> CreateFusePadPass();
 
 std::unique_ptr<ir::Pass> CreateResourceLifetimePass();  // --resource-lifetime: dealloca / retain / release
 

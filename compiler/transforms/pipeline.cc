@@ -68,7 +68,12 @@ std::vector<std::string> PipelineFor(const PipelineOptions& options) {
   if (!options.topology_spec.empty()) flags.push_back("set-topology=" + options.topology_spec);
   if (options.level == Level::kTensor) return flags;
   if (options.precision_f16) flags.push_back("demote-f32-to-f16");
-  flags.insert(flags.end(), DefaultPipeline().begin(), DefaultPipeline().end());
+  for (const std::string& flag : DefaultPipeline()) {
+    // Opt-in: pads become border fills plus an update of the interior,
+    // which emplace-allocations then places into the producer.
+    if (options.fuse_pad && flag == "emplace-allocations") flags.push_back("fuse-pad");
+    flags.push_back(flag);
+  }
   if (options.level == Level::kAllocated)
     flags.insert(flags.end(), AllocationPipeline().begin(), AllocationPipeline().end());
   return flags;

@@ -28,6 +28,10 @@ struct PipelineOptions {
   // Store f32 tensors as f16, arithmetic in f32 (--demote-f32-to-f16 first;
   // kiln-compile --precision=f16).
   bool precision_f16 = false;
+  // Opt-in pad fusion: --fuse-pad runs just before --emplace-allocations,
+  // which places the producer into the padded target's interior
+  // (compiler/transforms/fuse_pad.cc; kiln-compile --fuse-pad).
+  bool fuse_pad = false;
   // What the caller compiles for, written into the module by the first
   // passes of the pipeline: --mark-consumed-arguments=NAME for each name
   // (kiln-compile --consume=NAME), then --set-topology=SPEC when the spec is
@@ -55,7 +59,8 @@ const std::vector<std::string>& AllocationPipeline();
 // Every IR-changing step between import and emission, in order, as pass
 // flags: the ABI passes `options` asks for (mark-consumed-arguments=NAME,
 // set-topology=SPEC), --demote-f32-to-f16 when precision_f16, then
-// DefaultPipeline() and AllocationPipeline(), cut at `options.level`.
+// DefaultPipeline() (with --fuse-pad before --emplace-allocations when
+// fuse_pad) and AllocationPipeline(), cut at `options.level`.
 std::vector<std::string> PipelineFor(const PipelineOptions& options);
 
 // Runs `flags` in order on `module`.

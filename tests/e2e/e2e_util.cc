@@ -297,6 +297,7 @@ std::string RunModuleBytes(const std::vector<uint8_t>& module_bytes, const std::
       invoke_delta->copies = after.copies - before.copies;
       invoke_delta->dispatches = after.dispatches - before.dispatches;
       invoke_delta->transfers = after.transfers - before.transfers;
+      invoke_delta->fills = after.fills - before.fills;
     }
     outputs->clear();
     for (kiln_tensor_t r : results) {

@@ -100,8 +100,9 @@ std::string CompileAndRun(const std::string& onnx_path, const onnx_import::Impor
 
 // Runs main of the compiled module `module_bytes` on `inputs` (as the above,
 // for callers that compile with their own driver::CompileOptions).
-// `invoke_delta` (may be null) receives the copies, dispatches and transfers
-// of the kiln_invoke alone (not the argument uploads or result reads).
+// `invoke_delta` (may be null) receives the copies, dispatches, transfers
+// and fills of the kiln_invoke alone (not the argument uploads or result
+// reads); its other counters are the device's totals after the call.
 std::string RunModule(const std::vector<uint8_t>& module_bytes, const std::vector<HostTensor>& inputs,
                       std::vector<HostTensor>* outputs, kiln_device_stats_t* invoke_delta = nullptr);
 

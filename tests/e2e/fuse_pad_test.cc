@@ -1,0 +1,211 @@
+// Opt-in pad fusion through the whole pipeline and the runtime
+// (compiler/transforms/fuse_pad.cc, kiln-compile --fuse-pad): a constant
+// pad of a dispatch's result whose interior is one contiguous range of the
+// padded tensor becomes two border fills, and the producer writes the
+// interior in place (--emplace-allocations): no pad dispatch, no copy. Each
+// program is compiled with and without the flag and both must give the
+// values derived by hand from the inputs. A pad with a strided interior
+// (H/W padding of NCHW) is left alone by v1 and stays correct.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/half.h"
+#include "compiler/ir/parser.h"
+#include "tests/e2e/e2e_util.h"
+
+namespace kiln::e2e {
+namespace {
+
+std::vector<float> Ramp(int n, float scale, float bias) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i) * scale + bias;
+  return v;
+}
+
+struct Compiled {
+  std::string error;
+  backend::EmitReport report;
+  std::vector<HostTensor> out;
+  kiln_device_stats_t delta{};
+};
+
+// Compiles `kir` (tensor level) with the default pipeline, --fuse-pad when
+// `fuse`, and runs main on `inputs`.
+Compiled CompileAndInvoke(const char* kir, bool fuse, const std::vector<HostTensor>& inputs) {
+  Compiled r;
+  auto parsed = ir::ParseModule(kir, "<fuse_pad_test>");
+  if (!parsed.ok()) {
+    r.error = "parse: " + parsed.status().message();
+    return r;
+  }
+  driver::CompileOptions options;
+  options.pipeline.fuse_pad = fuse;
+  auto compiled = driver::CompileModule(*parsed.value(), options, &r.report);
+  if (!compiled.ok()) {
+    r.error = "compile: " + compiled.status().message();
+    return r;
+  }
+  r.error = RunModule(compiled.value(), inputs, &r.out, &r.delta);
+  return r;
+}
+
+// y = pad(-x) on its outer dimension: one row of 12 zeros before and two
+// after, [2,3,4] -> [5,3,4]. The interior is bytes [48, 144) of 240.
+const char* kZeroPad = R"(
+"func.func"() ({
+^bb0(%x: tensor<2x3x4xf32>):
+  %a = "tensor.neg"(%x) : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "tensor.pad"(%a) {mode = "constant", pads = [1, 0, 0, 2, 0, 0], value = 0.0 : f64} : (tensor<2x3x4xf32>) -> tensor<5x3x4xf32>
+  "func.return"(%y) : (tensor<5x3x4xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, ZeroPadOfADispatchResult) {
+  std::vector<float> x = Ramp(24, 0.5f, -5);
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kZeroPad, fuse, {F32({2, 3, 4}, x)});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 1u);
+    std::vector<float> y = Values(r.out[0]);
+    ASSERT_EQ(y.size(), 60u);
+    for (int i = 0; i < 60; ++i) {
+      const float want = i >= 12 && i < 36 ? -x[i - 12] : 0.0f;
+      EXPECT_EQ(y[i], want) << "element " << i;
+    }
+    EXPECT_EQ(r.report.dispatches, fuse ? 1 : 2);
+    EXPECT_EQ(r.delta.dispatches, fuse ? 1u : 2u) << "the pad dispatch goes";
+    EXPECT_EQ(r.delta.fills, fuse ? 2u : 0u) << "one fill per border range";
+    EXPECT_EQ(r.delta.copies, 0u) << "the producer writes the interior in place";
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// y = pad(x * x) by 3 before and 5 after on the last dimension of [1,10],
+// value 3.5, returned and also read by s = sum(y) (a reduce: an anchor of
+// its own, so the pad stays a dispatch without the flag; an elementwise
+// consumer would take the pad into its dispatch as the anchor of an
+// epilogue, which --fuse-pad leaves alone). The interior starts at byte
+// 12: the producer is bound from byte 0 of the target and writes at
+// element offset 3.
+const char* kConstantPad = R"(
+"func.func"() ({
+^bb0(%x: tensor<1x10xf32>):
+  %a = "tensor.mul"(%x, %x) : (tensor<1x10xf32>, tensor<1x10xf32>) -> tensor<1x10xf32>
+  %y = "tensor.pad"(%a) {mode = "constant", pads = [0, 3, 0, 5], value = 3.5 : f64} : (tensor<1x10xf32>) -> tensor<1x18xf32>
+  %s = "tensor.reduce"(%y) {axes = [1], keepdims = true, kind = "sum"} : (tensor<1x18xf32>) -> tensor<1x1xf32>
+  "func.return"(%y, %s) : (tensor<1x18xf32>, tensor<1x1xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, ConstantPadReturnedAndRead) {
+  std::vector<float> x = Ramp(10, 0.75f, -3);
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kConstantPad, fuse, {F32({1, 10}, x)});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 2u);
+    std::vector<float> y = Values(r.out[0]), s = Values(r.out[1]);
+    ASSERT_EQ(y.size(), 18u);
+    ASSERT_EQ(s.size(), 1u);
+    float sum = 0;  // multiples of 1/16 below 2^8: exact in any order
+    for (int i = 0; i < 18; ++i) {
+      const float want = i >= 3 && i < 13 ? x[i - 3] * x[i - 3] : 3.5f;
+      EXPECT_EQ(y[i], want) << "element " << i;
+      sum += want;
+    }
+    EXPECT_EQ(s[0], sum);
+    EXPECT_EQ(r.delta.dispatches, fuse ? 2u : 3u) << "mul and reduce; the pad dispatch goes";
+    EXPECT_EQ(r.delta.fills, fuse ? 2u : 0u);
+    EXPECT_EQ(r.delta.copies, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// H/W padding of NCHW ([1,2,3,3] -> [1,2,5,5], value 3.5): the interior
+// rows are strided in the target, which v1 does not place: the pad stays a
+// dispatch with --fuse-pad, and the values are the same.
+const char* kStridedPad = R"(
+"func.func"() ({
+^bb0(%x: tensor<1x2x3x3xf32>):
+  %a = "tensor.neg"(%x) : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = "tensor.pad"(%a) {mode = "constant", pads = [0, 0, 1, 1, 0, 0, 1, 1], value = 3.5 : f64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x5x5xf32>
+  "func.return"(%y) : (tensor<1x2x5x5xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, StridedInteriorIsLeftAlone) {
+  std::vector<float> x = Ramp(18, 0.5f, -4);
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kStridedPad, fuse, {F32({1, 2, 3, 3}, x)});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 1u);
+    std::vector<float> y = Values(r.out[0]);
+    ASSERT_EQ(y.size(), 50u);
+    for (int c = 0; c < 2; ++c)
+      for (int h = 0; h < 5; ++h)
+        for (int w = 0; w < 5; ++w) {
+          const bool inside = h >= 1 && h < 4 && w >= 1 && w < 4;
+          const float want = inside ? -x[c * 9 + (h - 1) * 3 + (w - 1)] : 3.5f;
+          EXPECT_EQ(y[c * 25 + h * 5 + w], want) << c << "," << h << "," << w;
+        }
+    EXPECT_EQ(r.delta.dispatches, 2u);
+    EXPECT_EQ(r.delta.fills, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// The fill pattern is the pad value's element bytes repeated: an i8 pad
+// of -3 (pattern 0xFDFDFDFD; interior bytes [4, 12) of 16) and an f16 pad
+// of 1.5 (0x3E00 twice; interior bytes [4, 16) of 20).
+const char* kSmallTypes = R"(
+"func.func"() ({
+^bb0(%x: tensor<1x8xi8>, %h: tensor<1x6xf16>):
+  %a = "tensor.add"(%x, %x) : (tensor<1x8xi8>, tensor<1x8xi8>) -> tensor<1x8xi8>
+  %y = "tensor.pad"(%a) {mode = "constant", pads = [0, 4, 0, 4], value = -3.0 : f64} : (tensor<1x8xi8>) -> tensor<1x16xi8>
+  %b = "tensor.neg"(%h) : (tensor<1x6xf16>) -> tensor<1x6xf16>
+  %z = "tensor.pad"(%b) {mode = "constant", pads = [0, 2, 0, 2], value = 1.5 : f64} : (tensor<1x6xf16>) -> tensor<1x10xf16>
+  "func.return"(%y, %z) : (tensor<1x16xi8>, tensor<1x10xf16>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, I8AndF16Patterns) {
+  HostTensor x, h;
+  x.dtype = KILN_DTYPE_I8;
+  x.shape = {1, 8};
+  for (int i = 0; i < 8; ++i) x.data.push_back(static_cast<uint8_t>(static_cast<int8_t>(i * 7 - 25)));
+  h.dtype = KILN_DTYPE_F16;
+  h.shape = {1, 6};
+  for (int i = 0; i < 6; ++i) {
+    const uint16_t v = FloatToHalf(static_cast<float>(i) * 0.75f - 2.0f);  // exact in f16
+    h.data.push_back(static_cast<uint8_t>(v & 0xFF));
+    h.data.push_back(static_cast<uint8_t>(v >> 8));
+  }
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kSmallTypes, fuse, {x, h});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 2u);
+    ASSERT_EQ(r.out[0].element_count(), 16);
+    ASSERT_EQ(r.out[1].element_count(), 10);
+    for (int i = 0; i < 16; ++i) {
+      const double want = i >= 4 && i < 12 ? 2.0 * x.At(i - 4) : -3.0;  // |2x| <= 50: no i8 wrap
+      EXPECT_EQ(r.out[0].At(i), want) << "i8 element " << i;
+    }
+    for (int i = 0; i < 10; ++i) {
+      const double want = i >= 2 && i < 8 ? -h.At(i - 2) : 1.5;
+      EXPECT_EQ(r.out[1].At(i), want) << "f16 element " << i;
+    }
+    EXPECT_EQ(r.delta.dispatches, fuse ? 2u : 4u);
+    EXPECT_EQ(r.delta.fills, fuse ? 4u : 0u);
+    EXPECT_EQ(r.delta.copies, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+}  // namespace
+}  // namespace kiln::e2e
