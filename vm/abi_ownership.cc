@@ -53,44 +53,36 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
   // The run being recorded notes what the ownership imports returned.
   const bool note = recording_ && frame->depth == 0;
   switch (id) {
-    case HalImport::kBufferViewTakeOrAllocate: {
-      BufferView* view = nullptr;
-      KILN_RETURN_IF_ERROR(view_arg(0, &view));
-      int32_t size = call.ArgI32(1), kind = call.ArgI32(2);
-      if (size < 0) return InvalidArgumentError("negative size %d", size);
-      if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
-      if (takeable(view, static_cast<uint64_t>(size), kind)) {
-        view->set_owner_serial(0);
-        int32_t offset = static_cast<int32_t>(view->byte_offset());
-        if (note) NoteGuard(id, call, view->buffer(), false);
-        RefValue taken(RefType::kBuffer, view->buffer());
-        call.SetRef(0, std::move(taken));
-        call.SetI32(1, offset);
-        return OkStatus();
-      }
-      CountHostAllocation();
-      KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            hal_.AllocateCharged(size ? static_cast<uint64_t>(size) : 4,
-                                                 static_cast<hal::MemoryKind>(kind)));
-      if (note) NoteGuard(id, call, buffer.get(), true);
-      call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
-      call.SetI32(1, 0);
-      return OkStatus();
-    }
+    case HalImport::kBufferViewTakeOrAllocate:
     case HalImport::kBufferViewTakeOrClone: {
-      const RefValue& cb_ref = call.ArgRef(0);
-      if (cb_ref.type() != RefType::kCommandBuffer) {
-        return InvalidArgumentError("expected a command buffer, got %s",
-                                    RefTypeName(cb_ref.type()));
+      // take_or_allocate(view, size, kind) / take_or_clone(cb, view): the
+      // view's storage when this frame owns it and it fits, else a fresh
+      // buffer (counted), which take_or_clone fills with the view's bytes.
+      const bool clone = id == HalImport::kBufferViewTakeOrClone;
+      CommandBufferState* cb = nullptr;
+      if (clone) {
+        const RefValue& cb_ref = call.ArgRef(0);
+        if (cb_ref.type() != RefType::kCommandBuffer) {
+          return InvalidArgumentError("expected a command buffer, got %s", RefTypeName(cb_ref.type()));
+        }
+        cb = cb_ref.as<CommandBufferState>();
+        if (cb->submitted) return FailedPreconditionError("command buffer was already submitted");
       }
-      CommandBufferState* cb = cb_ref.as<CommandBufferState>();
-      if (cb->submitted) return FailedPreconditionError("command buffer was already submitted");
       BufferView* view = nullptr;
-      KILN_RETURN_IF_ERROR(view_arg(1, &view));
-      uint64_t length = view->byte_length();
-      if (length > 0x7FFFFFFF) return OutOfRangeError("view of %llu bytes exceeds i32",
-                                                      static_cast<unsigned long long>(length));
-      if (takeable(view, length, 0)) {
+      KILN_RETURN_IF_ERROR(view_arg(clone ? 1 : 0, &view));
+      uint64_t size = view->byte_length();
+      int32_t kind = 0;
+      if (clone) {
+        if (size > 0x7FFFFFFF) return OutOfRangeError("view of %llu bytes exceeds i32",
+                                                      static_cast<unsigned long long>(size));
+      } else {
+        int32_t requested = call.ArgI32(1);
+        kind = call.ArgI32(2);
+        if (requested < 0) return InvalidArgumentError("negative size %d", requested);
+        if (kind != 0 && kind != 1) return InvalidArgumentError("invalid memory kind %d", kind);
+        size = static_cast<uint64_t>(requested);
+      }
+      if (takeable(view, size, kind)) {
         view->set_owner_serial(0);
         int32_t offset = static_cast<int32_t>(view->byte_offset());
         if (note) NoteGuard(id, call, view->buffer(), false);
@@ -101,11 +93,12 @@ Status Context::CallContextImport(HalImport id, const ImportCall& call, uint32_t
       }
       CountHostAllocation();
       KILN_ASSIGN_OR_RETURN(Ref<hal::Buffer> buffer,
-                            hal_.AllocateCharged(length ? length : 4, view->buffer()->memory_kind()));
+                            hal_.AllocateCharged(size ? size : 4, clone ? view->buffer()->memory_kind()
+                                                                        : static_cast<hal::MemoryKind>(kind)));
       if (note) NoteGuard(id, call, buffer.get(), true);
-      if (length) {
+      if (clone && size) {
         KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(view->buffer(), view->byte_offset(),
-                                                            buffer.get(), 0, length));
+                                                            buffer.get(), 0, size));
       }
       call.SetRef(0, RefValue::Adopt(RefType::kBuffer, std::move(buffer)));
       call.SetI32(1, 0);
