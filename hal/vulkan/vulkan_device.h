@@ -114,6 +114,8 @@ class VulkanDevice final : public Device {
   // kDeadlineExceeded when `timeout_ns` elapses first).
   StatusOr<bool> SubmissionRetired(uint64_t value);
   Status WaitSubmission(uint64_t value, uint64_t timeout_ns = UINT64_MAX);
+  // The internal timeline value of the last QueueExecute (0: none yet).
+  uint64_t last_submission() const { return submission_value_; }
 
  private:
   VulkanDevice() = default;

@@ -32,8 +32,21 @@ StatusOr<Ref<VulkanSemaphore>> VulkanSemaphore::Create(VulkanDevice* device,
 VulkanSemaphore::~VulkanSemaphore() {
   if (!device_) return;
   if (semaphore_ != VK_NULL_HANDLE) {
-    // A queue may still wait on or signal this semaphore.
-    (void)device_->WaitSubmission(last_use_);
+    // A queue may still wait on or signal this semaphore: wait for the last
+    // submission that used it. A signalled submission is done, but Mesa's
+    // common queue (lavapipe, Mesa 22.3) still touches the semaphore after
+    // it: its submit thread releases the submission's timeline points
+    // (vk_queue_submit_cleanup, under the timeline's mutex) before it takes
+    // the next submission. Destroying the semaphore in between left that
+    // thread locking freed memory (ReplayTest.AsyncChain hung now and then:
+    // the main thread in vkWaitSemaphores, the submit thread in
+    // pthread_mutex_lock on a freed timeline). So wait for the next
+    // submission when there is one, else for the queue to drain.
+    if (last_use_ != 0 && device_->last_submission() > last_use_) {
+      (void)device_->WaitSubmission(last_use_ + 1);
+    } else if (last_use_ != 0) {
+      (void)device_->WaitIdle();
+    }
     device_->syms().vkDestroySemaphore(device_->handle(), semaphore_, nullptr);
   }
   device_->Release();
