@@ -95,6 +95,7 @@
 
 #include "base/dtype.h"
 #include "compiler/ir/op_traits.h"
+#include "compiler/transforms/dispatch_executables.h"
 #include "compiler/transforms/passes.h"
 
 namespace kiln::transforms {
@@ -236,15 +237,10 @@ class EmplaceAllocationsPass : public ir::Pass {
   }
 
   Status Run(ir::Module& module, ir::PassContext& ctx) override {
-    for (auto& top : module.body()->ops())
-      if (top->is(OpCode::kFlowExecutable)) executables_[top->str_attr("sym_name")] = top.get();
+    DispatchExecutables executables(module);
+    executables_ = &executables;
     for (ir::Operation* func : module.functions()) {
-      std::vector<ir::Block*> blocks;
-      func->Walk([&](ir::Operation* op) {
-        for (unsigned r = 0; r < op->num_regions(); ++r)
-          for (auto& b : op->region(r)->blocks()) blocks.push_back(b.get());
-      });
-      for (ir::Block* b : blocks) {
+      for (ir::Block* b : BlocksOf(func)) {
         LowerConcats(b, ctx);
         Flatten(b, ctx);
         std::vector<ir::Operation*> allocas;
@@ -254,28 +250,14 @@ class EmplaceAllocationsPass : public ir::Pass {
       }
     }
     // Concat executables no dispatch calls any more.
-    std::set<std::string> called;
-    for (ir::Operation* func : module.functions())
-      func->Walk([&](ir::Operation* op) {
-        if (const ir::Attribute* a = op->is(OpCode::kStreamAsyncDispatch) ? op->attr("entry") : nullptr)
-          if (auto* ref = std::get_if<ir::SymbolRef>(&a->value)) called.insert(ref->name);
-      });
-    for (const std::string& sym : lowered_)
-      if (!called.count(sym) && executables_.count(sym)) executables_.at(sym)->Erase();
+    executables.EraseUncalled(module, lowered_);
+    executables_ = nullptr;
     return OkStatus();
   }
 
  private:
   // The flow.dispatch body of `dispatch`'s executable, nullptr when absent.
-  ir::Operation* BodyOf(ir::Operation* dispatch) {
-    const ir::Attribute* a = dispatch->attr("entry");
-    const ir::SymbolRef* entry = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
-    auto it = entry ? executables_.find(entry->name) : executables_.end();
-    if (it == executables_.end() || it->second->region(0)->empty() || it->second->region(0)->block(0)->empty())
-      return nullptr;
-    ir::Operation* body = it->second->region(0)->block(0)->ops().front().get();
-    return body->is(OpCode::kFlowDispatch) ? body : nullptr;
-  }
+  ir::Operation* BodyOf(ir::Operation* dispatch) { return executables_->BodyOf(dispatch); }
 
   // The element byte size of result `r` of `dispatch`; 0 when unknown.
   int64_t ElementBytes(ir::Operation* dispatch, unsigned r) {
@@ -599,7 +581,7 @@ class EmplaceAllocationsPass : public ir::Pass {
     for (const ir::Use& u : alloca_uses) u.user->SetOperand(u.operand_index, cur);
   }
 
-  std::map<std::string, ir::Operation*> executables_;
+  const DispatchExecutables* executables_ = nullptr;  // during Run
   std::set<std::string> lowered_;  // entries of the concat dispatches rewritten
 };
 

@@ -83,6 +83,7 @@
 #include "base/dtype.h"
 #include "base/half.h"
 #include "compiler/ir/op_traits.h"
+#include "compiler/transforms/dispatch_executables.h"
 #include "compiler/transforms/passes.h"
 
 namespace kiln::transforms {
@@ -198,15 +199,10 @@ class FusePadPass : public ir::Pass {
   }
 
   Status Run(ir::Module& module, ir::PassContext& ctx) override {
-    for (auto& top : module.body()->ops())
-      if (top->is(OpCode::kFlowExecutable)) executables_[top->str_attr("sym_name")] = top.get();
+    DispatchExecutables executables(module);
+    executables_ = &executables;
     for (ir::Operation* func : module.functions()) {
-      std::vector<ir::Block*> blocks;
-      func->Walk([&](ir::Operation* op) {
-        for (unsigned r = 0; r < op->num_regions(); ++r)
-          for (auto& b : op->region(r)->blocks()) blocks.push_back(b.get());
-      });
-      for (ir::Block* b : blocks) {
+      for (ir::Block* b : BlocksOf(func)) {
         std::vector<ir::Operation*> dispatches;
         for (auto& op : b->ops())
           if (op->is(OpCode::kStreamAsyncDispatch)) dispatches.push_back(op.get());
@@ -214,14 +210,8 @@ class FusePadPass : public ir::Pass {
       }
     }
     // Pad executables no dispatch calls any more.
-    std::set<std::string> called;
-    for (ir::Operation* func : module.functions())
-      func->Walk([&](ir::Operation* op) {
-        if (const ir::Attribute* a = op->is(OpCode::kStreamAsyncDispatch) ? op->attr("entry") : nullptr)
-          if (auto* ref = std::get_if<ir::SymbolRef>(&a->value)) called.insert(ref->name);
-      });
-    for (const std::string& sym : fused_)
-      if (!called.count(sym) && executables_.count(sym)) executables_.at(sym)->Erase();
+    executables.EraseUncalled(module, fused_);
+    executables_ = nullptr;
     return OkStatus();
   }
 
@@ -231,13 +221,8 @@ class FusePadPass : public ir::Pass {
   // holds a pad among other ops).
   ir::Operation* PadOf(ir::Operation* dispatch, std::string* why) {
     if (dispatch->num_results() != 1) return nullptr;
-    const ir::Attribute* a = dispatch->attr("entry");
-    const ir::SymbolRef* entry = a ? std::get_if<ir::SymbolRef>(&a->value) : nullptr;
-    auto it = entry ? executables_.find(entry->name) : executables_.end();
-    if (it == executables_.end() || it->second->region(0)->empty() || it->second->region(0)->block(0)->empty())
-      return nullptr;
-    ir::Operation* body = it->second->region(0)->block(0)->ops().front().get();
-    if (!body->is(OpCode::kFlowDispatch) || body->num_regions() != 1 || body->region(0)->empty()) return nullptr;
+    ir::Operation* body = executables_->BodyOf(dispatch);
+    if (!body || body->num_regions() != 1 || body->region(0)->empty()) return nullptr;
     ir::Block* block = body->region(0)->block(0);
     if (block->ops().size() != 2) {
       for (auto& op : block->ops())
@@ -354,7 +339,7 @@ class FusePadPass : public ir::Pass {
     dispatch->Erase();
   }
 
-  std::map<std::string, ir::Operation*> executables_;
+  const DispatchExecutables* executables_ = nullptr;  // during Run
   std::set<std::string> fused_;  // entries of the pad dispatches rewritten
 };
 

@@ -361,6 +361,12 @@ HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v) {
   return t;
 }
 
+std::vector<float> Ramp(int n, float scale, float bias) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i) * scale + bias;
+  return v;
+}
+
 std::vector<float> Values(const HostTensor& t) {
   std::vector<float> v(t.element_count());
   std::memcpy(v.data(), t.data.data(), v.size() * 4);

@@ -120,6 +120,9 @@ std::string Compare(const HostTensor& actual, const HostTensor& expected, double
 // element count), and the f32 values of `t` (t.dtype must be f32).
 HostTensor F32(std::vector<int64_t> shape, const std::vector<float>& v);
 std::vector<float> Values(const HostTensor& t);
+// n values i * scale + bias, i = 0..n-1 (exact in f32 for the small
+// power-of-two scales the tests use).
+std::vector<float> Ramp(int n, float scale, float bias);
 // Multi-module programs through the C API (GoogleTest failures on error):
 // `kir` compiled by the default pipeline as module `name` (empty on error);
 // those bytes loaded as a module (they must outlive it); a 1-D f32 device

@@ -15,12 +15,6 @@
 namespace kiln::e2e {
 namespace {
 
-std::vector<float> Ramp(int n, float scale, float bias) {
-  std::vector<float> v(n);
-  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i) * scale + bias;
-  return v;
-}
-
 // y = concat(-x0, |x1|, x2 * x2) along axis 1, each piece 20 floats (80
 // bytes): the pieces start at bytes 0, 80 and 160, so the second and third
 // producers are bound from byte 0 of the result and write at element

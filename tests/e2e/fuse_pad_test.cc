@@ -19,12 +19,6 @@
 namespace kiln::e2e {
 namespace {
 
-std::vector<float> Ramp(int n, float scale, float bias) {
-  std::vector<float> v(n);
-  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i) * scale + bias;
-  return v;
-}
-
 struct Compiled {
   std::string error;
   backend::EmitReport report;
