@@ -1,4 +1,5 @@
-// conv-tiled: tensor.conv2d register tiles (see codegen.cc).
+// conv-tiled: tensor.conv2d register tiles (see codegen.cc; the block size
+// comes from schedule_table.h SelectConvTile).
 #include "compiler/codegen/generator.h"
 
 #include <algorithm>
@@ -59,7 +60,7 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_
     return Decl(CT::kF32, InRange(iw, W) + " ? " + v + " : 0.0");
   };
   const int64_t R = (TW - 1) * st[1] + (KW - 1) * dil[1] + 1;
-  if (KW <= kMaxUnroll && R <= 32) {
+  if (KW <= kMaxUnroll && R <= kConvMaxInputRow) {
     // One row of inputs serves every (kw, column) pair.
     std::vector<std::string> xr(R);
     for (int64_t r = 0; r < R; ++r) xr[r] = load_x(DeclI(AddC(iw0, r), "iw"));
