@@ -21,10 +21,10 @@
 //              as the fallback for every other anchor. tensor.conv_transpose
 //              runs here: a gather over its contributing taps per output
 //              element (conv_transpose_schedule.h).
-//   conv-tiled: tensor.conv2d: one invocation per 4 output channels x 4
-//              columns (fewer when the group's channel count or the width
-//              does not allow); one input row per (channel, kh) is loaded
-//              once and reused across kw and the 4 columns.
+//   conv-tiled: tensor.conv2d: one invocation per TO output channels x TW
+//              columns (schedule_table.h SelectConvTile: up to 8 x 8, 1 x 16
+//              for depthwise); one input row per (channel, kh) is loaded
+//              once and reused across kw and the TW columns.
 //   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
