@@ -218,8 +218,9 @@ StatusOr<CompiledDispatch> Generator::Run() {
   } else if (kind == ir::OpCode::kTensorConv2d) {
     const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
     std::vector<int64_t> st = anchor->ints_attr("strides"), dil = anchor->ints_attr("dilations");
+    const bool prologue = !arg_binding_.count(anchor->operand(0)) || !arg_binding_.count(anchor->operand(1));
     const ConvTile tile = SelectConvTile(os, ws, std::max<int64_t>(anchor->int_attr("group", 1), 1),
-                                         st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1);
+                                         st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1, prologue);
     const int64_t to = tile.channels, tw = tile.columns;
     uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
     KILN_RETURN_IF_ERROR(invocations(tiles));

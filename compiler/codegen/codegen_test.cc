@@ -91,6 +91,10 @@ TEST(CodegenTest, ConvTileTable) {
   EXPECT_EQ(tile({1, 6, 5, 8}, {6, 2, 3, 3}, 2), "1x8");
   // TO * TW <= 64 and TW <= 8 with several channels.
   EXPECT_EQ(tile({1, 16, 4, 64}, {16, 16, 3, 3}, 1), "8x8");
+  // A fused prologue (8-bit weights dequantized at each load): 4 x 4 at most.
+  EXPECT_EQ(detail::SelectConvTile({1, 200, 2, 96}, {200, 32, 1, 1}, 1, 1, 1, true).channels, 4);
+  EXPECT_EQ(detail::SelectConvTile({1, 200, 2, 96}, {200, 32, 1, 1}, 1, 1, 1, true).columns, 4);
+  EXPECT_EQ(detail::SelectConvTile({1, 64, 24, 96}, {64, 1, 3, 3}, 64, 1, 1, true).columns, 4);
 }
 
 TEST(CodegenTest, GlslCarriesOpNamesAndLocs) {
