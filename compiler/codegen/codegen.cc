@@ -21,10 +21,10 @@
 //              as the fallback for every other anchor. tensor.conv_transpose
 //              runs here: a gather over its contributing taps per output
 //              element (conv_transpose_schedule.h).
-//   conv-tiled: tensor.conv2d: one invocation per 4 output channels x 4
-//              columns (fewer when the group's channel count or the width
-//              does not allow); one input row per (channel, kh) is loaded
-//              once and reused across kw and the 4 columns.
+//   conv-tiled: tensor.conv2d: one invocation per TO output channels x TW
+//              columns (schedule_table.h SelectConvTile: up to 8 x 8, 1 x 16
+//              for depthwise); one input row per (channel, kh) is loaded
+//              once and reused across kw and the TW columns.
 //   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
@@ -217,10 +217,11 @@ StatusOr<CompiledDispatch> Generator::Run() {
     EmitSoftmaxRowsMain(anchor, lanes, wx, wy);
   } else if (kind == ir::OpCode::kTensorConv2d) {
     const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
-    int64_t group = std::max<int64_t>(anchor->int_attr("group", 1), 1);
-    int64_t og = ws[0] / group;
-    int64_t to = og % 4 == 0 ? 4 : og % 2 == 0 ? 2 : 1;
-    int64_t tw = std::min<int64_t>(os[3], 4);
+    std::vector<int64_t> st = anchor->ints_attr("strides"), dil = anchor->ints_attr("dilations");
+    const bool prologue = !arg_binding_.count(anchor->operand(0)) || !arg_binding_.count(anchor->operand(1));
+    const ConvTile tile = SelectConvTile(os, ws, std::max<int64_t>(anchor->int_attr("group", 1), 1),
+                                         st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1, prologue);
+    const int64_t to = tile.channels, tw = tile.columns;
     uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
     KILN_RETURN_IF_ERROR(invocations(tiles));
     schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" +

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "compiler/codegen/codegen_test_cases.h"
+#include "compiler/codegen/schedule_table.h"
 
 namespace kiln::codegen {
 namespace {
@@ -56,6 +57,45 @@ std::string CaseName(const ::testing::TestParamInfo<int>& info) {
 
 INSTANTIATE_TEST_SUITE_P(AllCases, CodegenCaseTest,
                          ::testing::Range(0, static_cast<int>(AllCases().size())), CaseName);
+
+// The conv register block of schedule_table.h, by hand: loads per block and
+// reduction step are R + TO * KW (R = (TW - 1) * stride + (KW - 1) *
+// dilation + 1), over ceil(OW / TW) blocks per row.
+TEST(CodegenTest, ConvTileTable) {
+  using detail::SelectConvTile;
+  auto tile = [](std::vector<int64_t> out, std::vector<int64_t> w, int64_t group, int64_t stride = 1,
+                 int64_t dil = 1) {
+    detail::ConvTile t = SelectConvTile(out, w, group, stride, dil);
+    return std::to_string(t.channels) + "x" + std::to_string(t.columns);
+  };
+  // cls's 1x1 conv 32 -> 200 on 2x96: TO = 8 (200 = 8 * 25); TW = 8:
+  // 12 blocks * (8 + 8) = 192 loads, against 24 * (4 + 8) = 288 for TW = 4.
+  EXPECT_EQ(tile({1, 200, 2, 96}, {200, 32, 1, 1}, 1), "8x8");
+  // 12 columns: TW = 8 leaves 4 idle (2 * 16 = 32) but still beats TW = 4
+  // (3 * 12 = 36).
+  EXPECT_EQ(tile({1, 64, 6, 12}, {64, 32, 1, 1}, 1), "8x8");
+  // Width 3: the widest power of two <= 3 is 2 (2 * (2 + 8) = 20 against
+  // 3 * (1 + 8) = 27).
+  EXPECT_EQ(tile({1, 64, 1, 3}, {64, 32, 1, 1}, 1), "8x2");
+  // Squeeze-excite 1x1 on a 1x1 image: one column.
+  EXPECT_EQ(tile({1, 50, 1, 1}, {50, 200, 1, 1}, 1), "2x1");
+  // Depthwise 3x3 (one channel per group): the row grows to 16 columns
+  // (6 * (18 + 3) = 126 against 12 * (10 + 3) = 156 for 8).
+  EXPECT_EQ(tile({1, 64, 24, 96}, {64, 1, 3, 3}, 64), "1x16");
+  // Stride 2: R = 2 * TW + 1, so 16 columns would keep 33 > 32 inputs:
+  // TW = 8 (6 * (17 + 3) = 120 against 12 * (9 + 3) = 144 for 4).
+  EXPECT_EQ(tile({1, 64, 12, 48}, {64, 1, 3, 3}, 64, 2), "1x8");
+  // A long kernel row: R = TW + 19 <= 32 caps TW at 8 (3 channels: TO = 1).
+  EXPECT_EQ(tile({1, 3, 1, 40}, {3, 2, 1, 20}, 1, 1), "1x8");
+  // Groups: TO divides the channels per group (6 / 2 = 3 -> 1).
+  EXPECT_EQ(tile({1, 6, 5, 8}, {6, 2, 3, 3}, 2), "1x8");
+  // TO * TW <= 64 and TW <= 8 with several channels.
+  EXPECT_EQ(tile({1, 16, 4, 64}, {16, 16, 3, 3}, 1), "8x8");
+  // A fused prologue (8-bit weights dequantized at each load): 4 x 4 at most.
+  EXPECT_EQ(detail::SelectConvTile({1, 200, 2, 96}, {200, 32, 1, 1}, 1, 1, 1, true).channels, 4);
+  EXPECT_EQ(detail::SelectConvTile({1, 200, 2, 96}, {200, 32, 1, 1}, 1, 1, 1, true).columns, 4);
+  EXPECT_EQ(detail::SelectConvTile({1, 64, 24, 96}, {64, 1, 3, 3}, 64, 1, 1, true).columns, 4);
+}
 
 TEST(CodegenTest, GlslCarriesOpNamesAndLocs) {
   Case c = AllCases()[2]();

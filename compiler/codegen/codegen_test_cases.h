@@ -57,6 +57,7 @@ inline double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 #include "compiler/codegen/codegen_prologue_test_cases.h"
 #include "compiler/codegen/codegen_reduce_test_cases.h"
 #include "compiler/codegen/codegen_dtype_test_cases.h"
+#include "compiler/codegen/codegen_conv_tile_test_cases.h"
 
 namespace kiln::codegen::testing {
 
@@ -159,7 +160,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     auto* ad = b.Op("tensor.add", {cv, b.arg(3)}, f);
     auto* lr = b.Op("tensor.leaky_relu", {ad}, f, {{"alpha", 0.2}});
     c.Return({b.Op("tensor.max", {lr, b.arg(4)}, f)});
-    c.schedule = "conv-tiled: one invocation per 1x4";
+    c.schedule = "conv-tiled: one invocation per 1x8";
     return c;
   });
 
@@ -182,7 +183,7 @@ inline std::vector<std::function<Case()>> AllCases() {
     auto* t3 = b.Op("tensor.add", {a2, b.arg(4)}, f);
     auto* cl = b.Op("tensor.clamp", {t3}, f, {{"min", 0.0}, {"max", 6.0}});
     c.Return({b.Op("tensor.mul", {a2, cl}, f)});
-    c.schedule = "conv-tiled: one invocation per 4x4";
+    c.schedule = "conv-tiled: one invocation per 4x8";
     c.atol = 1e-5;
     return c;
   });
@@ -871,6 +872,7 @@ inline std::vector<std::function<Case()>> AllCases() {
   AddReduceCases(add);
   AddPrologueCases(add);
   AddDTypeCases(add);
+  AddConvTileCases(add);
   return cases;
 }
 

@@ -7,6 +7,7 @@
 //   schedule_pointwise.cc  op checks, result stores, the grid, pointwise main
 //   schedule_reduce.cc     reduce-group and softmax-rows (shared-memory sums)
 //   schedule_conv.cc       conv-tiled
+//   schedule_table.h       the per-shape thresholds the selection in codegen.cc reads
 //   schedule_matmul.cc     matmul-tiled, matmul-splitk
 //   codegen.cc             schedule selection, shader assembly, GLSL -> SPIR-V
 // The model and the schedules are described at the top of codegen.cc.
@@ -26,6 +27,7 @@
 
 #include "base/status.h"
 #include "compiler/codegen/codegen.h"
+#include "compiler/codegen/schedule_table.h"
 #include "compiler/ir/ir.h"
 #include "compiler/ir/ops.h"
 
@@ -37,10 +39,6 @@ using ir::Value;
 using Shape = std::vector<int64_t>;
 
 constexpr int kWorkgroupSize = 64;
-// tensor.matmul with at most this many outputs and a depth of at least
-// kSplitKMinDepth: one workgroup per output, lanes split K.
-constexpr uint64_t kSplitKMaxOutputs = 1024;
-constexpr int64_t kSplitKMinDepth = 256;
 // Largest tensor.constant (elements) inlined as a GLSL const array.
 constexpr int64_t kMaxInlineConstant = 4096;
 // Window loops with at most this many trips get [[unroll]].

@@ -1,4 +1,5 @@
-// conv-tiled: tensor.conv2d register tiles (see codegen.cc).
+// conv-tiled: tensor.conv2d register tiles (see codegen.cc; the block size
+// comes from schedule_table.h SelectConvTile).
 #include "compiler/codegen/generator.h"
 
 #include <algorithm>
@@ -59,7 +60,7 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_
     return Decl(CT::kF32, InRange(iw, W) + " ? " + v + " : 0.0");
   };
   const int64_t R = (TW - 1) * st[1] + (KW - 1) * dil[1] + 1;
-  if (KW <= kMaxUnroll && R <= 32) {
+  if (KW <= kMaxUnroll && R <= kConvMaxInputRow) {
     // One row of inputs serves every (kw, column) pair.
     std::vector<std::string> xr(R);
     for (int64_t r = 0; r < R; ++r) xr[r] = load_x(DeclI(AddC(iw0, r), "iw"));
@@ -86,12 +87,23 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_
     std::string bias = Eval(b, Idx{{AddC(o0, to)}, "", {}});
     for (int64_t tw = 0; tw < TW; ++tw) Line(acc[to][tw] + " += " + bias + ";");
   }
-  for (int64_t to = 0; to < TO; ++to)
+  // One scope per output channel: the epilogue's per-channel operands (a
+  // folded batch-norm scale and shift, a bias) are loaded once for the TW
+  // columns, at column 0, which is never guarded.
+  for (int64_t to = 0; to < TO; ++to) {
+    Open("");
     for (int64_t tw = 0; tw < TW; ++tw) {
       std::string ow = AddC(ow0, tw);
-      std::string guard = OW % TW != 0 && tw > 0 ? ow + " < " + std::to_string(OW) : "";
-      StoreAnchorElement(op, Idx{{n, AddC(o0, to), oh, ow}, "", {}}, acc[to][tw], guard);
+      Idx idx{{n, AddC(o0, to), oh, ow}, "", {}};
+      if (OW % TW != 0 && tw > 0) {
+        StoreAnchorElement(op, idx, acc[to][tw], ow + " < " + std::to_string(OW));
+      } else {
+        cache_.back()[Key(op->result(), idx)] = acc[to][tw];
+        StoreResults(idx, ShapeOf(op->result()));
+      }
     }
+    Close();
+  }
 }
 
 }  // namespace kiln::codegen::detail

@@ -1,0 +1,82 @@
+// The per-shape schedule thresholds of compiler/codegen, in one place: the
+// register block of tensor.conv2d (conv-tiled) and the tensor.matmul
+// schedule split. codegen.cc's schedule selection reads only this table.
+// Internal to compiler/codegen (lit and unit tests check the choices through
+// the "// schedule:" line of the generated GLSL and SelectConvTile).
+//
+// Why these numbers (docs/architecture.md, "Convolution schedules", has the
+// measurements). On a CPU driver (lavapipe, Mesa 22.3) every storage-buffer
+// load is a loop over the SIMD lanes, one bounds-checked scalar load per
+// lane and component, whether its index is uniform or not and whether it is
+// a float or a vec4: about 19 instructions per element per lane, against 2
+// for the multiply-add it feeds. A conv's cost is therefore the number of
+// elements each invocation loads per multiply-add. A TO x TW block (TO
+// output channels x TW output columns of one row) loads, per input channel
+// and kernel row, R = (TW - 1) * stride + (KW - 1) * dilation + 1 inputs and
+// TO * KW weights for TO * TW * KW multiply-adds, so a larger block loads
+// less per multiply-add (4x4 -> 8x8 halves it). On a GPU the same block is
+// the classic register tile; 8 x 8 = 64 accumulators stays within a GPU's
+// per-thread registers (a real GPU gained 1.6-2.8x from unrolled register
+// blocks, docs/device.md).
+#ifndef KILN_COMPILER_CODEGEN_SCHEDULE_TABLE_H_
+#define KILN_COMPILER_CODEGEN_SCHEDULE_TABLE_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::codegen::detail {
+
+// ---- tensor.conv2d: conv-tiled register block -------------------------------
+// Most output channels per invocation (a power of two dividing the group's
+// output channels: the block never straddles two groups).
+constexpr int64_t kConvMaxTileChannels = 8;
+// Most output columns per invocation when the block has several channels.
+constexpr int64_t kConvMaxTileColumns = 8;
+// Most output columns per invocation for one channel per group (depthwise):
+// the weights are few, so the block grows along the row instead.
+constexpr int64_t kConvMaxTileColumnsDepthwise = 16;
+// Most accumulators (TO * TW) per invocation.
+constexpr int64_t kConvMaxTileOutputs = 64;
+// A conv whose input or weights come from a fused prologue (a dequantize of
+// 8-bit weights, the squeeze-excite multiply, ...) re-evaluates it at every
+// load, so its code grows with the block: such a conv keeps the 4 x 4 block
+// (at most kConvMaxTileChannelsPrologue channels and columns). The int8
+// embedding's module stayed < 0.7x of the f32 one only so
+// (tests/e2e/precision_test.cc).
+constexpr int64_t kConvMaxTileChannelsPrologue = 4;
+// Longest input row one invocation keeps in registers (else the kernel's
+// columns become a loop; conv-tiled).
+constexpr int64_t kConvMaxInputRow = 32;
+
+// ---- tensor.matmul ------------------------------------------------------------
+// At most this many outputs and a depth of at least kSplitKMinDepth: one
+// workgroup per output, lanes split K (matmul-splitk).
+constexpr uint64_t kSplitKMaxOutputs = 1024;
+constexpr int64_t kSplitKMinDepth = 256;
+
+// The conv-tiled block of one tensor.conv2d: `channels` (TO) output channels
+// x `columns` (TW) output columns per invocation.
+struct ConvTile {
+  int64_t channels = 1;
+  int64_t columns = 1;
+};
+
+// The block for an NCHW conv with result shape `out` [N, O, OH, OW], weights
+// [O, C/group, KH, KW], `group` groups, column stride `stride_w` and
+// dilation `dilation_w`. TO: the largest power of two <= kConvMaxTileChannels
+// dividing O / group. TW: the power of two up to the most columns
+// (kConvMaxTileColumns, or kConvMaxTileColumnsDepthwise when TO is 1, capped
+// by kConvMaxTileOutputs / TO and OW) that loads the fewest elements per
+// useful multiply-add, ceil(OW / TW) * (R(TW) + TO * KW) / (TO * OW * KW)
+// with R as above and R(TW) <= kConvMaxInputRow; ties go to the narrower
+// block (less code). Powers of two only, so convs of nearby widths keep one
+// shader (compiler/backend/shader_dedupe.h shares shaders that differ only
+// in baked shapes). Pure function of the shapes.
+// `prologue`: the input or the weights are computed by a fused prologue
+// (then TO and TW are at most kConvMaxTileChannelsPrologue).
+ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64_t>& weights,
+                        int64_t group, int64_t stride_w, int64_t dilation_w, bool prologue = false);
+
+}  // namespace kiln::codegen::detail
+
+#endif  // KILN_COMPILER_CODEGEN_SCHEDULE_TABLE_H_
