@@ -53,7 +53,9 @@
 // that the borrowed call did not make (the callee gained nothing either;
 // differential seed 30423, elided 23 vs naive 22 copies). So after the
 // fixpoint every inferred argument is checked again, with every inference
-// in place, by the same query at each call site; one that fails goes back
+// in place, at each call site by the query --elide-async-copies will make
+// on copy-on-write's clone there (a trial clone, removed again); one that
+// fails goes back
 // to borrowed ("stays borrowed: once consumed, <reason>"), and the check
 // repeats until nothing changes (unmarking only removes ownership, so a
 // chain that relied on it is checked again and ends too).
@@ -152,18 +154,43 @@ void MarkBorrowed(ir::Operation* func, unsigned i) {
     if (u.user->is(ir::OpCode::kStreamTensorImport)) u.user->set_attr("consume", ir::Attribute(false));
 }
 
-// Does `call` hand over its operand `arg` (its last use of storage it
-// owns)? analysis::CanReuseStorage, which ignores the call's own uses, plus:
-// a view of the operand passed through another operand would make the call
-// site keep a copy (copy-on-write + elision stay correct, but the copy only
-// moves from the callee to the caller).
-analysis::Verdict HandsOver(ir::Operation* call, unsigned arg) {
+// Whether `call` also passes a view of its operand `arg` through another
+// operand: the call site would then keep a copy (copy-on-write + elision
+// stay correct, but the copy only moves from the callee to the caller).
+analysis::Verdict NoViewPassedTwice(ir::Operation* call, unsigned arg) {
   if (arg >= call->num_operands()) return analysis::Verdict{false, "a call passes no operand for it"};
-  analysis::Verdict v = analysis::CanReuseStorage(call, arg);
-  if (!v.ok) return v;
   for (ir::Value* a : analysis::ContentAliases(call->operand(arg)))
     for (unsigned j = 0; j < call->num_operands(); ++j)
       if (j != arg && call->operand(j) == a) return analysis::Verdict{false, "a view of it is also passed to the call"};
+  return analysis::Verdict{true, ""};
+}
+
+// Does `call` hand over its operand `arg` (its last use of storage it
+// owns), the callee still borrowing it? analysis::CanReuseStorage, which
+// ignores the call's own uses, and NoViewPassedTwice.
+analysis::Verdict HandsOver(ir::Operation* call, unsigned arg) {
+  if (arg >= call->num_operands()) return analysis::Verdict{false, "a call passes no operand for it"};
+  analysis::Verdict v = analysis::CanReuseStorage(call, arg);
+  return v.ok ? NoViewPassedTwice(call, arg) : v;
+}
+
+// The same question asked the way --elide-async-copies will ask it once the
+// argument is consumed: copy-on-write puts a clone of the operand before the
+// call (a consumed operand is a tied use), and the call site hands over when
+// that clone may go. A trial clone is inserted, queried and removed again.
+// (CanReuseStorage(call, arg) itself cannot be asked here: the consumed
+// operand escapes to the call, which the query counts as an observer.)
+analysis::Verdict HandsOverOnceConsumed(ir::Operation* call, unsigned arg) {
+  analysis::Verdict v = NoViewPassedTwice(call, arg);
+  if (!v.ok) return v;
+  ir::Value* operand = call->operand(arg);
+  ir::Builder b = ir::Builder::Before(call);
+  b.set_loc(call->loc());
+  ir::Operation* trial = b.Create("stream.async.clone", {operand}, {operand->type()}, {});
+  call->SetOperand(arg, trial->result(0));
+  v = analysis::CanReuseStorage(trial, 0);
+  call->SetOperand(arg, operand);
+  trial->Erase();
   return v;
 }
 
@@ -263,7 +290,7 @@ class InferArgumentOwnershipPass : public ir::Pass {
       for (Candidate& c : inferred) {
         bool all = true;
         for (ir::Operation* call : calls[c.func->str_attr("sym_name")]) {
-          analysis::Verdict v = HandsOver(call, c.arg);
+          analysis::Verdict v = HandsOverOnceConsumed(call, c.arg);
           if (!v.ok) {
             all = false;
             c.reason = "once consumed, " + v.reason;
