@@ -55,10 +55,9 @@
 // fixpoint every inferred argument is checked again, with every inference
 // in place, at each call site by the query --elide-async-copies will make
 // on copy-on-write's clone there (a trial clone, removed again); one that
-// fails goes back
-// to borrowed ("stays borrowed: once consumed, <reason>"), and the check
-// repeats until nothing changes (unmarking only removes ownership, so a
-// chain that relied on it is checked again and ends too).
+// fails goes back to borrowed ("stays borrowed: once consumed, <reason>"),
+// and the check repeats until nothing changes (unmarking only removes
+// ownership, so a chain that relied on it is checked again and ends too).
 //
 // Must not act (each tested):
 //  - an exported function (no sym_visibility = "private");
