@@ -178,16 +178,18 @@ analysis::Verdict HandsOver(ir::Operation* call, unsigned arg) {
 // call (a consumed operand is a tied use), and the call site hands over when
 // that clone may go. A trial clone is inserted, queried and removed again.
 // (CanReuseStorage(call, arg) itself cannot be asked here: the consumed
-// operand escapes to the call, which the query counts as an observer.)
+// operand escapes to the call, which the query counts as an observer. Nor
+// NoViewPassedTwice, asked before marking: with two consumed operands, each
+// is a content alias of the other through the call's result, a copy the
+// elision does not see.)
 analysis::Verdict HandsOverOnceConsumed(ir::Operation* call, unsigned arg) {
-  analysis::Verdict v = NoViewPassedTwice(call, arg);
-  if (!v.ok) return v;
+  if (arg >= call->num_operands()) return analysis::Verdict{false, "a call passes no operand for it"};
   ir::Value* operand = call->operand(arg);
   ir::Builder b = ir::Builder::Before(call);
   b.set_loc(call->loc());
   ir::Operation* trial = b.Create("stream.async.clone", {operand}, {operand->type()}, {});
   call->SetOperand(arg, trial->result(0));
-  v = analysis::CanReuseStorage(trial, 0);
+  analysis::Verdict v = analysis::CanReuseStorage(trial, 0);
   call->SetOperand(arg, operand);
   trial->Erase();
   return v;
