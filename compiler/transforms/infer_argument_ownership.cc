@@ -39,6 +39,26 @@
 // only ever adds ownership, so the iteration ends (at most one change per
 // argument).
 //
+// Each decision must still hold once it is made. A consumed operand is an
+// escape for the analysis (the callee may keep or return it), and a call
+// result may be the consumed operand handed back, so marking an argument
+// consumed changes the answers CanReuseStorage gives at its own call sites.
+// The case that needs it: a loop-carried value passed to the call whose
+// result is yielded back into it,
+//   scf.for ... (%v = %init) { %r = func.call @f(%v); scf.yield %r }
+// Asked while @f borrows, %v is owned (%init and %r are both fresh). Once
+// @f consumes, %r may be %v handed back and %v escapes to the call in the
+// next trip, so the yield no longer hands over and --elide-async-copies
+// keeps the clone copy-on-write puts before the call: one copy per trip
+// that the borrowed call did not make (the callee gained nothing either;
+// differential seed 30423, elided 23 vs naive 22 copies). So after the
+// fixpoint every inferred argument is checked again, with every inference
+// in place, at each call site by the query --elide-async-copies will make
+// on copy-on-write's clone there (a trial clone, removed again); one that
+// fails goes back to borrowed ("stays borrowed: once consumed, <reason>"),
+// and the check repeats until nothing changes (unmarking only removes
+// ownership, so a chain that relied on it is checked again and ends too).
+//
 // Must not act (each tested):
 //  - an exported function (no sym_visibility = "private");
 //  - a function without call sites in the module (nothing to infer from);
@@ -48,7 +68,9 @@
 //    import, a constant, a global load, a borrowed argument of the caller,
 //    is captured by an enclosing loop, or is also passed through another
 //    operand of the same call;
-//  - non-resource arguments.
+//  - non-resource arguments;
+//  - an argument whose call site stops handing over once the argument is
+//    consumed (a loop-carried value whose next value is the call's result).
 // Each argument left borrowed gets a remark on the first call site that
 // keeps it: "argument #i of @f stays borrowed: <reason>".
 //
@@ -118,6 +140,61 @@ void MarkConsumed(ir::Operation* func, unsigned i) {
     if (u.user->is(ir::OpCode::kStreamTensorImport)) u.user->set_attr("consume", ir::Attribute(true));
 }
 
+// Undoes MarkConsumed(func, i): the argument was borrowed before.
+void MarkBorrowed(ir::Operation* func, unsigned i) {
+  ir::Block* entry = func->region(0)->block(0);
+  std::vector<std::string> own = func->strs_attr("arg_ownership");
+  own.resize(entry->num_arguments(), "borrow");
+  own[i] = "borrow";
+  ir::AttrList list;
+  for (const std::string& s : own) list.push_back(ir::Attribute(s));
+  func->set_attr("arg_ownership", ir::MakeListAttr(std::move(list)));
+  for (const ir::Use& u : entry->argument(i)->uses())
+    if (u.user->is(ir::OpCode::kStreamTensorImport)) u.user->set_attr("consume", ir::Attribute(false));
+}
+
+// Whether `call` also passes a view of its operand `arg` through another
+// operand: the call site would then keep a copy (copy-on-write + elision
+// stay correct, but the copy only moves from the callee to the caller).
+analysis::Verdict NoViewPassedTwice(ir::Operation* call, unsigned arg) {
+  if (arg >= call->num_operands()) return analysis::Verdict{false, "a call passes no operand for it"};
+  for (ir::Value* a : analysis::ContentAliases(call->operand(arg)))
+    for (unsigned j = 0; j < call->num_operands(); ++j)
+      if (j != arg && call->operand(j) == a) return analysis::Verdict{false, "a view of it is also passed to the call"};
+  return analysis::Verdict{true, ""};
+}
+
+// Does `call` hand over its operand `arg` (its last use of storage it
+// owns), the callee still borrowing it? analysis::CanReuseStorage, which
+// ignores the call's own uses, and NoViewPassedTwice.
+analysis::Verdict HandsOver(ir::Operation* call, unsigned arg) {
+  if (arg >= call->num_operands()) return analysis::Verdict{false, "a call passes no operand for it"};
+  analysis::Verdict v = analysis::CanReuseStorage(call, arg);
+  return v.ok ? NoViewPassedTwice(call, arg) : v;
+}
+
+// The same question asked the way --elide-async-copies will ask it once the
+// argument is consumed: copy-on-write puts a clone of the operand before the
+// call (a consumed operand is a tied use), and the call site hands over when
+// that clone may go. A trial clone is inserted, queried and removed again.
+// (CanReuseStorage(call, arg) itself cannot be asked here: the consumed
+// operand escapes to the call, which the query counts as an observer. Nor
+// NoViewPassedTwice, asked before marking: with two consumed operands, each
+// is a content alias of the other through the call's result, a copy the
+// elision does not see.)
+analysis::Verdict HandsOverOnceConsumed(ir::Operation* call, unsigned arg) {
+  if (arg >= call->num_operands()) return analysis::Verdict{false, "a call passes no operand for it"};
+  ir::Value* operand = call->operand(arg);
+  ir::Builder b = ir::Builder::Before(call);
+  b.set_loc(call->loc());
+  ir::Operation* trial = b.Create("stream.async.clone", {operand}, {operand->type()}, {});
+  call->SetOperand(arg, trial->result(0));
+  analysis::Verdict v = analysis::CanReuseStorage(trial, 0);
+  call->SetOperand(arg, operand);
+  trial->Erase();
+  return v;
+}
+
 class InferArgumentOwnershipPass : public ir::Pass {
  public:
   const char* flag() const override { return "infer-argument-ownership"; }
@@ -153,6 +230,7 @@ class InferArgumentOwnershipPass : public ir::Pass {
       const ir::Operation* at = nullptr;
     };
     std::vector<Candidate> open;
+    std::vector<Candidate> inferred;  // marked consumed by the fixpoint
     for (ir::Operation* f : funcs) {
       if (!IsPrivate(f) || f->num_regions() != 1 || f->region(0)->empty()) continue;
       const std::string name = f->str_attr("sym_name");
@@ -185,21 +263,7 @@ class InferArgumentOwnershipPass : public ir::Pass {
         const std::string name = c.func->str_attr("sym_name");
         bool all = true;
         for (ir::Operation* call : calls[name]) {
-          if (c.arg >= call->num_operands()) {
-            all = false;
-            c.reason = "a call passes no operand for it";
-            c.at = call;
-            break;
-          }
-          analysis::Verdict v = analysis::CanReuseStorage(call, c.arg);
-          // The query ignores the call's own uses; a view of the operand
-          // passed through another operand would make the call site keep a
-          // copy (copy-on-write + elision stay correct, but the copy only
-          // moves from the callee to the caller).
-          if (v.ok)
-            for (ir::Value* a : analysis::ContentAliases(call->operand(c.arg)))
-              for (unsigned j = 0; j < call->num_operands(); ++j)
-                if (j != c.arg && call->operand(j) == a) v = analysis::Verdict{false, "a view of it is also passed to the call"};
+          analysis::Verdict v = HandsOver(call, c.arg);
           if (!v.ok) {
             all = false;
             c.reason = v.reason;
@@ -209,8 +273,7 @@ class InferArgumentOwnershipPass : public ir::Pass {
         }
         if (all) {
           MarkConsumed(c.func, c.arg);
-          ctx.Remark(c.func, "argument #" + std::to_string(c.arg) + " of @" + name +
-                                 " inferred consume: every call site passes its last use");
+          inferred.push_back(c);
           changed = true;
         } else {
           still.push_back(c);
@@ -218,6 +281,37 @@ class InferArgumentOwnershipPass : public ir::Pass {
       }
       open.swap(still);
     }
+
+    // Check again with every inference in place (header comment: "Each
+    // decision must still hold once it is made"); drop those that no longer
+    // hold until none is dropped.
+    for (bool dropped = true; dropped;) {
+      dropped = false;
+      std::vector<Candidate> kept;
+      for (Candidate& c : inferred) {
+        bool all = true;
+        for (ir::Operation* call : calls[c.func->str_attr("sym_name")]) {
+          analysis::Verdict v = HandsOverOnceConsumed(call, c.arg);
+          if (!v.ok) {
+            all = false;
+            c.reason = "once consumed, " + v.reason;
+            c.at = call;
+            break;
+          }
+        }
+        if (all) {
+          kept.push_back(c);
+        } else {
+          MarkBorrowed(c.func, c.arg);
+          open.push_back(c);
+          dropped = true;
+        }
+      }
+      inferred.swap(kept);
+    }
+    for (const Candidate& c : inferred)
+      ctx.Remark(c.func, "argument #" + std::to_string(c.arg) + " of @" + c.func->str_attr("sym_name") +
+                             " inferred consume: every call site passes its last use");
     for (const Candidate& c : open)
       ctx.Remark(c.at ? c.at : c.func, "argument #" + std::to_string(c.arg) + " of @" +
                                            c.func->str_attr("sym_name") + " stays borrowed: " + c.reason);
