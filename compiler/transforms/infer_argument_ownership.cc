@@ -126,32 +126,23 @@ std::set<std::string> RecursiveFunctions(const std::map<std::string, std::set<st
   return out;
 }
 
-// Marks argument `i` of the definition `func` consumed: its arg_ownership
-// entry, and the stream.tensor.import of the argument when there is one.
-void MarkConsumed(ir::Operation* func, unsigned i) {
+// Sets argument `i` of the definition `func` to consumed or borrowed: its
+// arg_ownership entry, and the stream.tensor.import of the argument when
+// there is one.
+void SetOwnership(ir::Operation* func, unsigned i, bool consume) {
   ir::Block* entry = func->region(0)->block(0);
   std::vector<std::string> own = func->strs_attr("arg_ownership");
   own.resize(entry->num_arguments(), "borrow");
-  own[i] = "consume";
+  own[i] = consume ? "consume" : "borrow";
   ir::AttrList list;
   for (const std::string& s : own) list.push_back(ir::Attribute(s));
   func->set_attr("arg_ownership", ir::MakeListAttr(std::move(list)));
   for (const ir::Use& u : entry->argument(i)->uses())
-    if (u.user->is(ir::OpCode::kStreamTensorImport)) u.user->set_attr("consume", ir::Attribute(true));
+    if (u.user->is(ir::OpCode::kStreamTensorImport)) u.user->set_attr("consume", ir::Attribute(consume));
 }
-
+void MarkConsumed(ir::Operation* func, unsigned i) { SetOwnership(func, i, true); }
 // Undoes MarkConsumed(func, i): the argument was borrowed before.
-void MarkBorrowed(ir::Operation* func, unsigned i) {
-  ir::Block* entry = func->region(0)->block(0);
-  std::vector<std::string> own = func->strs_attr("arg_ownership");
-  own.resize(entry->num_arguments(), "borrow");
-  own[i] = "borrow";
-  ir::AttrList list;
-  for (const std::string& s : own) list.push_back(ir::Attribute(s));
-  func->set_attr("arg_ownership", ir::MakeListAttr(std::move(list)));
-  for (const ir::Use& u : entry->argument(i)->uses())
-    if (u.user->is(ir::OpCode::kStreamTensorImport)) u.user->set_attr("consume", ir::Attribute(false));
-}
+void MarkBorrowed(ir::Operation* func, unsigned i) { SetOwnership(func, i, false); }
 
 // Whether `call` also passes a view of its operand `arg` through another
 // operand: the call site would then keep a copy (copy-on-write + elision
