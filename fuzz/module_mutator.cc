@@ -114,7 +114,8 @@ void MutateSig(TensorSigT* sig, Rng& rng, size_t result_count) {
       if (!sig->shape.empty()) {
         int64_t& d = sig->shape[Pick(rng, sig->shape.size())];
         static const int64_t kDims[] = {0, 1, 2, -1, 1 << 20, INT64_MAX, INT64_MIN};
-        d = rng() % 2 ? d + 1 : kDims[Pick(rng, 7)];
+        // Wrap on purpose: d + 1 must not be signed overflow (UBSan runs here).
+        d = rng() % 2 ? static_cast<int64_t>(static_cast<uint64_t>(d) + 1) : kDims[Pick(rng, 7)];
       } else {
         sig->shape.push_back(rng() % 8);
       }
