@@ -81,6 +81,29 @@
 namespace kiln::codegen {
 namespace {
 
+// spirv-opt's -O recipe as SPIRV-Tools 2023.1 (Debian bookworm) registers it
+// in Optimizer::RegisterPerformancePasses, less --loop-unroll (see the call
+// site). Listed by flag so that the order stays spirv-opt's.
+std::vector<std::string> SizeAwarePerformancePasses() {
+  return {"--wrap-opkill", "--eliminate-dead-branches", "--merge-return",
+          "--inline-entry-points-exhaustive", "--eliminate-dead-functions",
+          "--eliminate-dead-code-aggressive", "--private-to-local",
+          "--eliminate-local-single-block", "--eliminate-local-single-store",
+          "--eliminate-dead-code-aggressive", "--scalar-replacement",
+          "--convert-local-access-chains", "--eliminate-local-single-block",
+          "--eliminate-local-single-store", "--eliminate-dead-code-aggressive", "--ssa-rewrite",
+          "--eliminate-dead-code-aggressive", "--ccp", "--eliminate-dead-code-aggressive",
+          "--eliminate-dead-branches", "--redundancy-elimination", "--combine-access-chains",
+          "--simplify-instructions", "--scalar-replacement", "--convert-local-access-chains",
+          "--eliminate-local-single-block", "--eliminate-local-single-store",
+          "--eliminate-dead-code-aggressive", "--ssa-rewrite", "--eliminate-dead-code-aggressive",
+          "--vector-dce", "--eliminate-dead-inserts", "--eliminate-dead-branches",
+          "--simplify-instructions", "--if-conversion", "--copy-propagate-arrays",
+          "--reduce-load-size", "--eliminate-dead-code-aggressive", "--merge-blocks",
+          "--redundancy-elimination", "--eliminate-dead-branches", "--merge-blocks",
+          "--simplify-instructions"};
+}
+
 // Identical kernels (many dispatches of one op on one shape, a block
 // repeated through a network) compile to SPIR-V once per process: the
 // final SPIR-V is cached by the GLSL text less its comments (which name the
@@ -89,7 +112,8 @@ namespace {
 class SpirvCache {
  public:
   static std::string Key(const std::string& glsl, const CodegenOptions& options) {
-    std::string key(1, static_cast<char>('0' + (options.optimize_spirv ? 1 : 0) + (options.validate_spirv ? 2 : 0)));
+    std::string key(1, static_cast<char>('0' + (options.optimize_spirv ? 1 : 0) + (options.validate_spirv ? 2 : 0) +
+                                         (options.unroll_in_module ? 4 : 0)));
     key.reserve(glsl.size());
     for (size_t i = 0; i < glsl.size();) {  // comments dropped (GLSL has no strings)
       size_t eol = glsl.find('\n', i);
@@ -218,9 +242,8 @@ StatusOr<CompiledDispatch> Generator::Run() {
   } else if (kind == ir::OpCode::kTensorConv2d) {
     const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
     std::vector<int64_t> st = anchor->ints_attr("strides"), dil = anchor->ints_attr("dilations");
-    const bool prologue = !arg_binding_.count(anchor->operand(0)) || !arg_binding_.count(anchor->operand(1));
     const ConvTile tile = SelectConvTile(os, ws, std::max<int64_t>(anchor->int_attr("group", 1), 1),
-                                         st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1, prologue);
+                                         st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1);
     const int64_t to = tile.channels, tw = tile.columns;
     uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
     KILN_RETURN_IF_ERROR(invocations(tiles));
@@ -338,7 +361,17 @@ StatusOr<CompiledDispatch> Generator::Run() {
     std::string msgs;
     opt.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&,
                                const char* m) { msgs += std::string(m) + "\n"; });
-    opt.RegisterPerformancePasses();
+    // By default spirv-opt's performance recipe (-O) without its
+    // loop-unroll pass: loops marked [[unroll]] stay loops in the module,
+    // with their Unroll hint for the driver's compiler (Mesa's NIR fully
+    // unrolls such a loop when its trip count is known, and so do the
+    // vendors' compilers). The driver compiles the same straight-line code;
+    // the module carries the loop body once.
+    if (options_.unroll_in_module) {
+      opt.RegisterPerformancePasses();
+    } else if (!opt.RegisterPassesFromFlags(SizeAwarePerformancePasses())) {
+      return InternalError("codegen: spirv-opt rejected the pass list");
+    }
     std::vector<uint32_t> optimized;
     if (!opt.Run(out.spirv.data(), out.spirv.size(), &optimized))
       return InternalError("codegen: spirv-opt failed on '%s': %s", out.debug_name.c_str(),

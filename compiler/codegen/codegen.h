@@ -82,6 +82,13 @@ struct CodegenOptions {
   bool validate_spirv = true;
   // Run spirv-opt's performance passes on glslang's output (before validation).
   bool optimize_spirv = true;
+  // With optimize_spirv: also run spirv-opt's loop-unroll pass, so every
+  // [[unroll]] loop (a conv's register block) is unrolled in the module
+  // instead of by the driver's compiler. Off by default: the module carries
+  // each loop body once (cls's module 998,976 -> 670,592 B) and drivers
+  // unroll loops marked Unroll. `kiln-compile --unroll-in-module` turns it
+  // on, for a driver that ignores the hint and for A/B runs on a GPU.
+  bool unroll_in_module = false;
   // Also compile an f16-arithmetic variant (CompiledDispatch::spirv_f16) of
   // each dispatch that f16_arithmetic.h's rule admits. `kiln-compile
   // --no-f16-arithmetic` turns it off (one SPIR-V module per executable).

@@ -91,10 +91,39 @@ TEST(CodegenTest, ConvTileTable) {
   EXPECT_EQ(tile({1, 6, 5, 8}, {6, 2, 3, 3}, 2), "1x8");
   // TO * TW <= 64 and TW <= 8 with several channels.
   EXPECT_EQ(tile({1, 16, 4, 64}, {16, 16, 3, 3}, 1), "8x8");
-  // A fused prologue (8-bit weights dequantized at each load): 4 x 4 at most.
-  EXPECT_EQ(detail::SelectConvTile({1, 200, 2, 96}, {200, 32, 1, 1}, 1, 1, 1, true).channels, 4);
-  EXPECT_EQ(detail::SelectConvTile({1, 200, 2, 96}, {200, 32, 1, 1}, 1, 1, 1, true).columns, 4);
-  EXPECT_EQ(detail::SelectConvTile({1, 64, 24, 96}, {64, 1, 3, 3}, 64, 1, 1, true).columns, 4);
+}
+
+// A conv register block is in the module once: its TO x TW accumulators
+// are an array and its loops are [[unroll]] loops that the driver unrolls.
+// CodegenOptions::unroll_in_module (kiln-compile --unroll-in-module) makes
+// spirv-opt unroll them instead. Counted in the SPIR-V: the GLSL.std.450 Fma
+// instructions of conv_tile_8x8 (1x1 kernel, an 8 x 8 block: 64 per input
+// channel once unrolled; the input-channel loop is never unrolled).
+TEST(CodegenTest, ConvBlockIsInTheModuleOnce) {
+  int found = -1;
+  for (size_t i = 0; i < AllCases().size(); ++i)
+    if (AllCases()[i]().name == "conv_tile_8x8") found = static_cast<int>(i);
+  ASSERT_GE(found, 0);
+  Case c = AllCases()[found]();
+  auto fmas = [](const std::vector<uint32_t>& spirv) {
+    int n = 0;
+    for (size_t i = 5; i < spirv.size();) {
+      const uint32_t count = spirv[i] >> 16, opcode = spirv[i] & 0xffff;
+      if (count == 0) return -1;
+      if (opcode == 12 /* OpExtInst */ && count > 4 && spirv[i + 4] == 50 /* Fma */) ++n;
+      i += count;
+    }
+    return n;
+  };
+  auto rolled = CompileDispatch(c.dispatch, c.options);
+  ASSERT_TRUE(rolled.ok()) << rolled.status().ToString();
+  CodegenOptions o = c.options;
+  o.unroll_in_module = true;
+  auto unrolled = CompileDispatch(c.dispatch, o);
+  ASSERT_TRUE(unrolled.ok()) << unrolled.status().ToString();
+  EXPECT_EQ(fmas(rolled.value().spirv), 1);
+  EXPECT_EQ(fmas(unrolled.value().spirv), 64);
+  EXPECT_LT(rolled.value().spirv.size() * 2, unrolled.value().spirv.size());
 }
 
 TEST(CodegenTest, GlslCarriesOpNamesAndLocs) {

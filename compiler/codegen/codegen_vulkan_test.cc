@@ -107,6 +107,18 @@ TEST_P(CodegenVulkanTest, MatchesReference) {
   if (!c.expected_f16.empty()) {
     EXPECT_FALSE(cd.spirv_f16.empty()) << "no f16-arithmetic variant";
   }
+  // A conv register block also runs unrolled in the module (kiln-compile
+  // --unroll-in-module), which must give the same results.
+  CompiledDispatch unrolled;
+  if (cd.glsl.find("// schedule: conv-tiled") != std::string::npos) {
+    CodegenOptions o = c.options;
+    o.unroll_in_module = true;
+    auto u = CompileDispatch(c.dispatch, o);
+    ASSERT_TRUE(u.ok()) << u.status().ToString();
+    unrolled = std::move(u.value());
+    EXPECT_NE(unrolled.spirv, cd.spirv);
+    variants.push_back({"unrolled in module", &unrolled.spirv, &c.expected});
+  }
   for (const Variant& variant : variants) {
     SCOPED_TRACE(variant.name);
     hal::EntryPointInfo ep;

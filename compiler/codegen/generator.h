@@ -479,6 +479,19 @@ class Generator {
     ++*opened;
     return v;
   }
+  // `[[unroll]] for (int v = 0; v < n; ++v) {` whatever n (returns v; "0"
+  // without a loop when n == 1): a loop over a register block. The module
+  // keeps the loop (codegen.cc runs no spirv-opt unroll) and the driver's
+  // compiler unrolls it, so an array indexed only by such loops becomes
+  // registers (issue 16 item 6: the block's code is in the module once).
+  std::string OpenUnrolled(int64_t n, const char* prefix, int* opened) {
+    if (n == 1) return "0";
+    std::string v = Fresh(prefix);
+    uses_ctrl_attr_ = true;
+    Open("[[unroll]] for (int " + v + " = 0; " + v + " < " + std::to_string(n) + "; ++" + v + ")");
+    ++*opened;
+    return v;
+  }
   void CloseN(int n) {
     for (int i = 0; i < n; ++i) Close();
   }

@@ -6,15 +6,13 @@
 namespace kiln::codegen::detail {
 
 ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64_t>& weights,
-                        int64_t group, int64_t stride_w, int64_t dilation_w, bool prologue) {
+                        int64_t group, int64_t stride_w, int64_t dilation_w) {
   ConvTile t;
   const int64_t per_group = weights[0] / std::max<int64_t>(group, 1);
-  const int64_t max_channels = prologue ? kConvMaxTileChannelsPrologue : kConvMaxTileChannels;
-  while (t.channels * 2 <= max_channels && per_group % (t.channels * 2) == 0) t.channels *= 2;
+  while (t.channels * 2 <= kConvMaxTileChannels && per_group % (t.channels * 2) == 0) t.channels *= 2;
   const int64_t OW = std::max<int64_t>(out[3], 1), KW = std::max<int64_t>(weights[3], 1);
   const int64_t max_cols =
-      prologue ? std::min(kConvMaxTileChannelsPrologue, OW)
-               : std::min({t.channels == 1 ? kConvMaxTileColumnsDepthwise : kConvMaxTileColumns,
+      std::min({t.channels == 1 ? kConvMaxTileColumnsDepthwise : kConvMaxTileColumns,
                            kConvMaxTileOutputs / t.channels, OW});
   // Loads per useful multiply-add, tiles * (R + TO * KW) / (TO * OW * KW):
   // the denominator is the same for every TW, so the numerators compare.

@@ -38,12 +38,9 @@ constexpr int64_t kConvMaxTileColumnsDepthwise = 16;
 // Most accumulators (TO * TW) per invocation.
 constexpr int64_t kConvMaxTileOutputs = 64;
 // A conv whose input or weights come from a fused prologue (a dequantize of
-// 8-bit weights, the squeeze-excite multiply, ...) re-evaluates it at every
-// load, so its code grows with the block: such a conv keeps the 4 x 4 block
-// (at most kConvMaxTileChannelsPrologue channels and columns). The int8
-// embedding's module stayed < 0.7x of the f32 one only so
-// (tests/e2e/precision_test.cc).
-constexpr int64_t kConvMaxTileChannelsPrologue = 4;
+// 8-bit weights, the squeeze-excite multiply) gets the same block: the
+// block's loads are loops (schedule_conv.cc), so its code no longer grows
+// with the block (it was capped at 4 x 4 while every load was written out).
 // Longest input row one invocation keeps in registers (else the kernel's
 // columns become a loop; conv-tiled).
 constexpr int64_t kConvMaxInputRow = 32;
@@ -72,10 +69,8 @@ struct ConvTile {
 // block (less code). Powers of two only, so convs of nearby widths keep one
 // shader (compiler/backend/shader_dedupe.h shares shaders that differ only
 // in baked shapes). Pure function of the shapes.
-// `prologue`: the input or the weights are computed by a fused prologue
-// (then TO and TW are at most kConvMaxTileChannelsPrologue).
 ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64_t>& weights,
-                        int64_t group, int64_t stride_w, int64_t dilation_w, bool prologue = false);
+                        int64_t group, int64_t stride_w, int64_t dilation_w);
 
 }  // namespace kiln::codegen::detail
 

@@ -49,6 +49,8 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
     // Kept so existing build scripts still work: every module now carries
     // GLSL fma() alone, and the runtime makes it exact on CPU drivers
     // (hal/vulkan/exact_fma_splice.h).
+  } else if (flag == "--unroll-in-module") {
+    options->emit.codegen.unroll_in_module = true;
   } else if (flag == "--no-f16-arithmetic") {
     options->emit.codegen.f16_arithmetic_variants = false;
   } else if (Value(flag, "--precision", &v)) {

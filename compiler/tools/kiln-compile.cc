@@ -7,7 +7,7 @@
 //                [--emit=kiln|kir-tensor|kir-stream|kir-alloc] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
 //                [--module-name=NAME] [--precision=f32|f16]
-//                [--no-f16-arithmetic] [--fuse-pad]
+//                [--no-f16-arithmetic] [--fuse-pad] [--unroll-in-module]
 //
 // --fuse-pad (opt-in): a constant Pad of a dispatch's result whose interior
 // is one contiguous range of the padded tensor costs no dispatch and no
@@ -23,6 +23,12 @@
 // elementwise dispatch whose tensors are all f16 also gets a SPIR-V variant
 // computing in float16_t, which the runtime picks on devices with
 // shaderFloat16 (compiler/codegen/f16_arithmetic.h).
+//
+// --unroll-in-module: unroll the register-block loops (a conv's TO x TW
+// accumulators) in the module. By default they stay loops marked [[unroll]]
+// that the driver's compiler unrolls, and the module is smaller (cls:
+// 998,976 -> 670,592 B); the flag is for a driver that ignores the hint,
+// and for comparing the two on a GPU.
 //
 // --sequence-input fixes the structure of a sequence/optional graph input:
 // NAME=[2x3,scalar] (element shapes), NAME=[] (empty), NAME=none (an empty
@@ -93,6 +99,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--native-fma", nullptr, "accepted and ignored (modules always use fma(); exact on CPU drivers at load)"},
         {"--precision", "f32|f16", "f16: store weights and activations as f16 (ABI unchanged)"},
         {"--no-f16-arithmetic", nullptr, "no float16_t variants of all-f16 elementwise dispatches"},
+        {"--unroll-in-module", nullptr, "unroll register-block loops in the module (default: the driver unrolls them)"},
         {"--fuse-pad", nullptr, "opt-in: a constant Pad with a contiguous interior: the producer writes the interior, fills the border"},
     },
     "--sequence-input: =[2x3,4] lists element shapes, =[] is empty, =none an absent optional;\n"

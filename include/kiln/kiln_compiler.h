@@ -20,7 +20,7 @@
  * embedding API takes session flags): --input-shape=NAME=DIMS,
  * --constant-input=NAME=V, --sequence-input=NAME=[S0,...], --consume=NAME,
  * --topology=unified|discrete|FILE, --no-elision, --module-name=NAME,
- * --precision=f32|f16, --fuse-pad. `kiln-compile --help` describes each. The library exports
+ * --precision=f32|f16, --fuse-pad, --unroll-in-module. `kiln-compile --help` describes each. The library exports
  * kiln_compile* symbols only.
  *
  * Thread safety: calls may run on several threads at once; each call uses
