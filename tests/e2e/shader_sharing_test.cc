@@ -16,15 +16,18 @@
 namespace kiln::e2e {
 namespace {
 
-// main(x1: 1x1x4x6, w1: 1x1x2x2, x2: 1x1x5x8, w2: 1x1x2x2) = (conv(x1, w1),
+// main(x1: 1x1x4x10, w1: 1x1x2x2, x2: 1x1x6x8, w2: 1x1x2x2) = (conv(x1, w1),
 // conv(x2, w2)): both conv-tiled with 4-column tiles and a ragged last tile
-// (output widths 5 and 7), different H and W.
+// (output widths 9 and 7), different H and W. Sharing needs the baked
+// constants to coincide alike in both shaders (shader_dedupe.h): with an
+// output width of 5, the width and the 5-element input row of the block
+// would be one constant in the first shader and two in the second.
 const char* kTwoConvs = R"(
 "func.func"() ({
-^bb0(%x1: tensor<1x1x4x6xf32>, %w1: tensor<1x1x2x2xf32>, %x2: tensor<1x1x5x8xf32>, %w2: tensor<1x1x2x2xf32>):
-  %a = "tensor.conv2d"(%x1, %w1) {dilations = [1, 1], group = 1 : i64, pads = [0, 0, 0, 0], strides = [1, 1]} : (tensor<1x1x4x6xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x3x5xf32> loc("conv_a")
-  %b = "tensor.conv2d"(%x2, %w2) {dilations = [1, 1], group = 1 : i64, pads = [0, 0, 0, 0], strides = [1, 1]} : (tensor<1x1x5x8xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x7xf32> loc("conv_b")
-  "func.return"(%a, %b) : (tensor<1x1x3x5xf32>, tensor<1x1x4x7xf32>) -> ()
+^bb0(%x1: tensor<1x1x4x10xf32>, %w1: tensor<1x1x2x2xf32>, %x2: tensor<1x1x6x8xf32>, %w2: tensor<1x1x2x2xf32>):
+  %a = "tensor.conv2d"(%x1, %w1) {dilations = [1, 1], group = 1 : i64, pads = [0, 0, 0, 0], strides = [1, 1]} : (tensor<1x1x4x10xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x3x9xf32> loc("conv_a")
+  %b = "tensor.conv2d"(%x2, %w2) {dilations = [1, 1], group = 1 : i64, pads = [0, 0, 0, 0], strides = [1, 1]} : (tensor<1x1x6x8xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x5x7xf32> loc("conv_b")
+  "func.return"(%a, %b) : (tensor<1x1x3x9xf32>, tensor<1x1x5x7xf32>) -> ()
 }) {sym_name = "main"} : () -> ()
 )";
 
@@ -54,16 +57,16 @@ TEST(ShaderSharingTest, TwoShapesOfOneScheduleShareAShaderAndBothRunCorrectly) {
   EXPECT_EQ(report.dispatches, 2);
   EXPECT_EQ(report.executables, 1);  // one SPIR-V module
   EXPECT_EQ(report.entry_points, 2);  // specialized twice
-  std::vector<float> x1 = Ramp(24, 0.7f, 0.1f), w1 = {0.5f, -1.25f, 2.0f, 0.75f};
-  std::vector<float> x2 = Ramp(40, 0.3f, -0.4f), w2 = {-0.3f, 1.5f, 0.25f, -2.0f};
+  std::vector<float> x1 = Ramp(40, 0.7f, 0.1f), w1 = {0.5f, -1.25f, 2.0f, 0.75f};
+  std::vector<float> x2 = Ramp(48, 0.3f, -0.4f), w2 = {-0.3f, 1.5f, 0.25f, -2.0f};
   std::vector<HostTensor> out;
-  ASSERT_EQ(session.Invoke("main", {F32({1, 1, 4, 6}, x1), F32({1, 1, 2, 2}, w1), F32({1, 1, 5, 8}, x2),
+  ASSERT_EQ(session.Invoke("main", {F32({1, 1, 4, 10}, x1), F32({1, 1, 2, 2}, w1), F32({1, 1, 6, 8}, x2),
                                     F32({1, 1, 2, 2}, w2)},
                            &out),
             "");
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(Compare(out[0], F32({1, 1, 3, 5}, Conv(x1, 4, 6, w1)), 1e-6, 1e-6), "");
-  EXPECT_EQ(Compare(out[1], F32({1, 1, 4, 7}, Conv(x2, 5, 8, w2)), 1e-6, 1e-6), "");
+  EXPECT_EQ(Compare(out[0], F32({1, 1, 3, 9}, Conv(x1, 4, 10, w1)), 1e-6, 1e-6), "");
+  EXPECT_EQ(Compare(out[1], F32({1, 1, 5, 7}, Conv(x2, 6, 8, w2)), 1e-6, 1e-6), "");
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
