@@ -67,7 +67,16 @@
 //    concat), already writes that result in place, already places another
 //    result into the same target, or runs after the chain's first update;
 //  - a concat whose operands interleave (concat along axis 1 of [2, n]),
-//    or that reads an operand through a coarse view (`element_offsets`).
+//    or that reads an operand through a coarse view (`element_offsets`);
+//  - the concat's value is a function result (stream.tensor.export) and a
+//    consumed import at least its size is read at or after the first
+//    producer (TakesDonorStorage): the target's storage would start there,
+//    before the import's last read, and schedule-allocation could no
+//    longer donate the import's storage to it.
+// A piece read again, the last producer's included, reads a view of its
+// subrange: for the last producer that view is a use of the chain's last
+// value besides the concat's users; schedule-allocation still writes a
+// yielded target straight into the region result (OnlyYieldAndViewReads).
 //
 // Preconditions: stream level, after the copy passes (copy-on-write sees no
 // placement operand) and before --resource-lifetime (which sees the
