@@ -67,7 +67,16 @@
 //    concat), already writes that result in place, already places another
 //    result into the same target, or runs after the chain's first update;
 //  - a concat whose operands interleave (concat along axis 1 of [2, n]),
-//    or that reads an operand through a coarse view (`element_offsets`).
+//    or that reads an operand through a coarse view (`element_offsets`);
+//  - the concat's value is a function result (stream.tensor.export) and a
+//    consumed import at least its size is read at or after the first
+//    producer (TakesDonorStorage): the target's storage would start there,
+//    before the import's last read, and schedule-allocation could no
+//    longer donate the import's storage to it.
+// A piece read again, the last producer's included, reads a view of its
+// subrange: for the last producer that view is a use of the chain's last
+// value besides the concat's users; schedule-allocation still writes a
+// yielded target straight into the region result (OnlyYieldAndViewReads).
 //
 // Preconditions: stream level, after the copy passes (copy-on-write sees no
 // placement operand) and before --resource-lifetime (which sees the
@@ -94,6 +103,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "compiler/analysis/resource_values.h"
 #include "compiler/ir/op_traits.h"
 #include "compiler/transforms/dispatch_executables.h"
 #include "compiler/transforms/passes.h"
@@ -204,6 +214,43 @@ std::string TargetWrittenBefore(ir::Value* target, ir::Block* block, size_t unti
     if (!u.user->is(OpCode::kStreamAsyncDispatch)) return "used by '" + u.user->name() + "' before it";
     for (int64_t t : u.user->ints_attr("tied_operands"))
       if (t == static_cast<int64_t>(u.operand_index)) return "written in place before it";
+  }
+  return "";
+}
+
+// Whether `v`, or a view of it, is read at or after position `from` of
+// `block` (by anything but a lifetime op or an export; a use inside a
+// region counts at the op holding it).
+bool ReadFrom(ir::Value* v, ir::Block* block, size_t from, const std::map<ir::Operation*, size_t>& position) {
+  for (const ir::Use& u : v->uses()) {
+    if (u.user->is(OpCode::kStreamTensorExport) || analysis::IsLifetimeOp(u.user)) continue;
+    ir::Operation* holder = AncestorIn(u.user, block);
+    auto at = holder ? position.find(holder) : position.end();
+    if (at == position.end() || at->second >= from) return true;
+    if (u.user->is(OpCode::kStreamAsyncSlice) && ReadFrom(u.user->result(0), block, from, position)) return true;
+  }
+  return false;
+}
+
+// Why placing would cost the concat's value (`target`, exported as a
+// function result from `block`) a consumed argument's storage ("" when it
+// does not): schedule-allocation donates a consumed import's storage to a
+// result only when the import is no longer read where the result's
+// storage starts (there: at its first placed producer, `first`), and a
+// result left without it takes an output slot the caller must provide or
+// the runtime allocates (silero_vad --consume=h --consume=c: hn and cn
+// concat LSTM layers that read h and c after the first layer's producer).
+std::string TakesDonorStorage(ir::Value* target, int64_t size, ir::Block* block, size_t first,
+                              const std::map<ir::Operation*, size_t>& position) {
+  bool exported = false;
+  for (const ir::Use& u : target->uses()) exported = exported || u.user->is(OpCode::kStreamTensorExport);
+  if (!exported) return "";
+  for (auto& owned : block->ops()) {
+    ir::Operation* imp = owned.get();
+    if (!imp->is(OpCode::kStreamTensorImport) || !imp->bool_attr("consume") || imp->int_attr("size") < size) continue;
+    if (ReadFrom(imp->result(0), block, first, position))
+      return "its value is a result, and the consumed argument %" + std::to_string(imp->operand(0)->index()) +
+             " that could hold it is read after its first producer";
   }
   return "";
 }
@@ -394,19 +441,13 @@ class EmplaceAllocationsPass : public ir::Pass {
           break;
         }
       }
-      // The last producer ends the chain: a view for a read of it (before
-      // or after the concat) would be a second use of the concat's value,
-      // and yields and results then cannot be written in place (silero_vad
-      // compiled with --consume=h --consume=c: 2 copies per invoke, where
-      // the concat dispatch costs none).
+      // The target, when it is a result, must not start before a consumed
+      // argument's last read (TakesDonorStorage).
       if (refused.empty()) {
-        const Piece* last = &pieces.front();
-        for (const Piece& p : pieces)
-          if (position.at(p.source->defining_op()) > position.at(last->source->defining_op())) last = &p;
-        if (last->source->uses().size() != 1)
-          refused = "concat stays a dispatch: the operand at bytes [" + std::to_string(last->offset) + ", " +
-                    std::to_string(last->offset + last->length) +
-                    ") cannot be placed: it is read again and its producer runs last";
+        size_t first = at;
+        for (const Piece& p : pieces) first = std::min(first, position.at(p.source->defining_op()));
+        std::string lost = TakesDonorStorage(concat->result(0), concat->ints_attr("sizes").at(0), block, first, position);
+        if (!lost.empty()) refused = "concat stays a dispatch: " + lost;
       }
       if (!refused.empty()) {
         ctx.Remark(concat, refused);
@@ -518,12 +559,16 @@ class EmplaceAllocationsPass : public ir::Pass {
     if (placed.empty()) return;
     std::sort(placed.begin(), placed.end(),
               [&](const Placement& a, const Placement& b) { return position.at(a.producer) < position.at(b.producer); });
-    // The last placed producer ends the chain (when no update is left): a
-    // view for a read of it would be a second use of the concat's value.
-    if (placed.size() == chain.size() && !placed.back().reads.empty()) {
-      ctx.Remark(placed.back().update, "concat copy kept: the source is read again and its producer runs last");
-      placed.pop_back();
-      if (placed.empty()) return;
+    // A target that is a result keeps a consumed argument's storage
+    // (TakesDonorStorage): the concat copies stay.
+    {
+      std::string lost =
+          TakesDonorStorage(chain.back()->result(0), alloca->int_attr("size"), block,
+                                           position.at(placed.front().producer), position);
+      if (!lost.empty()) {
+        for (const Placement& p : placed) ctx.Remark(p.update, "concat copy kept: " + lost);
+        return;
+      }
     }
     // The updates that go: their results become their targets, so the
     // updates left chain from the alloca; its uses are then rethreaded

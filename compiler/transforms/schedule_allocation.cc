@@ -95,6 +95,30 @@ int64_t LiveBytesPeak(const std::vector<TransientRequest>& reqs) {
   return peak;
 }
 
+// Whether every use of `v` but the yield `y` is a read-only view: a
+// stream.async.slice in y's block whose uses are untied dispatch operands
+// or lifetime ops (an in-place concat's piece read again through its
+// subrange of the target, --emplace-allocations). Such reads run before
+// the yield, while `v` already lives in the region result's storage, and
+// never write it, so `v` can still be written straight into that storage.
+bool OnlyYieldAndViewReads(ir::Value* v, ir::Operation* y) {
+  int yields = 0;
+  for (const ir::Use& u : v->uses()) {
+    if (u.user == y) {
+      ++yields;
+      continue;
+    }
+    if (!u.user->is(OpCode::kStreamAsyncSlice) || u.user->parent_block() != y->parent_block()) return false;
+    for (const ir::Use& r : u.user->result(0)->uses()) {
+      if (IsLifetimeOp(r.user)) continue;
+      if (!r.user->is(OpCode::kStreamAsyncDispatch)) return false;
+      for (int64_t t : r.user->ints_attr("tied_operands"))
+        if (t == static_cast<int64_t>(r.operand_index)) return false;
+    }
+  }
+  return yields == 1;
+}
+
 class AllocationScheduler {
  public:
   explicit AllocationScheduler(ir::Operation* func) : func_(func) {}
@@ -211,7 +235,7 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
         ir::Value* v = y->operand(i);
         // Not into a result that shares a carried value's storage: the branch
         // may read that value while it computes `v` (copied at the yield).
-        if (v->uses().size() != 1 || shares_root.count(op->result(i))) continue;
+        if (!OnlyYieldAndViewReads(v, y) || shares_root.count(op->result(i))) continue;
         ir::Value* root = FreshRootYielded(v, b);
         if (root && !escaping.count(root) && !yield_into.count(root)) yield_into[root] = op->result(i);
       }

@@ -329,5 +329,68 @@ TEST(EmplaceAllocationsTest, PieceReadAfterTheConcatIsPlaced) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+// The last producer's piece read again after the concat, in an scf.if
+// branch that yields both the concat and the read: b = |x1| is placed at
+// byte 256 of y (after a = -x0) and z = b * x0 reads it there through a
+// view. The view only reads, so y is still written straight into the
+// if's result storage (no copy at the yield). The else branch yields
+// concat(x1, x0) (arguments: the concat stays a dispatch there) and
+// x0 + x1.
+const char* kLastReadAfterInIf = R"(
+"func.func"() ({
+^bb0(%f: tensor<1xi1>, %x0: tensor<1x64xf32>, %x1: tensor<1x64xf32>):
+  %p = "tensor.extract"(%f) : (tensor<1xi1>) -> i1
+  %r:2 = "scf.if"(%p) ({
+    %a = "tensor.neg"(%x0) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+    %b = "tensor.abs"(%x1) : (tensor<1x64xf32>) -> tensor<1x64xf32>
+    %y = "tensor.concat"(%a, %b) {axis = 1 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x128xf32>
+    %z = "tensor.mul"(%b, %x0) : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x64xf32>
+    "scf.yield"(%y, %z) : (tensor<1x128xf32>, tensor<1x64xf32>) -> ()
+  }, {
+    %s = "tensor.add"(%x0, %x1) : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x64xf32>
+    %w = "tensor.concat"(%x1, %x0) {axis = 1 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x128xf32>
+    "scf.yield"(%w, %s) : (tensor<1x128xf32>, tensor<1x64xf32>) -> ()
+  }) : (i1) -> (tensor<1x128xf32>, tensor<1x64xf32>)
+  "func.return"(%r#0, %r#1) : (tensor<1x128xf32>, tensor<1x64xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(EmplaceAllocationsTest, LastPieceReadAfterTheConcatInABranchIsPlaced) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kLastReadAfterInIf, false, &report), "");
+  EXPECT_EQ(report.ir_copies, 0);
+  std::vector<float> x0 = Ramp(64, 0.25f, -5), x1 = Ramp(64, -0.5f, 9);
+  for (int call = 0; call < 2; ++call) {
+    std::vector<HostTensor> out;
+    kiln_device_stats_t d{};
+    ASSERT_EQ(s.Invoke("main", {Flag(true), F32({1, 64}, x0), F32({1, 64}, x1)}, &out, &d), "");
+    ASSERT_EQ(out.size(), 2u);
+    std::vector<float> y = Values(out[0]), z = Values(out[1]);
+    ASSERT_EQ(y.size(), 128u);
+    ASSERT_EQ(z.size(), 64u);
+    for (int i = 0; i < 64; ++i) {
+      EXPECT_EQ(y[i], -x0[i]) << i;
+      EXPECT_EQ(y[64 + i], std::fabs(x1[i])) << i;
+      EXPECT_EQ(z[i], std::fabs(x1[i]) * x0[i]) << i;
+    }
+    EXPECT_EQ(d.dispatches, 3u) << "neg, abs, mul: no concat dispatch";
+    EXPECT_EQ(d.copies, 0u) << "no copy at the yield";
+  }
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {Flag(false), F32({1, 64}, x0), F32({1, 64}, x1)}, &out, &d), "");
+  ASSERT_EQ(out.size(), 2u);
+  std::vector<float> w = Values(out[0]), sum = Values(out[1]);
+  ASSERT_EQ(w.size(), 128u);
+  ASSERT_EQ(sum.size(), 64u);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(w[i], x1[i]) << i;
+    EXPECT_EQ(w[64 + i], x0[i]) << i;
+    EXPECT_EQ(sum[i], x0[i] + x1[i]) << i;
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::e2e
