@@ -34,8 +34,11 @@
 //     (borrowed) / a call result
 //   kept copy: removing it would only move the copy to the yield into the
 //     region's result (RemovalMovesCopyToYield: a consumed import's copy,
-//     updated in place and yielded where another region yields another
-//     value)
+//     updated in place and yielded by an scf.if / index_switch whose result
+//     would not live in the import's storage, as --schedule-allocation's
+//     coalescing rule says on a trial removal: another region yields another
+//     value, the op is nested in another region, the function has branches
+//     between blocks, or the import is read after the op)
 // Hoisting the copy of a loop's initial value. A clone of a loop-carried
 // value (an scf.for iter_arg, an scf.while "before" argument or the "after"
 // argument it forwards, the argument of a block a cf back edge reaches, or
@@ -135,6 +138,7 @@
 #include "compiler/analysis/resource_values.h"
 #include "compiler/analysis/resource_usage.h"
 #include "compiler/transforms/aliased_dispatch_read.h"
+#include "compiler/transforms/region_coalescing.h"
 #include "compiler/transforms/passes.h"
 
 namespace kiln::transforms {
@@ -207,6 +211,94 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
   return true;
 }
 
+// Whether removing `clone` would only move its copy to a region's yield,
+// and make the runtime take a consumed argument as well: its source is a
+// consumed import, the copy is written in place by a chain of tied ops (each
+// value used once, by the next) in the clone's block that ends in that
+// block's scf.yield of an scf.if / scf.index_switch, and the op's result
+// would not live in the import's storage once the clone is gone. That is
+// asked of the rule --schedule-allocation applies (region_coalescing.h
+// ValuesInConsumedImports), on the IR with the clone's one use rewritten to
+// its source and restored after: it shares the import's storage only with a
+// result of an scf op of the import's own block (not one nested in another
+// region), in a function of one block, whose every region yields the import
+// or an in-place update of it, and when nothing reads the import after the
+// op. Kept, the clone is a fresh value the region yields, written straight
+// into the result's storage (FreshRootYielded): one copy, no take. Removed,
+// the chain updates the import in place (a take, which copies when the
+// caller still shares the buffer) and the yield copies it into the result:
+// the same copy plus, possibly, another (differential seeds 30115: another
+// region yields another value; 31547: the scf.if is nested in another
+// one). On true, *why says why the result cannot share the storage.
+bool RemovalMovesCopyToYield(ir::Operation* clone, std::string* why) {
+  ir::Value* src = clone->operand(0);
+  ir::Operation* imp = src->is_block_argument() ? nullptr : src->defining_op();
+  if (!imp || !imp->is(ir::OpCode::kStreamTensorImport) || !imp->bool_attr("consume")) return false;
+  ir::Block* block = clone->parent_block();
+  ir::Value* v = clone->result(0);
+  ir::Operation* region_op = nullptr;
+  unsigned position = 0;  // of the yielded value, in the yield and in region_op's results
+  for (int guard = 0; guard < 1 << 16 && !region_op; ++guard) {
+    if (v->uses().size() != 1) return false;
+    const ir::Use& use = v->uses().front();
+    if (use.user->parent_block() != block) return false;
+    if (use.user->is(ir::OpCode::kScfYield)) {
+      ir::Operation* op = block->parent() ? block->parent()->parent_op() : nullptr;
+      if (!op || !(op->is(ir::OpCode::kScfIf) || op->is(ir::OpCode::kScfIndexSwitch)) ||
+          use.operand_index >= op->num_results())
+        return false;
+      region_op = op;
+      position = use.operand_index;
+      break;
+    }
+    ir::Value* next = nullptr;
+    for (unsigned i = 0; i < use.user->num_results() && !next; ++i)
+      if (analysis::TiedValue(use.user, i) == v) next = use.user->result(i);
+    if (!next) return false;
+    v = next;
+  }
+  if (!region_op) return false;
+  // --schedule-allocation asks ValuesInConsumedImports of the function body
+  // only, and coalesces no region result in a function with branches
+  // between blocks (schedule_allocation.cc).
+  ir::Block* body = imp->parent_block();
+  ir::Region* func_region = body->parent();
+  ir::Operation* func = func_region ? func_region->parent_op() : nullptr;
+  const bool in_body = func && func->is(ir::OpCode::kFuncFunc);
+  const bool multi_block = !func_region || func_region->num_blocks() != 1;
+  bool shares = false;
+  if (in_body && !multi_block) {
+    // Trial: the clone's one use reads the source instead, as after removal.
+    const ir::Use use = clone->result(0)->uses().front();
+    use.user->SetOperand(use.operand_index, src);
+    std::map<ir::Value*, ir::Value*> in_imports = ValuesInConsumedImports(body);
+    use.user->SetOperand(use.operand_index, clone->result(0));
+    auto it = in_imports.find(region_op->result(position));
+    shares = it != in_imports.end() && it->second == src;
+  }
+  if (shares) return false;
+  // The reason, for the remark.
+  bool other_value = false;
+  for (unsigned r = 0; r < region_op->num_regions(); ++r) {
+    if (region_op->region(r)->empty() || region_op->region(r)->block(0) == block) continue;
+    ir::Operation* y = region_op->region(r)->block(0)->terminator();
+    if (y && position < y->num_operands() && analysis::RootOf(y->operand(position)) != src) other_value = true;
+  }
+  const std::string op_name = region_op->name();
+  if (other_value) {
+    *why = "another region yields another value";
+  } else if (multi_block) {
+    *why = "the function has branches between blocks";
+  } else if (!in_body) {
+    *why = "the consumed argument is imported inside a region";
+  } else if (region_op->parent_block() != body) {
+    *why = "the " + op_name + " is nested in another region";
+  } else {
+    *why = "the consumed argument is read after the " + op_name + " or by a call";
+  }
+  return true;
+}
+
 // The read-only rule (header comment): true when nothing ever writes the
 // storage `v` may share in place after `v` holds its contents: no content
 // alias of v (analysis::ContentAliases: slices, awaits, values it flows
@@ -215,49 +307,6 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
 // chain, through slices and awaits, v's contents come from), and none is
 // stored to a global or is a global's value (a later store overwrites a
 // global's buffer without a tied op).
-// Whether removing `clone` would only move its copy to a region's yield,
-// and make the runtime take a consumed argument as well: its source is a
-// consumed import, the copy is written in place by a chain of tied ops (each
-// value used once, by the next) in the clone's block that ends in that
-// block's scf.yield of an scf.if / scf.index_switch, and another region of
-// that op yields a value living elsewhere (so the result cannot share the
-// import's storage: region_coalescing.h ValuesInConsumedImports). Kept, the
-// clone is a fresh value the region yields, written straight into the
-// result's storage (FreshRootYielded): one copy, no take. Removed, the chain
-// updates the import in place (a take, which copies when the caller still
-// shares the buffer) and the yield copies it into the result: the same copy
-// plus, possibly, another (differential seed 30115).
-bool RemovalMovesCopyToYield(ir::Operation* clone) {
-  ir::Value* src = clone->operand(0);
-  ir::Operation* imp = src->is_block_argument() ? nullptr : src->defining_op();
-  if (!imp || !imp->is(ir::OpCode::kStreamTensorImport) || !imp->bool_attr("consume")) return false;
-  ir::Block* block = clone->parent_block();
-  ir::Value* v = clone->result(0);
-  for (int guard = 0; guard < 1 << 16; ++guard) {
-    if (v->uses().size() != 1) return false;
-    const ir::Use& use = v->uses().front();
-    if (use.user->parent_block() != block) return false;
-    if (use.user->is(ir::OpCode::kScfYield)) {
-      ir::Operation* region_op = block->parent() ? block->parent()->parent_op() : nullptr;
-      if (!region_op || !(region_op->is(ir::OpCode::kScfIf) || region_op->is(ir::OpCode::kScfIndexSwitch)))
-        return false;
-      for (unsigned r = 0; r < region_op->num_regions(); ++r) {
-        if (region_op->region(r)->empty() || region_op->region(r)->block(0) == block) continue;
-        ir::Operation* y = region_op->region(r)->block(0)->terminator();
-        if (!y || use.operand_index >= y->num_operands()) continue;
-        if (analysis::RootOf(y->operand(use.operand_index)) != src) return true;
-      }
-      return false;
-    }
-    ir::Value* next = nullptr;
-    for (unsigned i = 0; i < use.user->num_results() && !next; ++i)
-      if (analysis::TiedValue(use.user, i) == v) next = use.user->result(i);
-    if (!next) return false;
-    v = next;
-  }
-  return false;
-}
-
 bool NeverWrittenAfterDefinition(ir::Value* v) {
   std::set<const ir::Operation*> producers;  // the writes v's contents come from
   for (ir::Value* x = v; x;) {
@@ -550,13 +599,13 @@ class ElideAsyncCopiesPass : public ir::Pass {
                                 FeedsTypedEdge(copy)->name() + "'");
           continue;
         }
-        if (RemovalMovesCopyToYield(clone)) {
-          ctx.Remark(clone,
-                     "kept copy: removing it would only move the copy to the yield into the region's result "
-                     "(another region yields another value) and make the runtime take the consumed argument");
+        analysis::Verdict v = AliasedDispatchReadVerdict(clone, analysis::CanReuseStorage(clone, 0));
+        // Allowed, but no gain: the copy would only move to a yield.
+        if (std::string why; v.ok && RemovalMovesCopyToYield(clone, &why)) {
+          ctx.Remark(clone, "kept copy: removing it would only move the copy to the yield into the region's result (" +
+                                why + ") and make the runtime take the consumed argument");
           continue;
         }
-        analysis::Verdict v = AliasedDispatchReadVerdict(clone, analysis::CanReuseStorage(clone, 0));
         if (!v.ok && IsGlobalStateUpdate(clone)) v = analysis::Verdict{true, ""};
         if (!v.ok && src->type() == copy->type() && NeverWrittenAfterDefinition(src) &&
             NeverWrittenAfterDefinition(copy))
