@@ -23,15 +23,10 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const s
       for (const ir::Attribute& l : **list)
         if (auto* s = std::get_if<std::string>(&l.value)) locs += (locs.empty() ? "" : ", ") + *s;
   }
-  // A dispatch with an f16-arithmetic variant shares its executable only
-  // with dispatches whose variant is the same word for word (so nothing in
-  // the group is specialized, and the variant serves every member as is).
-  std::vector<uint32_t> key = compiled.push_constants;
-  if (!compiled.spirv_f16.empty()) {
-    key.push_back(0xF16F16u);
-    key.insert(key.end(), compiled.spirv_f16.begin(), compiled.spirv_f16.end());
-  }
-  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, key);
+  // A dispatch with an f16-arithmetic variant shares its executable with
+  // dispatches whose variants also differ only in constants (shader_dedupe.h
+  // specializes both modules).
+  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, compiled.push_constants, compiled.spirv_f16);
   if (p.shader == executables_.size()) executables_.push_back({compiled, {}, {}, {}});
   ExecutableEntry& e = executables_[p.shader];
   if (p.entry == e.debug_names.size()) {

@@ -259,10 +259,15 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     const ExecutableEntry& e = executables_[x];
     const codegen::CompiledDispatch& c = e.compiled;
     std::vector<std::vector<uint32_t>> specializations;
-    std::vector<uint32_t> spirv = shaders_.Finish(static_cast<uint32_t>(x), &specializations);
+    std::vector<uint32_t> spirv_f16;
+    std::vector<uint32_t> spirv = shaders_.Finish(static_cast<uint32_t>(x), &specializations, &spirv_f16);
     if (options_.codegen.validate_spirv && spirv != c.spirv) {
       Status s = codegen::ValidateSpirv(spirv);
       if (!s.ok()) return s.Annotate("emit: shared shader of '" + c.debug_name + "'");
+    }
+    if (options_.codegen.validate_spirv && spirv_f16 != c.spirv_f16) {
+      Status s = codegen::ValidateSpirv(spirv_f16);
+      if (!s.ok()) return s.Annotate("emit: shared f16-arithmetic shader of '" + c.debug_name + "'");
     }
     std::vector<fb::Binding> bindings;
     for (uint32_t i = 0; i < c.binding_count; ++i)
@@ -277,7 +282,7 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     report_->entry_points += static_cast<int>(eps.size());
     exes.push_back(fb::CreateExecutable(fbb, fbb.CreateVector(spirv), fbb.CreateVector(eps),
                                         fbb.CreateVectorOfStrings(e.locs),
-                                        c.spirv_f16.empty() ? 0 : fbb.CreateVector(c.spirv_f16)));
+                                        spirv_f16.empty() ? 0 : fbb.CreateVector(spirv_f16)));
   }
   std::vector<flatbuffers::Offset<fb::Global>> globals;
   // Global 0 is the constant pool (null when there are no constants).

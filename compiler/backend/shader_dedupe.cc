@@ -145,60 +145,94 @@ Analysis Analyze(const std::vector<uint32_t>& s) {
 }  // namespace
 
 ShaderDeduper::Placement ShaderDeduper::Add(const std::vector<uint32_t>& spirv,
-                                            const std::vector<uint32_t>& extra_key) {
+                                            const std::vector<uint32_t>& extra_key,
+                                            const std::vector<uint32_t>& variant) {
   Analysis a = Analyze(spirv);
   std::vector<uint32_t> key = spirv;
   for (size_t w : a.value_words) key[w] = 0;
   key.push_back(a.ok ? 1u : 0u);
   key.push_back(static_cast<uint32_t>(extra_key.size()));
   key.insert(key.end(), extra_key.begin(), extra_key.end());
+  // The variant's candidates follow the main module's in a member's values.
+  Analysis v = variant.empty() ? Analysis{} : Analyze(variant);
+  key.push_back(static_cast<uint32_t>(variant.size()));
+  if (!variant.empty()) {
+    const size_t at = key.size();
+    key.insert(key.end(), variant.begin(), variant.end());
+    for (size_t w : v.value_words) key[at + w] = 0;
+    key.push_back(v.ok ? 1u : 0u);
+  }
+  std::vector<uint32_t> values = a.values;
+  values.insert(values.end(), v.values.begin(), v.values.end());
   auto it = by_key_.find(key);
   if (it != by_key_.end()) {
     Group& g = groups_[it->second];
     // The same values as an earlier member: the same pipeline.
     for (size_t m = 0; m < g.member_values.size(); ++m)
-      if (g.member_values[m] == a.values) return {it->second, static_cast<uint32_t>(m)};
-    g.member_values.push_back(a.values);
+      if (g.member_values[m] == values) return {it->second, static_cast<uint32_t>(m)};
+    g.member_values.push_back(std::move(values));
     return {it->second, static_cast<uint32_t>(g.member_values.size() - 1)};
   }
   Group g;
   g.spirv = spirv;
   g.value_words = std::move(a.value_words);
   g.constant_ids = std::move(a.constant_ids);
-  g.member_values.push_back(std::move(a.values));
+  g.variant = variant;
+  g.variant_value_words = std::move(v.value_words);
+  g.variant_constant_ids = std::move(v.constant_ids);
+  g.member_values.push_back(std::move(values));
   groups_.push_back(std::move(g));
   uint32_t index = static_cast<uint32_t>(groups_.size() - 1);
   by_key_.emplace(std::move(key), index);
   return {index, 0};
 }
 
-std::vector<uint32_t> ShaderDeduper::Finish(uint32_t shader,
-                                            std::vector<std::vector<uint32_t>>* specializations) const {
-  const Group& g = groups_[shader];
-  specializations->assign(g.member_values.size(), {});
-  std::vector<size_t> varying;
-  for (size_t k = 0; k < g.value_words.size(); ++k)
-    for (const auto& m : g.member_values)
-      if (m[k] != g.member_values[0][k]) {
-        varying.push_back(k);
-        break;
-      }
-  if (varying.empty()) return g.spirv;
-  for (size_t m = 0; m < g.member_values.size(); ++m)
-    for (size_t k : varying) (*specializations)[m].push_back(g.member_values[m][k]);
+namespace {
 
-  std::vector<uint32_t> s = g.spirv;
+// `s` with the constants at `value_words` (ids `constant_ids`) listed in
+// `varying` turned into OpSpecConstants with SpecIds first_id, first_id + 1,
+// ... in that order.
+std::vector<uint32_t> Specialize(const std::vector<uint32_t>& spirv, const std::vector<size_t>& value_words,
+                                 const std::vector<uint32_t>& constant_ids, const std::vector<size_t>& varying,
+                                 uint32_t first_id) {
+  if (varying.empty()) return spirv;
+  std::vector<uint32_t> s = spirv;
   std::vector<uint32_t> decorations;
   for (size_t j = 0; j < varying.size(); ++j) {
     size_t k = varying[j];
-    s[g.value_words[k] - 3] = (4u << 16) | kOpSpecConstant;  // OpConstant -> OpSpecConstant
-    decorations.insert(decorations.end(), {(4u << 16) | kOpDecorate, g.constant_ids[k], kDecorationSpecId,
-                                           static_cast<uint32_t>(j + 1)});
+    s[value_words[k] - 3] = (4u << 16) | kOpSpecConstant;  // OpConstant -> OpSpecConstant
+    decorations.insert(decorations.end(), {(4u << 16) | kOpDecorate, constant_ids[k], kDecorationSpecId,
+                                           first_id + static_cast<uint32_t>(j)});
   }
   size_t at = 5;
   while (at < s.size() && IsPreamble(s[at] & 0xffffu)) at += s[at] >> 16;
   s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), decorations.begin(), decorations.end());
   return s;
+}
+
+}  // namespace
+
+std::vector<uint32_t> ShaderDeduper::Finish(uint32_t shader, std::vector<std::vector<uint32_t>>* specializations,
+                                            std::vector<uint32_t>* variant) const {
+  const Group& g = groups_[shader];
+  specializations->assign(g.member_values.size(), {});
+  const size_t main_count = g.value_words.size();
+  std::vector<size_t> varying, variant_varying;
+  for (size_t k = 0; k < g.member_values[0].size(); ++k)
+    for (const auto& m : g.member_values)
+      if (m[k] != g.member_values[0][k]) {
+        (k < main_count ? varying : variant_varying).push_back(k);
+        break;
+      }
+  for (size_t m = 0; m < g.member_values.size(); ++m) {
+    for (size_t k : varying) (*specializations)[m].push_back(g.member_values[m][k]);
+    for (size_t k : variant_varying) (*specializations)[m].push_back(g.member_values[m][k]);
+  }
+  for (size_t& k : variant_varying) k -= main_count;
+  if (variant)
+    *variant = Specialize(g.variant, g.variant_value_words, g.variant_constant_ids, variant_varying,
+                          static_cast<uint32_t>(varying.size() + 1));
+  return Specialize(g.spirv, g.value_words, g.constant_ids, varying, 1);
 }
 
 }  // namespace kiln::backend

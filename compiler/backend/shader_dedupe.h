@@ -46,7 +46,12 @@ class ShaderDeduper {
   // constants included, gets that one's placement. `extra_key` must be equal for
   // dispatches that may share (e.g. push-constant words); shaders that share
   // also share their bindings and workgroup size, which the SPIR-V declares.
-  Placement Add(const std::vector<uint32_t>& spirv, const std::vector<uint32_t>& extra_key);
+  // `variant`: the dispatch's f16-arithmetic SPIR-V (codegen
+  // CompiledDispatch::spirv_f16), or empty. Members of a group have equal
+  // variants up to their constants too, and the variant is specialized the
+  // same way (its SpecIds follow the main module's).
+  Placement Add(const std::vector<uint32_t>& spirv, const std::vector<uint32_t>& extra_key,
+                const std::vector<uint32_t>& variant = {});
 
   uint32_t shader_count() const { return static_cast<uint32_t>(groups_.size()); }
   uint32_t entry_count(uint32_t shader) const {
@@ -55,15 +60,23 @@ class ShaderDeduper {
   // The shared SPIR-V of `shader`: the first member's module with each
   // varying constant turned into a specialization constant. `specializations`
   // receives, per member, the values of SpecId 1..N (empty when the group has
-  // one member or nothing varies).
-  std::vector<uint32_t> Finish(uint32_t shader, std::vector<std::vector<uint32_t>>* specializations) const;
+  // one member or nothing varies). `variant` (optional) receives the shared
+  // variant (empty when the group has none), whose varying constants take
+  // the SpecIds after the main module's: the entry point's one list of
+  // values serves whichever module the runtime creates its pipeline from
+  // (a SpecId a module does not declare is ignored, as Vulkan specifies).
+  std::vector<uint32_t> Finish(uint32_t shader, std::vector<std::vector<uint32_t>>* specializations,
+                               std::vector<uint32_t>* variant = nullptr) const;
 
  private:
   struct Group {
     std::vector<uint32_t> spirv;                       // the first member's
     std::vector<size_t> value_words;                   // word index of each candidate constant's value
     std::vector<uint32_t> constant_ids;                // result id of each candidate constant
-    std::vector<std::vector<uint32_t>> member_values;  // per member, per candidate
+    std::vector<uint32_t> variant;                     // the first member's f16 variant, or empty
+    std::vector<size_t> variant_value_words;
+    std::vector<uint32_t> variant_constant_ids;
+    std::vector<std::vector<uint32_t>> member_values;  // per member: main candidates, then the variant's
   };
   std::vector<Group> groups_;
   std::map<std::vector<uint32_t>, uint32_t> by_key_;

@@ -56,6 +56,55 @@ TEST(ShaderDedupeTest, ShadersDifferingInIntegerConstantsShareOneModule) {
   EXPECT_TRUE(codegen::ValidateSpirv(shared).ok()) << codegen::ValidateSpirv(shared).ToString();
 }
 
+// The SpecIds a module declares (OpDecorate ... SpecId N), in order.
+std::vector<uint32_t> SpecIds(const std::vector<uint32_t>& s) {
+  std::vector<uint32_t> ids;
+  for (size_t w = 5; w < s.size() && (s[w] >> 16); w += s[w] >> 16)
+    if ((s[w] & 0xffffu) == 71 && (s[w] >> 16) == 4 && s[w + 2] == 1) ids.push_back(s[w + 3]);
+  return ids;
+}
+
+// Dispatches with an f16-arithmetic variant (codegen CompiledDispatch::
+// spirv_f16) share an executable when both their modules differ only in
+// constants: the variant is specialized too, its SpecIds after the main
+// module's, and each member's one list of values holds both.
+TEST(ShaderDedupeTest, VariantsAreSpecializedAfterTheMainModule) {
+  auto variant = [](int n, int stride, const char* scale) {
+    std::string g = Shader(n, stride);
+    g.replace(g.find("* 2.0"), 5, std::string("* ") + scale);
+    return Compile(g);
+  };
+  ShaderDeduper d;
+  auto a = d.Add(Compile(Shader(1000, 3)), {}, variant(1000, 3, "3.0"));
+  auto b = d.Add(Compile(Shader(2000, 5)), {}, variant(2000, 5, "3.0"));
+  // A variant that differs in more than integer constants, and no variant:
+  // both apart.
+  auto c = d.Add(Compile(Shader(4000, 9)), {}, variant(4000, 9, "3.0 + 1.0"));
+  auto e = d.Add(Compile(Shader(1000, 3)), {});
+  EXPECT_EQ(a.shader, b.shader);
+  EXPECT_NE(c.shader, a.shader);
+  EXPECT_NE(e.shader, a.shader);
+  EXPECT_NE(e.shader, c.shader);
+  EXPECT_EQ(d.shader_count(), 3u);
+  std::vector<std::vector<uint32_t>> specs;
+  std::vector<uint32_t> shared_variant;
+  std::vector<uint32_t> shared = d.Finish(a.shader, &specs, &shared_variant);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0], (std::vector<uint32_t>{1000, 3, 1000, 3}));
+  EXPECT_EQ(specs[1], (std::vector<uint32_t>{2000, 5, 2000, 5}));
+  EXPECT_EQ(SpecIds(shared), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(SpecIds(shared_variant), (std::vector<uint32_t>{3, 4}));
+  EXPECT_TRUE(codegen::ValidateSpirv(shared).ok());
+  EXPECT_TRUE(codegen::ValidateSpirv(shared_variant).ok()) << codegen::ValidateSpirv(shared_variant).ToString();
+  // A group of one keeps its modules as they are.
+  std::vector<uint32_t> lone_variant;
+  d.Finish(c.shader, &specs, &lone_variant);
+  EXPECT_EQ(lone_variant, variant(4000, 9, "3.0 + 1.0"));
+  std::vector<uint32_t> none = {1};
+  d.Finish(e.shader, &specs, &none);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(ShaderDedupeTest, StructureOrTypeDifferencesKeepShadersApart) {
   ShaderDeduper d;
   d.Add(Compile(Shader(1000, 3)), {});
