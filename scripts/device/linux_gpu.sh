@@ -4,6 +4,7 @@
 # staged here, then run there.
 #
 #   scripts/device/linux_gpu.sh stage [--build=build/default] [--candidate-compiler=PATH]
+#                                  [--candidate-flags='FLAGS']
 #                                  # here: writes .dev/pkg.tar.xz
 #   scripts/device/linux_gpu.sh run OUT_DIR [--rounds=3] [--budget=S] [--no-tests]   # there, in the repo root
 #
@@ -25,7 +26,11 @@
 # benchmark outputs to OUT_DIR/bench.tar.gz; summarize them here with
 # With --candidate-compiler (another build's kiln-compile, e.g. a branch with
 # new schedules), the conv-heavy models are also compiled by it and the two
-# modules are benchmarked interleaved (A/B on the same GPU). Steps stop starting once
+# modules are benchmarked interleaved (A/B on the same GPU). --candidate-flags
+# adds kiln-compile flags to the candidate's compiles (without
+# --candidate-compiler, the candidate is this build's own kiln-compile), e.g.
+# --candidate-flags=--unroll-in-module compares the conv blocks unrolled in
+# the module with the default, unrolled by the driver. Steps stop starting once
 # --budget seconds (default 480) have passed, so the run ends inside a
 # machine's time limit. VK_DRIVER_FILES picks the driver (default: the first
 # NVIDIA or other ICD manifest found).
@@ -43,10 +48,15 @@ gtests=(hal/cts/kiln_hal_cts_test hal/vulkan/kiln_hal_vulkan_test hal/kiln_hal_p
 
 if [ "$mode" = stage ]; then
   build="$root/build/default"
-  extra=""
+  extra=""; cflags=""
   for a in "$@"; do
-    case "$a" in --build=*) build="${a#--build=}" ;; --candidate-compiler=*) extra="${a#--candidate-compiler=}" ;; esac
+    case "$a" in
+      --build=*) build="${a#--build=}" ;;
+      --candidate-compiler=*) extra="${a#--candidate-compiler=}" ;;
+      --candidate-flags=*) cflags="${a#--candidate-flags=}" ;;
+    esac
   done
+  [ -n "$cflags" ] && [ -z "$extra" ] && extra="$build/compiler/tools/kiln-compile"
   s="$(mktemp -d)"; mkdir -p "$s/bin" "$s/lib" "$s/layer"
   for b in tools/kiln-test/kiln-test tools/kiln-test/kiln-bundle tools/kiln-bench \
            compiler/tools/kiln-compile "${gtests[@]}"; do
@@ -56,6 +66,7 @@ if [ "$mode" = stage ]; then
     cp -L "/usr/lib/x86_64-linux-gnu/$l" "$s/lib/" || exit 1
   done
   [ -n "$extra" ] && { strip -o "$s/bin/kiln-compile-candidate" "$extra" || exit 1; }
+  [ -n "$cflags" ] && echo "$cflags" > "$s/bin/candidate-flags"
   cp /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json "$s/layer/"
   cp -r "$build/tools/kiln-test/node_bundle" "$s/node_bundle"
   mkdir -p "$root/.dev"
@@ -190,6 +201,7 @@ if [ -x "$k/bin/kiln-compile-candidate" ]; then
     args=$(grep -o -- '--input-shape=[^ ]*' "$b/$name.cmdline" | tr '\n' ' ')
     inputs=$(cat "$b/$name.inputs")
     "$k/bin/kiln-compile-candidate" "$(cat "$b/$name.model")" -o "$b/$name.candidate.kiln" $args \
+      $(cat "$k/bin/candidate-flags" 2>/dev/null) \
       > "$b/$name.candidate.compile.log" 2>&1 || { say "candidate $name: compile failed"; tail -3 "$b/$name.candidate.compile.log" | tee -a "$log"; continue; }
     timeout 60 "$k/bin/kiln-bench" --module="$b/$name.candidate.kiln" $inputs --per-dispatch \
       --per-dispatch-format=tsv --per-dispatch-invokes=10 > "$b/$name.candidate.per_dispatch.tsv" 2>&1
