@@ -19,12 +19,18 @@
 //              results of a smaller shape are guarded). Used for elementwise
 //              chains, data-movement anchors, pool2d, small reductions, and
 //              as the fallback for every other anchor. tensor.conv_transpose
-//              runs here: a gather over its contributing taps per output
-//              element (conv_transpose_schedule.h).
+//              with 1 or 3 spatial dims runs here: a gather over its
+//              contributing taps per output element
+//              (conv_transpose_schedule.h).
 //   conv-tiled: tensor.conv2d: one invocation per TO output channels x TW
 //              columns (schedule_table.h SelectConvTile: up to 8 x 8, 1 x 16
 //              for depthwise); one input row per (channel, kh) is loaded
 //              once and reused across kw and the TW columns.
+//   conv-transpose-tiled: tensor.conv_transpose with 2 spatial dims: one
+//              invocation per TO output channels x TW columns of one stride
+//              phase of an output row (schedule_table.h
+//              SelectConvTransposeTile, conv_transpose_schedule.h); per tap
+//              and input channel TW inputs and TO weights are loaded once.
 //   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
@@ -153,6 +159,12 @@ namespace detail {
 
 constexpr size_t kMaxRegionOps = 1024;
 
+// The column (last) stride of a tensor.conv_transpose; 1 when absent.
+int64_t ConvTransposeStrideW(const Operation* op) {
+  std::vector<int64_t> st = op->ints_attr("strides");
+  return st.empty() ? 1 : std::max<int64_t>(st.back(), 1);
+}
+
 StatusOr<CompiledDispatch> Generator::Run() {
   if (!dispatch_ || !dispatch_->is(ir::OpCode::kFlowDispatch) || dispatch_->num_regions() != 1 ||
       dispatch_->region(0)->num_blocks() != 1)
@@ -251,6 +263,22 @@ StatusOr<CompiledDispatch> Generator::Run() {
                         std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
                         " invocations)";
     EmitConvTiledMain(anchor, to, tw, wx, wy);
+  } else if (kind == ir::OpCode::kTensorConvTranspose &&
+             SelectConvTransposeTile(static_cast<int>(ShapeOf(anchor->result()).size()) - 2,
+                                     ShapeOf(anchor->result()), ShapeOf(anchor->operand(1)),
+                                     ConvTransposeStrideW(anchor))
+                 .tiled) {
+    const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
+    const int64_t sw = ConvTransposeStrideW(anchor);
+    const ConvTile tile = SelectConvTransposeTile(2, os, ws, sw).tile;
+    const int64_t to = tile.channels, tw = tile.columns;
+    const int64_t phases = std::min(sw, os[3]), per_phase = (os[3] + sw - 1) / sw;
+    uint64_t tiles = static_cast<uint64_t>(os[0] * (os[1] / to) * os[2] * phases * ((per_phase + tw - 1) / tw));
+    KILN_RETURN_IF_ERROR(invocations(tiles));
+    schedule_comment_ = "conv-transpose-tiled: one invocation per " + std::to_string(to) + "x" +
+                        std::to_string(tw) + " (channel x column of one stride phase) tile (" +
+                        std::to_string(tiles) + " invocations)";
+    EmitConvTransposeTiledMain(anchor, to, tw, wx, wy);
   } else if (kind == ir::OpCode::kTensorMatmul && ShapeOf(anchor->operand(0)).size() >= 2 &&
              ShapeOf(anchor->operand(1)).size() >= 2) {
     const Shape& os = ShapeOf(anchor->result());

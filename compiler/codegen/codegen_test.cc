@@ -93,6 +93,34 @@ TEST(CodegenTest, ConvTileTable) {
   EXPECT_EQ(tile({1, 16, 4, 64}, {16, 16, 3, 3}, 1), "8x8");
 }
 
+// The conv_transpose register block of schedule_table.h, by hand: per tap
+// and input channel a TO x TW block of one stride phase loads TW + TO
+// elements, over ceil(J / TW) blocks per phase (J = ceil(OW / stride_w)).
+TEST(CodegenTest, ConvTransposeTileTable) {
+  using detail::SelectConvTransposeTile;
+  auto tile = [](int spatial, std::vector<int64_t> out, std::vector<int64_t> w, int64_t stride) {
+    detail::ConvTransposeSchedule s = SelectConvTransposeTile(spatial, out, w, stride);
+    if (!s.tiled) return std::string("pointwise");
+    return std::to_string(s.tile.channels) + "x" + std::to_string(s.tile.columns);
+  };
+  // det's 24 -> 24, 2x2 stride 2 onto 48x80: TO = 8 (24 = 8 * 3); 40
+  // columns per phase, TW = 8: 5 * (8 + 8) = 80 loads against 10 * (4 + 8)
+  // = 120 for TW = 4.
+  EXPECT_EQ(tile(2, {1, 24, 48, 80}, {24, 24, 2, 2}, 2), "8x8");
+  // det's 24 -> 1 onto 96x160: one channel, the row grows to 16 columns
+  // (5 * 17 = 85 against 10 * 9 = 90 for 8).
+  EXPECT_EQ(tile(2, {1, 1, 96, 160}, {24, 1, 2, 2}, 2), "1x16");
+  // 3 output channels per group (group 2): TO = 1, a block never straddles
+  // two groups; width 40 at stride 6 is 7 columns per phase: TW = 4
+  // (2 * 5 = 10 against 4 * 3 = 12 for 2).
+  EXPECT_EQ(tile(2, {2, 6, 17, 40}, {4, 3, 3, 4}, 6), "1x4");
+  // Few columns: TW never exceeds a phase's (3 columns: TW = 2).
+  EXPECT_EQ(tile(2, {1, 16, 6, 6}, {16, 16, 3, 3}, 2), "8x2");
+  // 1-D and 3-D stay pointwise.
+  EXPECT_EQ(tile(1, {1, 2, 16}, {3, 2, 5}, 1), "pointwise");
+  EXPECT_EQ(tile(3, {1, 2, 4, 4, 4}, {3, 2, 2, 2, 2}, 2), "pointwise");
+}
+
 // A conv register block is in the module once: its TO x TW accumulators
 // are an array and its loops are [[unroll]] loops that the driver unrolls.
 // CodegenOptions::unroll_in_module (kiln-compile --unroll-in-module) makes

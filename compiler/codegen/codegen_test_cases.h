@@ -58,6 +58,7 @@ inline double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 #include "compiler/codegen/codegen_reduce_test_cases.h"
 #include "compiler/codegen/codegen_dtype_test_cases.h"
 #include "compiler/codegen/codegen_conv_tile_test_cases.h"
+#include "compiler/codegen/codegen_conv_transpose_test_cases.h"
 
 namespace kiln::codegen::testing {
 
@@ -220,7 +221,9 @@ inline std::vector<std::function<Case()>> AllCases() {
                     {{"strides", Ints({3, 6})}, {"pads", Ints({1, 2, 0, 3})}, {"dilations", Ints({2, 4})},
                      {"output_padding", Ints({1, 2})}, {"group", 2}}, "ConvTranspose_0");
     c.Return({b.Op("tensor.relu", {cv}, f)});
-    c.schedule = "pointwise";
+    // 2 images x 6 channels x 17 rows x 6 phases x 2 tiles of 4 (7 columns
+    // per phase).
+    c.schedule = "conv-transpose-tiled: one invocation per 1x4 (channel x column of one stride phase) tile (2448 invocations)";
     c.atol = 1e-5;
     return c;
   });
@@ -873,6 +876,7 @@ inline std::vector<std::function<Case()>> AllCases() {
   AddPrologueCases(add);
   AddDTypeCases(add);
   AddConvTileCases(add);
+  AddConvTransposeTileCases(add);
   return cases;
 }
 

@@ -107,10 +107,11 @@ TEST_P(CodegenVulkanTest, MatchesReference) {
   if (!c.expected_f16.empty()) {
     EXPECT_FALSE(cd.spirv_f16.empty()) << "no f16-arithmetic variant";
   }
-  // A conv register block also runs unrolled in the module (kiln-compile
+  // A conv or conv-transpose register block also runs unrolled in the module (kiln-compile
   // --unroll-in-module), which must give the same results.
   CompiledDispatch unrolled;
-  if (cd.glsl.find("// schedule: conv-tiled") != std::string::npos) {
+  if (cd.glsl.find("// schedule: conv-tiled") != std::string::npos ||
+      cd.glsl.find("// schedule: conv-transpose-tiled") != std::string::npos) {
     CodegenOptions o = c.options;
     o.unroll_in_module = true;
     auto u = CompileDispatch(c.dispatch, o);

@@ -26,6 +26,15 @@ int64_t InverseMod(int64_t a, int64_t m) {
 
 }  // namespace
 
+std::string FirstTapExpr(const std::string& t, int64_t stride, int64_t dilation) {
+  const int64_t g = std::gcd(stride, dilation), step = stride / g;
+  if (step == 1) return "0";
+  const int64_t inv = InverseMod(dilation / g, step);
+  std::string q = g > 1 ? "(" + t + " / " + std::to_string(g) + ")" : t;
+  // (q mod step) * inv < step^2: no 32-bit overflow for any real stride.
+  return "(" + Times("(" + q + " % " + std::to_string(step) + ")", inv) + " % " + std::to_string(step) + ")";
+}
+
 std::string EmitConvTransposeElement(const ir::Operation& op, const ir::ConvTransposeParams& p,
                                      const std::vector<std::string>& out_idx,
                                      ConvTransposeEmitter& e) {
@@ -66,14 +75,11 @@ std::string EmitConvTransposeElement(const ir::Operation& op, const ir::ConvTran
       ++opened;
     }
     // First tap with (t - k*d) % s == 0.
-    std::string k0 = "0";
-    if (step > 1) {
-      const int64_t inv = InverseMod(d / g, step);
-      std::string q = g > 1 ? "(" + t + " / " + std::to_string(g) + ")" : t;
-      k0 = e.Fresh("k0_");
-      // (q mod step) * inv < step^2: no 32-bit overflow for any real stride.
-      e.Line("int " + k0 + " = " + Times("(" + q + " % " + std::to_string(step) + ")", inv) + " % " +
-             std::to_string(step) + ";");
+    std::string k0 = FirstTapExpr(t, s, d);
+    if (k0 != "0") {
+      std::string k0v = e.Fresh("k0_");
+      e.Line("int " + k0v + " = " + k0 + ";");
+      k0 = k0v;
     }
     std::string kv = e.Fresh("k");
     e.Open("for (int " + kv + " = " + k0 + "; " + kv + " < " + std::to_string(K) + "; " + kv +

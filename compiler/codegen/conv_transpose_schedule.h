@@ -1,5 +1,16 @@
-// Codegen of tensor.conv_transpose (ONNX ConvTranspose): one output element
-// as a gather, no atomics or scatter.
+// Codegen of tensor.conv_transpose (ONNX ConvTranspose): each output
+// element as a gather, no atomics or scatter. Two schedules share the rules
+// below (codegen.cc picks one, schedule_table.h SelectConvTransposeTile):
+//   - pointwise, EmitConvTransposeElement here: one invocation per output
+//     element (1-D and 3-D, and 2-D when the table says so);
+//   - conv-transpose-tiled, Generator::EmitConvTransposeTiledMain
+//     (schedule_conv_transpose_tiled.cc), 2-D: one invocation per TO output
+//     channels x TW output columns of one stride phase of one output row.
+//     Columns ow = phase + s_w * j all read the same taps (kw with
+//     (ow + pads_begin_w - kw * d_w) % s_w == 0) at input columns
+//     iw = j - const, so per tap and input channel the block loads TW
+//     inputs and TO weights for TO * TW multiply-adds (the pointwise
+//     schedule loads 2 per multiply-add).
 //
 // Output element y[n, m, o_1..o_k] reads input position i_j from tap k_j
 // when o_j + pads_begin_j = i_j * s_j + k_j * d_j. For each spatial dim only
@@ -15,7 +26,16 @@
 // lexicographic (k_1, ..., k_k) order, the dot product over the group's input
 // channels c = 0..C/group-1 is accumulated with one rounding per term
 // (GLSL fma(), see Generator::Mac), then added to the running sum
-// (col2im adds the columns in kernel order); the bias is added last.
+// (col2im adds the columns in kernel order); the bias is added last. The
+// tiled schedule keeps this order exactly: per tap (kh outer, kw inner, in
+// kernel order) a TO x TW array of dots is accumulated over the channels
+// with fma() and then added to the TO x TW sums, the bias last, and the
+// fused epilogue runs per output element. A tap that reads outside the
+// input for some columns of the block adds a dot of +0.0 to those columns
+// (the pointwise schedule skips it): the same sum, because a sum that
+// starts at +0.0 and adds dots that start at +0.0 is never -0.0 (finite
+// weights; an infinite or NaN weight times a padded 0 would differ), so both
+// schedules give bit-identical results.
 #ifndef KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_
 #define KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_
 
@@ -46,6 +66,14 @@ class ConvTransposeEmitter {
   // acc = a * b + acc, rounded once.
   virtual void Mac(const std::string& acc, const std::string& a, const std::string& b) = 0;
 };
+
+// The first tap k0 (a GLSL int expression, "0" when every tap qualifies)
+// along one spatial dim of stride `stride` and dilation `dilation` for the
+// padded output position `t` (a GLSL int expression, t = o + pads_begin >=
+// 0): the least k with (t - k * dilation) % stride == 0, valid when t is a
+// multiple of g = gcd(stride, dilation) (there is none otherwise); the
+// next taps are k0 + stride / g, ... (a modular inverse, see above).
+std::string FirstTapExpr(const std::string& t, int64_t stride, int64_t dilation);
 
 // Emits the statements computing element `out_idx` (GLSL int expressions for
 // [n, m, o_1..o_k]) of `op`, a verified tensor.conv_transpose with geometry

@@ -29,4 +29,28 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
   return t;
 }
 
+ConvTransposeSchedule SelectConvTransposeTile(int spatial, const std::vector<int64_t>& out,
+                                              const std::vector<int64_t>& weights, int64_t stride_w) {
+  ConvTransposeSchedule s;
+  if (spatial != kConvTransposeTiledSpatialDims || out.size() != 4 || weights.size() != 4) return s;
+  s.tiled = true;
+  ConvTile& t = s.tile;
+  const int64_t per_group = std::max<int64_t>(weights[1], 1);
+  while (t.channels * 2 <= kConvMaxTileChannels && per_group % (t.channels * 2) == 0) t.channels *= 2;
+  const int64_t sw = std::max<int64_t>(stride_w, 1);
+  const int64_t J = (std::max<int64_t>(out[3], 1) + sw - 1) / sw;  // columns per phase
+  const int64_t max_cols =
+      std::min({t.channels == 1 ? kConvMaxTileColumnsDepthwise : kConvMaxTileColumns,
+                kConvMaxTileOutputs / t.channels, J});
+  int64_t best = -1;
+  for (int64_t tw = 1; tw <= max_cols; tw *= 2) {
+    const int64_t loads = (J + tw - 1) / tw * (tw + t.channels);
+    if (best < 0 || loads < best) {
+      best = loads;
+      t.columns = tw;
+    }
+  }
+  return s;
+}
+
 }  // namespace kiln::codegen::detail

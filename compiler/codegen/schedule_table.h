@@ -1,6 +1,6 @@
 // The per-shape schedule thresholds of compiler/codegen, in one place: the
-// register block of tensor.conv2d (conv-tiled) and the tensor.matmul
-// schedule split. codegen.cc's schedule selection reads only this table.
+// register block of tensor.conv2d (conv-tiled) and of tensor.conv_transpose
+// (conv-transpose-tiled), and the tensor.matmul schedule split. codegen.cc's schedule selection reads only this table.
 // Internal to compiler/codegen (lit and unit tests check the choices through
 // the "// schedule:" line of the generated GLSL and SelectConvTile).
 //
@@ -45,6 +45,15 @@ constexpr int64_t kConvMaxTileOutputs = 64;
 // columns become a loop; conv-tiled).
 constexpr int64_t kConvMaxInputRow = 32;
 
+// ---- tensor.conv_transpose: conv-transpose-tiled register block ------------
+// 2-D transposed convolutions (ONNX ConvTranspose, the decoders' upsampling)
+// get a register block (schedule_conv_transpose_tiled.cc); 1-D and 3-D ones
+// stay pointwise (one invocation per output, conv_transpose_schedule.h).
+constexpr int kConvTransposeTiledSpatialDims = 2;
+// The block's limits are the conv2d ones: TO <= kConvMaxTileChannels, TW <=
+// kConvMaxTileColumns (kConvMaxTileColumnsDepthwise for one channel per
+// block), TO * TW <= kConvMaxTileOutputs.
+
 // ---- tensor.matmul ------------------------------------------------------------
 // At most this many outputs and a depth of at least kSplitKMinDepth: one
 // workgroup per output, lanes split K (matmul-splitk).
@@ -71,6 +80,25 @@ struct ConvTile {
 // in baked shapes). Pure function of the shapes.
 ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64_t>& weights,
                         int64_t group, int64_t stride_w, int64_t dilation_w);
+
+// The schedule of one tensor.conv_transpose with `spatial` spatial dims:
+// `tiled` is false for the pointwise gather; otherwise (2-D) `tile` is
+// `channels` (TO) output channels x `columns` (TW) output columns of one
+// stride phase (columns ow = phase + stride_w * j, j = j0 .. j0 + TW - 1)
+// per invocation. `out` is the result shape [N, M, OH, OW], `weights`
+// [C, M/group, KH, KW]. TO: the largest power of two <= kConvMaxTileChannels
+// dividing M/group. TW: the power of two up to kConvMaxTileColumns
+// (kConvMaxTileColumnsDepthwise when TO is 1), kConvMaxTileOutputs / TO and
+// the columns of a phase, J = ceil(OW / stride_w), that loads the fewest
+// elements per tap and input channel, ceil(J / TW) * (TW + TO) (each
+// column of a phase reads its own input column: no row is shared across
+// taps); ties go to the narrower block. Pure function of the shapes.
+struct ConvTransposeSchedule {
+  bool tiled = false;
+  ConvTile tile;
+};
+ConvTransposeSchedule SelectConvTransposeTile(int spatial, const std::vector<int64_t>& out,
+                                              const std::vector<int64_t>& weights, int64_t stride_w);
 
 }  // namespace kiln::codegen::detail
 

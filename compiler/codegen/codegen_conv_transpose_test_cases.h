@@ -1,0 +1,90 @@
+// Cases for the conv-transpose-tiled register blocks that schedule_table.h
+// picks (SelectConvTransposeTile) for 2-D tensor.conv_transpose: PaddleOCR
+// det's two upsamplers in small (2x2 stride 2; 8 channels x 4 columns of
+// one phase with a folded batch-norm and relu, and one output channel with
+// sigmoid), and a 3x3 stride-2 "same" upsampler with output_padding whose
+// phases read two column taps and one, and whose edge columns read the
+// padding. Checked against codegen_test_util.h's scatter reference
+// (RefConvTranspose) on the device (codegen_vulkan_test, validation layers
+// on) and for their schedule line (codegen_test). Included by
+// codegen_test_cases.h (AllCases).
+#ifndef KILN_COMPILER_CODEGEN_CODEGEN_CONV_TRANSPOSE_TEST_CASES_H_
+#define KILN_COMPILER_CODEGEN_CODEGEN_CONV_TRANSPOSE_TEST_CASES_H_
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace kiln::codegen::testing {
+
+template <typename Add>
+void AddConvTransposeTileCases(Add& add) {
+  // 2x2 stride 2, 16 -> 8 channels, 5x7 -> 10x14: 7 columns per phase, so
+  // the second 4-column tile is ragged. Then * scale + shift (per channel,
+  // [8, 1, 1]) and relu: det's dispatch_87 chain.
+  add([] {
+    Case c("conv_transpose_tile_2x2s2_bn_relu");
+    T x = Random({1, 16, 5, 7}, 600), w = Random({16, 8, 2, 2}, 601), bias = Random({8}, 602),
+      sc = Random({8, 1, 1}, 603), sh = Random({8, 1, 1}, 604);
+    for (T* t : {&x, &w, &bias, &sc, &sh}) c.In(*t);
+    T ct = RefConvTranspose(x, w, &bias, {2, 2}, {0, 0}, {1, 1}, 1, {10, 14});
+    T a = Map({&ct, &sc, &sh}, [](const std::vector<double>& v) { return std::max(0.0, v[0] * v[1] + v[2]); });
+    c.Out(a);
+    auto& b = c.Build();
+    auto f = F32(ct.shape);
+    auto* cv = b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1), b.arg(2)}, f,
+                    {{"strides", Ints({2, 2})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
+                     {"output_padding", Ints({0, 0})}, {"group", 1}}, "ConvTranspose_0");
+    auto* m = b.Op("tensor.mul", {cv, b.arg(3)}, f);
+    auto* ad = b.Op("tensor.add", {m, b.arg(4)}, f);
+    c.Return({b.Op("tensor.relu", {ad}, f)});
+    // 10 rows x 2 phases x 2 tiles.
+    c.schedule = "conv-transpose-tiled: one invocation per 8x4 (channel x column of one stride phase) tile (40 invocations)";
+    c.atol = 1e-5;
+    return c;
+  });
+  // One output channel (det's last upsampler, then sigmoid), batch 2:
+  // TO = 1, TW = 2 (5 * (2 + 1) = 15 loads per tap and channel, tied with
+  // TW = 4's 3 * 5: the narrower wins).
+  add([] {
+    Case c("conv_transpose_tile_one_channel_sigmoid");
+    T x = Random({2, 8, 4, 10}, 610), w = Random({8, 1, 2, 2}, 611), bias = Random({1}, 612);
+    for (T* t : {&x, &w, &bias}) c.In(*t);
+    T ct = RefConvTranspose(x, w, &bias, {2, 2}, {0, 0}, {1, 1}, 1, {8, 20});
+    c.Out(Map1(ct, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }));
+    auto& b = c.Build();
+    auto f = F32(ct.shape);
+    auto* cv = b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1), b.arg(2)}, f,
+                    {{"strides", Ints({2, 2})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
+                     {"output_padding", Ints({0, 0})}, {"group", 1}});
+    c.Return({b.Op("tensor.sigmoid", {cv}, f)});
+    // 2 images x 8 rows x 2 phases x 5 tiles.
+    c.schedule = "conv-transpose-tiled: one invocation per 1x2 (channel x column of one stride phase) tile (160 invocations)";
+    c.atol = 1e-5;
+    return c;
+  });
+  // 3x3 stride 2, pads 1, output_padding 1 (the "same" upsampler), 6 -> 4
+  // channels, 5x6 -> 10x12, no bias: even columns read tap kw = 1, odd ones
+  // kw = 0 and 2; column 11 reads input column 6 (past the input, so 0).
+  add([] {
+    Case c("conv_transpose_tile_3x3s2_same");
+    T x = Random({1, 6, 5, 6}, 620), w = Random({6, 4, 3, 3}, 621);
+    c.In(x);
+    c.In(w);
+    // 2*4 + 1 + 3 - 1 - 1 = 10; 2*5 + 1 + 3 - 1 - 1 = 12.
+    T ct = RefConvTranspose(x, w, nullptr, {2, 2}, {1, 1}, {1, 1}, 1, {10, 12});
+    c.Out(ct);
+    auto& b = c.Build();
+    c.Return({b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1)}, F32(ct.shape),
+                   {{"strides", Ints({2, 2})}, {"pads", Ints({1, 1, 1, 1})}, {"dilations", Ints({1, 1})},
+                    {"output_padding", Ints({1, 1})}, {"group", 1}})});
+    // 10 rows x 2 phases x 2 tiles (6 columns per phase, TW = 4).
+    c.schedule = "conv-transpose-tiled: one invocation per 4x4 (channel x column of one stride phase) tile (40 invocations)";
+    c.atol = 1e-5;
+    return c;
+  });
+}
+
+}  // namespace kiln::codegen::testing
+
+#endif  // KILN_COMPILER_CODEGEN_CODEGEN_CONV_TRANSPOSE_TEST_CASES_H_
