@@ -29,13 +29,14 @@
 // (col2im adds the columns in kernel order); the bias is added last. The
 // tiled schedule keeps this order exactly: per tap (kh outer, kw inner, in
 // kernel order) a TO x TW array of dots is accumulated over the channels
-// with fma() and then added to the TO x TW sums, the bias last, and the
-// fused epilogue runs per output element. A tap that reads outside the
-// input for some columns of the block adds a dot of +0.0 to those columns
-// (the pointwise schedule skips it): the same sum, because a sum that
-// starts at +0.0 and adds dots that start at +0.0 is never -0.0 (finite
-// weights; an infinite or NaN weight times a padded 0 would differ), so both
-// schedules give bit-identical results.
+// with fma() and then added to the TO x TW sums (or accumulated into them
+// directly when each output reads one tap at most: 0.0 + dot is dot), the
+// bias last, and the fused epilogue runs per output element. A tap that
+// reads outside the input for some columns of the block adds a dot of +0.0
+// to those columns (the pointwise schedule skips it): the same sum, because
+// a sum that starts at +0.0 and adds dots that start at +0.0 is never -0.0
+// (finite weights; an infinite or NaN weight times a padded 0 would
+// differ), so both schedules give bit-identical results.
 #ifndef KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_
 #define KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_
 

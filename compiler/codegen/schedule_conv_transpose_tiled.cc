@@ -121,9 +121,14 @@ void Generator::EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW
 
   // Per tap: a TO x TW array of dots over the group's input channels (fma,
   // channel order), then added to the sums (conv_transpose_schedule.h).
-  const std::string dot = Fresh("dot");
-  Line("float " + dot + "[" + I(TO * TW) + "];");
-  {
+  // When every output reads at most one tap (kernel <= stride / gcd in both
+  // dims: the decoders' 2x2 stride 2), the sum is that tap's dot (0.0 + dot
+  // is dot: a dot that starts at +0.0 is never -0.0), so the dots
+  // accumulate into the sums directly: half the registers, the same bits.
+  const bool one_tap = KH <= sh / gh && KW <= sw / gw;
+  const std::string dot = one_tap ? acc : Fresh("dot");
+  if (!one_tap) {
+    Line("float " + dot + "[" + I(TO * TW) + "];");
     int o = 0;
     const std::string i = OpenUnrolled(TO * TW, "a", &o);
     Line(dot + "[" + i + "] = 0.0;");
@@ -164,7 +169,7 @@ void Generator::EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW
     CloseN(o);
     CloseN(oc);
   }
-  {
+  if (!one_tap) {
     int o = 0;
     const std::string i = OpenUnrolled(TO * TW, "a", &o);
     Line(acc + "[" + i + "] += " + dot + "[" + i + "];");
