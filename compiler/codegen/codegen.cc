@@ -31,6 +31,10 @@
 //              phase of an output row (schedule_table.h
 //              SelectConvTransposeTile, conv_transpose_schedule.h); per tap
 //              and input channel TW inputs and TO weights are loaded once.
+//   conv-transpose-upsample: the same with stride == kernel (no pads,
+//              dilation or output_padding) where it loads less: one
+//              invocation per TO output channels x TW input columns, each
+//              input pixel's KH x KW outputs.
 //   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
@@ -83,6 +87,7 @@
 
 #include "compiler/codegen/f16_arithmetic.h"
 #include "compiler/codegen/generator.h"
+#include "compiler/ir/conv_transpose.h"
 
 namespace kiln::codegen {
 namespace {
@@ -159,10 +164,22 @@ namespace detail {
 
 constexpr size_t kMaxRegionOps = 1024;
 
-// The column (last) stride of a tensor.conv_transpose; 1 when absent.
-int64_t ConvTransposeStrideW(const Operation* op) {
-  std::vector<int64_t> st = op->ints_attr("strides");
-  return st.empty() ? 1 : std::max<int64_t>(st.back(), 1);
+// The geometry SelectConvTransposeTile reads (spatial 0, so pointwise, for
+// an op whose attributes do not verify: the gather reports the error).
+ConvTransposeShape ConvTransposeShapeOf(const Operation* op) {
+  ConvTransposeShape c;
+  ir::ConvTransposeParams p;
+  std::string error;
+  if (!ir::GetConvTransposeParams(*op, &p, &error)) return c;
+  c.spatial = p.spatial;
+  c.input = op->operand(0)->type().shape;
+  c.weights = op->operand(1)->type().shape;
+  c.out = op->result()->type().shape;
+  c.strides = p.strides;
+  c.dilations = p.dilations;
+  c.pads = p.pads;
+  c.output_padding = p.output_padding;
+  return c;
 }
 
 StatusOr<CompiledDispatch> Generator::Run() {
@@ -264,21 +281,29 @@ StatusOr<CompiledDispatch> Generator::Run() {
                         " invocations)";
     EmitConvTiledMain(anchor, to, tw, wx, wy);
   } else if (kind == ir::OpCode::kTensorConvTranspose &&
-             SelectConvTransposeTile(static_cast<int>(ShapeOf(anchor->result()).size()) - 2,
-                                     ShapeOf(anchor->result()), ShapeOf(anchor->operand(1)),
-                                     ConvTransposeStrideW(anchor))
-                 .tiled) {
-    const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
-    const int64_t sw = ConvTransposeStrideW(anchor);
-    const ConvTile tile = SelectConvTransposeTile(2, os, ws, sw).tile;
-    const int64_t to = tile.channels, tw = tile.columns;
-    const int64_t phases = std::min(sw, os[3]), per_phase = (os[3] + sw - 1) / sw;
-    uint64_t tiles = static_cast<uint64_t>(os[0] * (os[1] / to) * os[2] * phases * ((per_phase + tw - 1) / tw));
+             SelectConvTransposeTile(ConvTransposeShapeOf(anchor)).kind != ConvTransposeSchedule::kPointwise) {
+    const ConvTransposeShape c = ConvTransposeShapeOf(anchor);
+    const ConvTransposeSchedule sched = SelectConvTransposeTile(c);
+    const int64_t to = sched.tile.channels, tw = sched.tile.columns;
+    const Shape& os = c.out;
+    uint64_t tiles = 0;
+    if (sched.kind == ConvTransposeSchedule::kPhase) {
+      const int64_t sw = c.strides[1], phases = std::min(sw, os[3]), per_phase = (os[3] + sw - 1) / sw;
+      tiles = static_cast<uint64_t>(os[0] * (os[1] / to) * os[2] * phases * ((per_phase + tw - 1) / tw));
+      schedule_comment_ = "conv-transpose-tiled: one invocation per " + std::to_string(to) + "x" +
+                          std::to_string(tw) + " (channel x column of one stride phase) tile (";
+    } else {
+      tiles = static_cast<uint64_t>(os[0] * (os[1] / to) * c.input[2] * ((c.input[3] + tw - 1) / tw));
+      schedule_comment_ = "conv-transpose-upsample: one invocation per " + std::to_string(to) + "x" +
+                          std::to_string(tw) + " (channel x input column, " + std::to_string(c.weights[2]) +
+                          "x" + std::to_string(c.weights[3]) + " outputs each) tile (";
+    }
+    schedule_comment_ += std::to_string(tiles) + " invocations)";
     KILN_RETURN_IF_ERROR(invocations(tiles));
-    schedule_comment_ = "conv-transpose-tiled: one invocation per " + std::to_string(to) + "x" +
-                        std::to_string(tw) + " (channel x column of one stride phase) tile (" +
-                        std::to_string(tiles) + " invocations)";
-    EmitConvTransposeTiledMain(anchor, to, tw, wx, wy);
+    if (sched.kind == ConvTransposeSchedule::kPhase)
+      EmitConvTransposeTiledMain(anchor, to, tw, wx, wy);
+    else
+      EmitConvTransposeUpsampleMain(anchor, to, tw, wx, wy);
   } else if (kind == ir::OpCode::kTensorMatmul && ShapeOf(anchor->operand(0)).size() >= 2 &&
              ShapeOf(anchor->operand(1)).size() >= 2) {
     const Shape& os = ShapeOf(anchor->result());

@@ -1,10 +1,10 @@
-// Cases for the conv-transpose-tiled register blocks that schedule_table.h
-// picks (SelectConvTransposeTile) for 2-D tensor.conv_transpose: PaddleOCR
-// det's two upsamplers in small (2x2 stride 2; 8 channels x 4 columns of
-// one phase with a folded batch-norm and relu, and one output channel with
-// sigmoid), and a 3x3 stride-2 "same" upsampler with output_padding whose
-// phases read two column taps and one, and whose edge columns read the
-// padding. Checked against codegen_test_util.h's scatter reference
+// Cases for the conv-transpose-tiled and conv-transpose-upsample register
+// blocks that schedule_table.h picks (SelectConvTransposeTile) for 2-D
+// tensor.conv_transpose: 2x2 stride-2 upsamplers like PaddleOCR det's (a
+// folded batch-norm and relu; one output channel with sigmoid; det's own
+// 24 -> 24 block), and a 3x3 stride-2 "same" upsampler with output_padding
+// whose phases read two column taps and one, and whose edge columns read
+// the padding. Checked against codegen_test_util.h's scatter reference
 // (RefConvTranspose) on the device (codegen_vulkan_test, validation layers
 // on) and for their schedule line (codegen_test). Included by
 // codegen_test_cases.h (AllCases).
@@ -19,9 +19,9 @@ namespace kiln::codegen::testing {
 
 template <typename Add>
 void AddConvTransposeTileCases(Add& add) {
-  // 2x2 stride 2, 16 -> 8 channels, 5x7 -> 10x14: 7 columns per phase, so
-  // the second 4-column tile is ragged. Then * scale + shift (per channel,
-  // [8, 1, 1]) and relu: det's dispatch_87 chain.
+  // 2x2 stride 2, 16 -> 8 channels, 5x7 -> 10x14 (conv-transpose-upsample:
+  // 4 channels x 4 input columns, the second tile ragged). Then * scale +
+  // shift (per channel, [8, 1, 1]) and relu: det's dispatch_87 chain.
   add([] {
     Case c("conv_transpose_tile_2x2s2_bn_relu");
     T x = Random({1, 16, 5, 7}, 600), w = Random({16, 8, 2, 2}, 601), bias = Random({8}, 602),
@@ -38,14 +38,15 @@ void AddConvTransposeTileCases(Add& add) {
     auto* m = b.Op("tensor.mul", {cv, b.arg(3)}, f);
     auto* ad = b.Op("tensor.add", {m, b.arg(4)}, f);
     c.Return({b.Op("tensor.relu", {ad}, f)});
-    // 10 rows x 2 phases x 2 tiles.
-    c.schedule = "conv-transpose-tiled: one invocation per 8x4 (channel x column of one stride phase) tile (40 invocations)";
+    // 2 channel blocks x 5 input rows x 2 column tiles (7 = 4 + 3: ragged).
+    c.schedule = "conv-transpose-upsample: one invocation per 4x4 (channel x input column, 2x2 outputs each) tile (20 invocations)";
     c.atol = 1e-5;
     return c;
   });
   // One output channel (det's last upsampler, then sigmoid), batch 2:
-  // TO = 1, TW = 2 (5 * (2 + 1) = 15 loads per tap and channel, tied with
-  // TW = 4's 3 * 5: the narrower wins).
+  // conv-transpose-upsample, 1 channel x 4 input columns (4 * 3 * (4 + 4)
+  // = 96 loads per image and input channel, tied with 8 columns' 4 * 2 *
+  // (8 + 4): the narrower wins).
   add([] {
     Case c("conv_transpose_tile_one_channel_sigmoid");
     T x = Random({2, 8, 4, 10}, 610), w = Random({8, 1, 2, 2}, 611), bias = Random({1}, 612);
@@ -58,8 +59,35 @@ void AddConvTransposeTileCases(Add& add) {
                     {{"strides", Ints({2, 2})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
                      {"output_padding", Ints({0, 0})}, {"group", 1}});
     c.Return({b.Op("tensor.sigmoid", {cv}, f)});
-    // 2 images x 8 rows x 2 phases x 5 tiles.
-    c.schedule = "conv-transpose-tiled: one invocation per 1x2 (channel x column of one stride phase) tile (160 invocations)";
+    // 2 images x 4 input rows x 3 column tiles (10 = 4 + 4 + 2).
+    c.schedule = "conv-transpose-upsample: one invocation per 1x4 (channel x input column, 2x2 outputs each) tile (24 invocations)";
+    c.atol = 1e-5;
+    return c;
+  });
+  // det's 24 -> 24 upsampler on 6 of its 24 input rows: both blocks load
+  // 5,760 elements per input channel, and the tie keeps
+  // conv-transpose-tiled, 8 channels x 8 columns of one phase (the block
+  // det runs); bias, scale + shift, relu.
+  add([] {
+    Case c("conv_transpose_tile_det_8x8");
+    T x = Random({1, 24, 6, 40}, 630), w = Random({24, 24, 2, 2}, 631), bias = Random({24, 1, 1}, 632),
+      sc = Random({24, 1, 1}, 633), sh = Random({24, 1, 1}, 634);
+    for (T* t : {&x, &w, &bias, &sc, &sh}) c.In(*t);
+    T ct = RefConvTranspose(x, w, nullptr, {2, 2}, {0, 0}, {1, 1}, 1, {12, 80});
+    T a = Map({&ct, &bias, &sc, &sh},
+              [](const std::vector<double>& v) { return std::max(0.0, (v[0] + v[1]) * v[2] + v[3]); });
+    c.Out(a);
+    auto& b = c.Build();
+    auto f = F32(ct.shape);
+    auto* cv = b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1)}, f,
+                    {{"strides", Ints({2, 2})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
+                     {"output_padding", Ints({0, 0})}, {"group", 1}});
+    auto* ad = b.Op("tensor.add", {cv, b.arg(2)}, f);
+    auto* m = b.Op("tensor.mul", {ad, b.arg(3)}, f);
+    auto* ad2 = b.Op("tensor.add", {m, b.arg(4)}, f);
+    c.Return({b.Op("tensor.relu", {ad2}, f)});
+    // 3 channel blocks x 12 rows x 2 phases x 5 tiles.
+    c.schedule = "conv-transpose-tiled: one invocation per 8x8 (channel x column of one stride phase) tile (360 invocations)";
     c.atol = 1e-5;
     return c;
   });

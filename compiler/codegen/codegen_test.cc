@@ -93,32 +93,55 @@ TEST(CodegenTest, ConvTileTable) {
   EXPECT_EQ(tile({1, 16, 4, 64}, {16, 16, 3, 3}, 1), "8x8");
 }
 
-// The conv_transpose register block of schedule_table.h, by hand: per tap
-// and input channel a TO x TW block of one stride phase loads TW + TO
-// elements, over ceil(J / TW) blocks per phase (J = ceil(OW / stride_w)).
+// The conv_transpose register blocks of schedule_table.h, by hand. Loads
+// over the output, per input channel: conv-transpose-tiled (one stride
+// phase) M/TO * OH * P * ceil(J / TW) * (TW + TO), P = min(s_w, OW) phases
+// of J = ceil(OW / s_w) columns; conv-transpose-upsample (stride ==
+// kernel) M/TO * H * ceil(W / TW) * (TW + TO * KH * KW).
 TEST(CodegenTest, ConvTransposeTileTable) {
-  using detail::SelectConvTransposeTile;
-  auto tile = [](int spatial, std::vector<int64_t> out, std::vector<int64_t> w, int64_t stride) {
-    detail::ConvTransposeSchedule s = SelectConvTransposeTile(spatial, out, w, stride);
-    if (!s.tiled) return std::string("pointwise");
-    return std::to_string(s.tile.channels) + "x" + std::to_string(s.tile.columns);
+  using detail::ConvTransposeSchedule;
+  auto tile = [](std::vector<int64_t> in, std::vector<int64_t> w, std::vector<int64_t> out,
+                 std::vector<int64_t> strides, std::vector<int64_t> pads = {0, 0, 0, 0},
+                 std::vector<int64_t> output_padding = {0, 0}) {
+    detail::ConvTransposeShape c;
+    c.spatial = static_cast<int>(in.size()) - 2;
+    c.input = in;
+    c.weights = w;
+    c.out = out;
+    c.strides = strides;
+    c.dilations.assign(strides.size(), 1);
+    c.pads = pads;
+    c.output_padding = output_padding;
+    ConvTransposeSchedule s = detail::SelectConvTransposeTile(c);
+    if (s.kind == ConvTransposeSchedule::kPointwise) return std::string("pointwise");
+    return std::string(s.kind == ConvTransposeSchedule::kPhase ? "phase " : "upsample ") +
+           std::to_string(s.tile.channels) + "x" + std::to_string(s.tile.columns);
   };
-  // det's 24 -> 24, 2x2 stride 2 onto 48x80: TO = 8 (24 = 8 * 3); 40
-  // columns per phase, TW = 8: 5 * (8 + 8) = 80 loads against 10 * (4 + 8)
-  // = 120 for TW = 4.
-  EXPECT_EQ(tile(2, {1, 24, 48, 80}, {24, 24, 2, 2}, 2), "8x8");
-  // det's 24 -> 1 onto 96x160: one channel, the row grows to 16 columns
-  // (5 * 17 = 85 against 10 * 9 = 90 for 8).
-  EXPECT_EQ(tile(2, {1, 1, 96, 160}, {24, 1, 2, 2}, 2), "1x16");
-  // 3 output channels per group (group 2): TO = 1, a block never straddles
-  // two groups; width 40 at stride 6 is 7 columns per phase: TW = 4
-  // (2 * 5 = 10 against 4 * 3 = 12 for 2).
-  EXPECT_EQ(tile(2, {2, 6, 17, 40}, {4, 3, 3, 4}, 6), "1x4");
-  // Few columns: TW never exceeds a phase's (3 columns: TW = 2).
-  EXPECT_EQ(tile(2, {1, 16, 6, 6}, {16, 16, 3, 3}, 2), "8x2");
+  // det's 24 -> 24, 2x2 stride 2, 24x40 -> 48x80: phase 8x8 loads 3 * 48 *
+  // 2 * 5 * 16 = 23,040; upsample's best, 2x8, 12 * 24 * 5 * (8 + 8) =
+  // 23,040 too: the tie keeps the phase block.
+  EXPECT_EQ(tile({1, 24, 24, 40}, {24, 24, 2, 2}, {1, 24, 48, 80}, {2, 2}), "phase 8x8");
+  // det's 24 -> 1 onto 96x160: upsample 1x16, 48 * 5 * (16 + 4) = 4,800,
+  // against phase 1x16's 96 * 2 * 5 * 17 = 16,320.
+  EXPECT_EQ(tile({1, 24, 48, 80}, {24, 1, 2, 2}, {1, 1, 96, 160}, {2, 2}), "upsample 1x16");
+  // 16 -> 8 channels, 5x7 -> 10x14: upsample 4x4 (2 * 5 * 2 * (4 + 16) =
+  // 400) beats phase 8x4 (10 * 2 * 2 * 12 = 480).
+  EXPECT_EQ(tile({1, 16, 5, 7}, {16, 8, 2, 2}, {1, 8, 10, 14}, {2, 2}), "upsample 4x4");
+  // Pads or output_padding: every output no longer reads exactly one
+  // pixel, so phase only. 3x3 stride 2, 6 columns per phase: 4x4 (10 * 2 *
+  // 2 * 8 = 320 against 360 for 4x2).
+  EXPECT_EQ(tile({1, 6, 5, 6}, {6, 4, 3, 3}, {1, 4, 10, 12}, {2, 2}, {1, 1, 1, 1}, {1, 1}), "phase 4x4");
+  EXPECT_EQ(tile({1, 8, 4, 4}, {8, 1, 2, 2}, {1, 1, 9, 9}, {2, 2}, {0, 0, 0, 0}, {1, 1}), "phase 1x2");
+  // 3 output channels per group: TO = 1, a block never straddles two
+  // groups; width 40 at stride 6 is 7 columns per phase: TW = 4.
+  EXPECT_EQ(tile({2, 4, 5, 6}, {4, 3, 3, 4}, {2, 6, 17, 40}, {3, 6}, {1, 2, 0, 3}, {1, 2}), "phase 1x4");
+  // A 16x16 kernel at stride 16: 256 outputs per pixel exceed the 64
+  // accumulators, so phase (3 columns per phase: TW = 2).
+  EXPECT_EQ(tile({1, 4, 3, 3}, {4, 2, 16, 16}, {1, 2, 48, 48}, {16, 16}), "phase 2x2");
   // 1-D and 3-D stay pointwise.
-  EXPECT_EQ(tile(1, {1, 2, 16}, {3, 2, 5}, 1), "pointwise");
-  EXPECT_EQ(tile(3, {1, 2, 4, 4, 4}, {3, 2, 2, 2, 2}, 2), "pointwise");
+  EXPECT_EQ(tile({1, 3, 7}, {3, 2, 5}, {1, 2, 16}, {1}, {2, 1}, {0}), "pointwise");
+  EXPECT_EQ(tile({1, 3, 2, 2, 2}, {3, 2, 2, 2, 2}, {1, 2, 4, 4, 4}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, {0, 0, 0}),
+            "pointwise");
 }
 
 // A conv register block is in the module once: its TO x TW accumulators

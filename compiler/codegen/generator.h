@@ -7,7 +7,7 @@
 //   schedule_pointwise.cc  op checks, result stores, the grid, pointwise main
 //   schedule_reduce.cc     reduce-group and softmax-rows (shared-memory sums)
 //   schedule_conv.cc       conv-tiled
-//   schedule_conv_transpose_tiled.cc  conv-transpose-tiled
+//   schedule_conv_transpose_tiled.cc  conv-transpose-tiled, -upsample
 //   schedule_table.h       the per-shape thresholds the selection in codegen.cc reads
 //   schedule_matmul.cc     matmul-tiled, matmul-splitk
 //   codegen.cc             schedule selection, shader assembly, GLSL -> SPIR-V
@@ -637,6 +637,9 @@ class Generator {
   // tensor.conv_transpose, 2-D: TO channels x TW columns of one stride
   // phase per invocation (schedule_conv_transpose_tiled.cc).
   void EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
+  // The same with stride == kernel: TO channels x TW input columns, each
+  // with its KH x KW outputs (schedule_conv_transpose_tiled.cc).
+  void EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
   void EmitMatmulTiledMain(Operation* matmul, int64_t TM, int64_t TN, uint32_t wx, uint32_t wy);
   void EmitMatmulSplitKMain(Operation* matmul, uint32_t wx, uint32_t wy);
   // Workgroup-wide combine of each lane's `acc` through `sh`; afterwards

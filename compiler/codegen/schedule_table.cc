@@ -29,25 +29,64 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
   return t;
 }
 
-ConvTransposeSchedule SelectConvTransposeTile(int spatial, const std::vector<int64_t>& out,
-                                              const std::vector<int64_t>& weights, int64_t stride_w) {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The fewest-loads (TO, TW) over powers of two, TO dividing `per_group`, TW
+// <= `columns`, TO * TW * `taps` accumulators at most; *loads gets the
+// count, `cost(TO, TW)`.
+template <typename Cost>
+ConvTile BestTile(int64_t per_group, int64_t columns, int64_t taps, Cost cost, int64_t* loads) {
+  ConvTile best;
+  *loads = -1;
+  for (int64_t to = 1; to <= kConvMaxTileChannels && per_group % to == 0; to *= 2) {
+    if (to * taps > kConvMaxTileOutputs) break;
+    const int64_t max_cols = std::min({to == 1 ? kConvMaxTileColumnsDepthwise : kConvMaxTileColumns,
+                                       kConvMaxTileOutputs / (to * taps), columns});
+    for (int64_t tw = 1; tw <= max_cols; tw *= 2) {
+      const int64_t l = cost(to, tw);
+      if (*loads < 0 || l < *loads || (l == *loads && to > best.channels)) {
+        *loads = l;
+        best.channels = to;
+        best.columns = tw;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+ConvTransposeSchedule SelectConvTransposeTile(const ConvTransposeShape& c) {
   ConvTransposeSchedule s;
-  if (spatial != kConvTransposeTiledSpatialDims || out.size() != 4 || weights.size() != 4) return s;
-  s.tiled = true;
-  ConvTile& t = s.tile;
-  const int64_t per_group = std::max<int64_t>(weights[1], 1);
-  while (t.channels * 2 <= kConvMaxTileChannels && per_group % (t.channels * 2) == 0) t.channels *= 2;
-  const int64_t sw = std::max<int64_t>(stride_w, 1);
-  const int64_t J = (std::max<int64_t>(out[3], 1) + sw - 1) / sw;  // columns per phase
-  const int64_t max_cols =
-      std::min({t.channels == 1 ? kConvMaxTileColumnsDepthwise : kConvMaxTileColumns,
-                kConvMaxTileOutputs / t.channels, J});
-  int64_t best = -1;
-  for (int64_t tw = 1; tw <= max_cols; tw *= 2) {
-    const int64_t loads = (J + tw - 1) / tw * (tw + t.channels);
-    if (best < 0 || loads < best) {
-      best = loads;
-      t.columns = tw;
+  if (c.spatial != kConvTransposeTiledSpatialDims || c.out.size() != 4 || c.weights.size() != 4 ||
+      c.input.size() != 4 || c.strides.size() != 2 || c.dilations.size() != 2 || c.pads.size() != 4 ||
+      c.output_padding.size() != 2)
+    return s;
+  const int64_t Mg = std::max<int64_t>(c.weights[1], 1), M = std::max<int64_t>(c.out[1], 1);
+  const int64_t KH = c.weights[2], KW = c.weights[3], H = c.input[2], W = std::max<int64_t>(c.input[3], 1);
+  const int64_t OH = c.out[2], OW = std::max<int64_t>(c.out[3], 1);
+  const int64_t sw = std::max<int64_t>(c.strides[1], 1);
+  const int64_t P = std::min(sw, OW), J = CeilDiv(OW, sw);
+  int64_t phase_loads = 0;
+  const ConvTile phase = BestTile(Mg, J, 1, [&](int64_t to, int64_t tw) {
+    return M / to * OH * P * CeilDiv(J, tw) * (tw + to);
+  }, &phase_loads);
+  s.kind = ConvTransposeSchedule::kPhase;
+  s.tile = phase;
+  const bool upsample = c.strides[0] == KH && c.strides[1] == KW && c.dilations[0] == 1 &&
+                        c.dilations[1] == 1 && c.pads[0] == 0 && c.pads[1] == 0 && c.pads[2] == 0 &&
+                        c.pads[3] == 0 && c.output_padding[0] == 0 && c.output_padding[1] == 0 &&
+                        KH * KW <= kConvMaxTileOutputs;
+  if (upsample) {
+    int64_t up_loads = 0;
+    const ConvTile up = BestTile(Mg, W, KH * KW, [&](int64_t to, int64_t tw) {
+      return M / to * H * CeilDiv(W, tw) * (tw + to * KH * KW);
+    }, &up_loads);
+    if (up_loads < phase_loads) {
+      s.kind = ConvTransposeSchedule::kUpsample;
+      s.tile = up;
     }
   }
   return s;

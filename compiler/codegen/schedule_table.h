@@ -45,7 +45,7 @@ constexpr int64_t kConvMaxTileOutputs = 64;
 // columns become a loop; conv-tiled).
 constexpr int64_t kConvMaxInputRow = 32;
 
-// ---- tensor.conv_transpose: conv-transpose-tiled register block ------------
+// ---- tensor.conv_transpose: conv-transpose-tiled / -upsample blocks ---------
 // 2-D transposed convolutions (ONNX ConvTranspose, the decoders' upsampling)
 // get a register block (schedule_conv_transpose_tiled.cc); 1-D and 3-D ones
 // stay pointwise (one invocation per output, conv_transpose_schedule.h).
@@ -81,24 +81,46 @@ struct ConvTile {
 ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64_t>& weights,
                         int64_t group, int64_t stride_w, int64_t dilation_w);
 
-// The schedule of one tensor.conv_transpose with `spatial` spatial dims:
-// `tiled` is false for the pointwise gather; otherwise (2-D) `tile` is
-// `channels` (TO) output channels x `columns` (TW) output columns of one
-// stride phase (columns ow = phase + stride_w * j, j = j0 .. j0 + TW - 1)
-// per invocation. `out` is the result shape [N, M, OH, OW], `weights`
-// [C, M/group, KH, KW]. TO: the largest power of two <= kConvMaxTileChannels
-// dividing M/group. TW: the power of two up to kConvMaxTileColumns
-// (kConvMaxTileColumnsDepthwise when TO is 1), kConvMaxTileOutputs / TO and
-// the columns of a phase, J = ceil(OW / stride_w), that loads the fewest
-// elements per tap and input channel, ceil(J / TW) * (TW + TO) (each
-// column of a phase reads its own input column: no row is shared across
-// taps); ties go to the narrower block. Pure function of the shapes.
+// The geometry of one tensor.conv_transpose that its schedule depends on
+// (compiler/ir/conv_transpose.h ConvTransposeParams, shapes included).
+struct ConvTransposeShape {
+  int spatial = 0;              // spatial dims k
+  std::vector<int64_t> input;   // [N, C, D1..Dk]
+  std::vector<int64_t> weights; // [C, M/group, K1..Kk]
+  std::vector<int64_t> out;     // [N, M, O1..Ok]
+  std::vector<int64_t> strides, dilations, pads, output_padding;  // [k], [k], [2k], [k]
+};
+
+// The schedule of one tensor.conv_transpose.
+//   kPointwise: one invocation per output (1-D, 3-D).
+//   kPhase (conv-transpose-tiled, 2-D): `tile` is TO output channels x TW
+//     output columns of one stride phase (ow = phase + s_w * j, j = j0 ..
+//     j0 + TW - 1) of one output row. Per tap and input channel it loads TW
+//     inputs and TO weights for TO * TW multiply-adds; over a row that is
+//     P * ceil(J / TW) * (TW + TO) loads (P = min(s_w, OW) phases of J =
+//     ceil(OW / s_w) columns).
+//   kUpsample (conv-transpose-upsample, 2-D with stride == kernel,
+//     dilation 1, no pads, no output_padding: each output reads exactly one
+//     tap of one input pixel, y[n, m, ih*s_h + kh, iw*s_w + kw]): `tile` is
+//     TO output channels x TW input columns of one input row, each with its
+//     KH x KW outputs. Per input channel it loads TW inputs and TO * KH *
+//     KW weights for TO * TW * KH * KW multiply-adds; over an input row
+//     ceil(W / TW) * (TW + TO * KH * KW) loads, per TO channels.
+// Both: TO a power of two <= kConvMaxTileChannels dividing M/group, TW a
+// power of two <= kConvMaxTileColumns (kConvMaxTileColumnsDepthwise when TO
+// is 1) and <= the columns it tiles, accumulators (TO * TW, times KH * KW
+// for kUpsample) <= kConvMaxTileOutputs. Per kind the (TO, TW) with the
+// fewest loads over the whole output wins (ties: more channels, then fewer
+// columns); then the kind with fewer loads, kPhase on a tie (PaddleOCR
+// det's 24 -> 24 upsampler ties at 23,040 loads per input channel; its
+// 24 -> 1 one loads 4,800 as kUpsample against 16,320). Pure function of
+// the shapes.
 struct ConvTransposeSchedule {
-  bool tiled = false;
+  enum Kind { kPointwise, kPhase, kUpsample };
+  Kind kind = kPointwise;
   ConvTile tile;
 };
-ConvTransposeSchedule SelectConvTransposeTile(int spatial, const std::vector<int64_t>& out,
-                                              const std::vector<int64_t>& weights, int64_t stride_w);
+ConvTransposeSchedule SelectConvTransposeTile(const ConvTransposeShape& shape);
 
 }  // namespace kiln::codegen::detail
 
