@@ -2,9 +2,9 @@
 // blocks that schedule_table.h picks (SelectConvTransposeTile) for 2-D
 // tensor.conv_transpose: 2x2 stride-2 upsamplers like PaddleOCR det's (a
 // folded batch-norm and relu; one output channel with sigmoid; det's own
-// 24 -> 24 block), and a 3x3 stride-2 "same" upsampler with output_padding
-// whose phases read two column taps and one, and whose edge columns read
-// the padding. Checked against codegen_test_util.h's scatter reference
+// 24 -> 24 block), a 3x3 stride-3 one where the phase block wins, and a
+// 3x3 stride-2 "same" upsampler with output_padding whose phases read two
+// column taps and one, and whose edge columns read the padding. Checked against codegen_test_util.h's scatter reference
 // (RefConvTranspose) on the device (codegen_vulkan_test, validation layers
 // on) and for their schedule line (codegen_test). Included by
 // codegen_test_cases.h (AllCases).
@@ -65,11 +65,11 @@ void AddConvTransposeTileCases(Add& add) {
     return c;
   });
   // det's 24 -> 24 upsampler on 6 of its 24 input rows: both blocks load
-  // 5,760 elements per input channel, and the tie keeps
-  // conv-transpose-tiled, 8 channels x 8 columns of one phase (the block
-  // det runs); bias, scale + shift, relu.
+  // 5,760 elements per input channel, and the tie goes to
+  // conv-transpose-upsample, 2 channels x 8 input columns (the block det
+  // runs); bias, scale + shift, relu.
   add([] {
-    Case c("conv_transpose_tile_det_8x8");
+    Case c("conv_transpose_tile_det_2x8");
     T x = Random({1, 24, 6, 40}, 630), w = Random({24, 24, 2, 2}, 631), bias = Random({24, 1, 1}, 632),
       sc = Random({24, 1, 1}, 633), sh = Random({24, 1, 1}, 634);
     for (T* t : {&x, &w, &bias, &sc, &sh}) c.In(*t);
@@ -86,8 +86,29 @@ void AddConvTransposeTileCases(Add& add) {
     auto* m = b.Op("tensor.mul", {ad, b.arg(3)}, f);
     auto* ad2 = b.Op("tensor.add", {m, b.arg(4)}, f);
     c.Return({b.Op("tensor.relu", {ad2}, f)});
-    // 3 channel blocks x 12 rows x 2 phases x 5 tiles.
-    c.schedule = "conv-transpose-tiled: one invocation per 8x8 (channel x column of one stride phase) tile (360 invocations)";
+    // 12 channel blocks x 6 input rows x 5 column tiles.
+    c.schedule = "conv-transpose-upsample: one invocation per 2x8 (channel x input column, 2x2 outputs each) tile (360 invocations)";
+    c.atol = 1e-5;
+    return c;
+  });
+  // 3x3 stride 3 (stride == kernel) where conv-transpose-tiled loads less
+  // (schedule_table.h: 9 outputs per pixel cap upsample at 1x4): 8 channels
+  // x 8 columns of one phase, each output one tap, the one-tap path
+  // (dots straight into the sums); bias and leaky relu.
+  add([] {
+    Case c("conv_transpose_tile_3x3s3_phase");
+    T x = Random({1, 4, 5, 8}, 640), w = Random({4, 8, 3, 3}, 641), bias = Random({8}, 642);
+    for (T* t : {&x, &w, &bias}) c.In(*t);
+    T ct = RefConvTranspose(x, w, &bias, {3, 3}, {0, 0}, {1, 1}, 1, {15, 24});
+    c.Out(Map1(ct, [](double v) { return v < 0 ? 0.1 * v : v; }));
+    auto& b = c.Build();
+    auto f = F32(ct.shape);
+    auto* cv = b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1), b.arg(2)}, f,
+                    {{"strides", Ints({3, 3})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
+                     {"output_padding", Ints({0, 0})}, {"group", 1}});
+    c.Return({b.Op("tensor.leaky_relu", {cv}, f, {{"alpha", 0.1}})});
+    // 15 rows x 3 phases x 1 tile.
+    c.schedule = "conv-transpose-tiled: one invocation per 8x8 (channel x column of one stride phase) tile (45 invocations)";
     c.atol = 1e-5;
     return c;
   });

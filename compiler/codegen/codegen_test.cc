@@ -119,8 +119,12 @@ TEST(CodegenTest, ConvTransposeTileTable) {
   };
   // det's 24 -> 24, 2x2 stride 2, 24x40 -> 48x80: phase 8x8 loads 3 * 48 *
   // 2 * 5 * 16 = 23,040; upsample's best, 2x8, 12 * 24 * 5 * (8 + 8) =
-  // 23,040 too: the tie keeps the phase block.
-  EXPECT_EQ(tile({1, 24, 24, 40}, {24, 24, 2, 2}, {1, 24, 48, 80}, {2, 2}), "phase 8x8");
+  // 23,040 too: the tie goes to upsample.
+  EXPECT_EQ(tile({1, 24, 24, 40}, {24, 24, 2, 2}, {1, 24, 48, 80}, {2, 2}), "upsample 2x8");
+  // 3x3 stride 3, 8 channels, 8 input columns: 9 outputs per pixel leave
+  // upsample at most 1x4 (7 * 9 > 64 > 4 * 9), 8 * 5 * 2 * (4 + 9) = 1,040
+  // loads, against phase 8x8's 15 * 3 * 1 * 16 = 720.
+  EXPECT_EQ(tile({1, 4, 5, 8}, {4, 8, 3, 3}, {1, 8, 15, 24}, {3, 3}), "phase 8x8");
   // det's 24 -> 1 onto 96x160: upsample 1x16, 48 * 5 * (16 + 4) = 4,800,
   // against phase 1x16's 96 * 2 * 5 * 17 = 16,320.
   EXPECT_EQ(tile({1, 24, 48, 80}, {24, 1, 2, 2}, {1, 1, 96, 160}, {2, 2}), "upsample 1x16");

@@ -10,7 +10,13 @@
 //     (ow + pads_begin_w - kw * d_w) % s_w == 0) at input columns
 //     iw = j - const, so per tap and input channel the block loads TW
 //     inputs and TO weights for TO * TW multiply-adds (the pointwise
-//     schedule loads 2 per multiply-add).
+//     schedule loads 2 per multiply-add);
+//   - conv-transpose-upsample, Generator::EmitConvTransposeUpsampleMain
+//     (the same file), 2-D with stride == kernel, dilation 1, no pads and
+//     no output_padding, where every output reads exactly one tap of one
+//     input pixel: one invocation per TO output channels x TW input
+//     columns of one input row, each pixel's KH x KW outputs; per input
+//     channel TW inputs and TO * KH * KW weights.
 //
 // Output element y[n, m, o_1..o_k] reads input position i_j from tap k_j
 // when o_j + pads_begin_j = i_j * s_j + k_j * d_j. For each spatial dim only
@@ -26,17 +32,20 @@
 // lexicographic (k_1, ..., k_k) order, the dot product over the group's input
 // channels c = 0..C/group-1 is accumulated with one rounding per term
 // (GLSL fma(), see Generator::Mac), then added to the running sum
-// (col2im adds the columns in kernel order); the bias is added last. The
-// tiled schedule keeps this order exactly: per tap (kh outer, kw inner, in
-// kernel order) a TO x TW array of dots is accumulated over the channels
-// with fma() and then added to the TO x TW sums (or accumulated into them
-// directly when each output reads one tap at most: 0.0 + dot is dot), the
-// bias last, and the fused epilogue runs per output element. A tap that
-// reads outside the input for some columns of the block adds a dot of +0.0
-// to those columns (the pointwise schedule skips it): the same sum, because
-// a sum that starts at +0.0 and adds dots that start at +0.0 is never -0.0
+// (col2im adds the columns in kernel order); the bias is added last.
+// The register-block schedules keep this order exactly, so all three give
+// bit-identical results (checked on PaddleOCR det's output). Tiled: per tap
+// (kh outer, kw inner, in kernel order) a TO x TW array of dots is
+// accumulated over the channels with fma() and then added to the TO x TW
+// sums, or accumulated into them directly when each output reads one tap
+// at most (0.0 + dot is dot: a dot that starts at +0.0 is never -0.0).
+// Upsample: one tap per output, so the dot over the channels is the sum.
+// Both: the bias last, then the fused epilogue per output element. A tap
+// that reads outside the input for some columns of a tiled block adds a
+// dot of +0.0 to those columns (the pointwise schedule skips it): the same
+// sum, since a sum that starts at +0.0 and adds such dots is never -0.0
 // (finite weights; an infinite or NaN weight times a padded 0 would
-// differ), so both schedules give bit-identical results.
+// differ).
 #ifndef KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_
 #define KILN_COMPILER_CODEGEN_CONV_TRANSPOSE_SCHEDULE_H_
 

@@ -84,7 +84,7 @@ ConvTransposeSchedule SelectConvTransposeTile(const ConvTransposeShape& c) {
     const ConvTile up = BestTile(Mg, W, KH * KW, [&](int64_t to, int64_t tw) {
       return M / to * H * CeilDiv(W, tw) * (tw + to * KH * KW);
     }, &up_loads);
-    if (up_loads < phase_loads) {
+    if (up_loads <= phase_loads) {
       s.kind = ConvTransposeSchedule::kUpsample;
       s.tile = up;
     }
