@@ -4,7 +4,9 @@
 //   byte 1       push_constant_bytes / 4 (value % 40, so up to 156 bytes)
 //   bytes 2-3    binding_readonly bits, little-endian (bit b: binding b)
 //   byte 4       specialization value count (value % 4)
-//   bytes 5-7    reserved (0)
+//   bytes 5-6    binding kind bits, little-endian (bit b: binding b is a
+//                uniform texel buffer, hal::BindingKind)
+//   byte 7       reserved (0)
 //   then         4 bytes per specialization value, then the SPIR-V words
 // Entry point name "main" (what Kiln's codegen emits).
 #ifndef KILN_FUZZ_FUZZ_LAYOUT_H_
@@ -33,6 +35,12 @@ inline bool DecodeLayoutInput(const uint8_t* data, size_t size, hal::EntryPointI
   for (uint32_t b = 0; b < entry->binding_count; ++b) {
     entry->binding_readonly.push_back((readonly >> b) & 1);
   }
+  uint32_t texel = data[5] | (uint32_t{data[6]} << 8);
+  entry->binding_kinds.clear();
+  for (uint32_t b = 0; b < entry->binding_count; ++b) {
+    entry->binding_kinds.push_back((texel >> b) & 1 ? hal::BindingKind::kUniformTexelBuffer
+                                                    : hal::BindingKind::kStorageBuffer);
+  }
   uint32_t spec = data[4] % 4;
   size_t at = kLayoutHeaderBytes;
   entry->specialization.clear();
@@ -58,6 +66,12 @@ inline std::vector<uint8_t> EncodeLayoutInput(const hal::EntryPointInfo& entry,
   }
   out[2] = static_cast<uint8_t>(readonly);
   out[3] = static_cast<uint8_t>(readonly >> 8);
+  uint32_t texel = 0;
+  for (size_t b = 0; b < entry.binding_kinds.size() && b < 16; ++b) {
+    if (entry.binding_kinds[b] == hal::BindingKind::kUniformTexelBuffer) texel |= 1u << b;
+  }
+  out[5] = static_cast<uint8_t>(texel);
+  out[6] = static_cast<uint8_t>(texel >> 8);
   uint32_t spec = entry.specialization.size() < 3 ? static_cast<uint32_t>(entry.specialization.size()) : 3;
   out[4] = static_cast<uint8_t>(spec);
   for (uint32_t i = 0; i < spec; ++i) {

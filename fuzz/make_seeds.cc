@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
         for (uint32_t b = 0; b < info.binding_count; ++b) {
           info.binding_readonly.push_back(ep->bindings()->Get(b)->readonly());
         }
+        if (ep->binding_kinds()) {
+          for (uint32_t b = 0; b < ep->binding_kinds()->size(); ++b)
+            info.binding_kinds.push_back(static_cast<hal::BindingKind>(ep->binding_kinds()->Get(b)));
+        }
         info.push_constant_bytes = ep->push_constant_bytes();
         if (ep->specialization()) {
           info.specialization.assign(ep->specialization()->begin(), ep->specialization()->end());

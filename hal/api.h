@@ -129,11 +129,27 @@ class Buffer : public RefObject {
   uint64_t account_bytes_ = 0;
 };
 
+// How a dispatch binding reaches the shader (module format: BindingKind).
+enum class BindingKind : uint8_t {
+  // A storage buffer (GLSL `buffer`), read and written per element.
+  kStorageBuffer = 0,
+  // A read-only uniform texel buffer of R32G32B32A32_SFLOAT texels (GLSL
+  // `samplerBuffer`, read with texelFetch): 16 bytes per fetch. The bound
+  // range's absolute offset must be a multiple of
+  // DeviceInfo::min_texel_buffer_offset_alignment and its length a multiple
+  // of 16 bytes, at most max_texel_buffer_elements texels. The Vulkan HAL
+  // creates one VkBufferView per (allocation, offset, length) and keeps it
+  // with the allocation. Why: on CPU drivers (lavapipe, Mesa 22.3) a texel
+  // fetch is a branch-free gather of 4 floats per lane, where a storage-buffer
+  // load is a bounds-checked loop over the SIMD lanes per element.
+  kUniformTexelBuffer = 1,
+};
+
 // Compiled SPIR-V with its entry points, created once per module load (with a
 // pipeline cache on Vulkan).
 struct EntryPointInfo {
   HostString name;             // SPIR-V entry point name
-  uint32_t binding_count = 0;   // storage buffers at set 0, bindings 0..n-1
+  uint32_t binding_count = 0;   // descriptors at set 0, bindings 0..n-1
   uint32_t push_constant_bytes = 0;
   uint32_t workgroup_size[3] = {1, 1, 1};
   // Values of the specialization constants with constant_id 1..N, 32 bits
@@ -143,6 +159,13 @@ struct EntryPointInfo {
   // SPIR-V must not write it; a borrowed argument may be bound there). Empty
   // or shorter than binding_count: the rest are writable.
   HostVector<uint8_t> binding_readonly;
+  // binding_kinds[b]: BindingKind of binding b. Empty or shorter than
+  // binding_count: the rest are storage buffers. A texel binding is read-only.
+  HostVector<BindingKind> binding_kinds;
+
+  BindingKind kind(uint32_t binding) const {
+    return binding < binding_kinds.size() ? binding_kinds[binding] : BindingKind::kStorageBuffer;
+  }
 };
 class Executable : public RefObject {
  public:
@@ -252,6 +275,12 @@ struct DeviceInfo {
   // Compute limits (defaults: the Vulkan-guaranteed minimums).
   uint32_t max_push_constants_size = 128;          // bytes
   uint32_t max_bound_storage_buffers = 4;          // per dispatch (per stage)
+  // Uniform texel buffers (BindingKind::kUniformTexelBuffer), Vulkan's
+  // maxPerStageDescriptorSampledImages, minTexelBufferOffsetAlignment and
+  // maxTexelBufferElements (defaults: the Vulkan-guaranteed values).
+  uint32_t max_bound_texel_buffers = 16;           // per dispatch (per stage)
+  uint32_t min_texel_buffer_offset_alignment = 256;  // bytes
+  uint32_t max_texel_buffer_elements = 65536;      // texels
   uint32_t max_compute_workgroup_invocations = 128;
   uint32_t max_compute_workgroup_size[3] = {128, 128, 64};
   uint32_t max_compute_workgroup_count[3] = {65535, 65535, 65535};

@@ -97,6 +97,24 @@ StatusOr<uint64_t> CheckBinding(const EntryPointInfo& entry, uint32_t index,
                            name, index, U(binding.offset), U(length), U(buffer.size()));
   }
   if (length == 0) return InvalidArgumentError("Dispatch '%s': binding %u is empty", name, index);
+  uint64_t absolute = buffer.allocation_offset() + binding.offset;
+  if (entry.kind(index) == BindingKind::kUniformTexelBuffer) {
+    const uint64_t alignment = limits.min_texel_buffer_offset_alignment
+                                   ? limits.min_texel_buffer_offset_alignment : 1;
+    if (absolute % alignment != 0) {
+      return InvalidArgumentError(
+          "Dispatch '%s': texel binding %u offset %llu (allocation offset %llu) is not a "
+          "multiple of the device's min texel buffer offset alignment (%llu)",
+          name, index, U(binding.offset), U(absolute), U(alignment));
+    }
+    if (length % 16 != 0 || length / 16 > limits.max_texel_buffer_elements) {
+      return InvalidArgumentError(
+          "Dispatch '%s': texel binding %u spans %llu bytes; it must be whole 16-byte texels, "
+          "at most the device's %u",
+          name, index, U(length), limits.max_texel_buffer_elements);
+    }
+    return length;
+  }
   if (length > limits.max_storage_buffer_range) {
     return InvalidArgumentError(
         "Dispatch '%s': binding %u spans %llu bytes; the device's max storage buffer range is %llu",
@@ -104,7 +122,6 @@ StatusOr<uint64_t> CheckBinding(const EntryPointInfo& entry, uint32_t index,
   }
   const uint64_t alignment =
       limits.min_storage_buffer_offset_alignment ? limits.min_storage_buffer_offset_alignment : 1;
-  uint64_t absolute = buffer.allocation_offset() + binding.offset;
   if (absolute % alignment != 0) {
     return InvalidArgumentError(
         "Dispatch '%s': binding %u offset %llu (allocation offset %llu) is not a multiple of "
@@ -117,10 +134,32 @@ StatusOr<uint64_t> CheckBinding(const EntryPointInfo& entry, uint32_t index,
 Status CheckEntryPointLimits(const HostVector<EntryPointInfo>& entry_points,
                              const DeviceInfo& limits) {
   for (const EntryPointInfo& entry : entry_points) {
-    if (entry.binding_count > limits.max_bound_storage_buffers) {
+    uint32_t texel = 0;
+    for (uint32_t b = 0; b < entry.binding_count; ++b) {
+      const BindingKind kind = entry.kind(b);
+      if (kind != BindingKind::kStorageBuffer && kind != BindingKind::kUniformTexelBuffer) {
+        return InvalidArgumentError("CreateExecutable: entry point '%s' binding %u has kind %u, "
+                                    "which this runtime does not know",
+                                    entry.name.c_str(), b, static_cast<unsigned>(kind));
+      }
+      if (kind == BindingKind::kUniformTexelBuffer) {
+        if (b < entry.binding_readonly.size() && !entry.binding_readonly[b]) {
+          return InvalidArgumentError(
+              "CreateExecutable: entry point '%s' binding %u is a texel buffer but not read-only",
+              entry.name.c_str(), b);
+        }
+        ++texel;
+      }
+    }
+    if (entry.binding_count - texel > limits.max_bound_storage_buffers) {
       return InvalidArgumentError(
           "CreateExecutable: entry point '%s' uses %u storage buffers; device limit is %u",
-          entry.name.c_str(), entry.binding_count, limits.max_bound_storage_buffers);
+          entry.name.c_str(), entry.binding_count - texel, limits.max_bound_storage_buffers);
+    }
+    if (texel > limits.max_bound_texel_buffers) {
+      return InvalidArgumentError(
+          "CreateExecutable: entry point '%s' uses %u texel buffers; device limit is %u",
+          entry.name.c_str(), texel, limits.max_bound_texel_buffers);
     }
     if (entry.push_constant_bytes % 4 != 0 ||
         entry.push_constant_bytes > limits.max_push_constants_size) {

@@ -59,13 +59,17 @@ Status CheckDispatch(const EntryPointInfo& entry, uint64_t workgroup_invocations
 // Dispatch binding number `index` of `entry`: the range (length 0: to the
 // end) is inside the buffer, non-empty, at most max_storage_buffer_range
 // bytes, and its absolute offset a multiple of
-// min_storage_buffer_offset_alignment. Returns the length bound.
+// min_storage_buffer_offset_alignment; for a texel binding
+// (BindingKind::kUniformTexelBuffer) instead a multiple of
+// min_texel_buffer_offset_alignment, with a length of whole 16-byte texels,
+// at most max_texel_buffer_elements of them. Returns the length bound.
 StatusOr<uint64_t> CheckBinding(const EntryPointInfo& entry, uint32_t index,
                                 const DeviceInfo& limits, const BufferBinding& binding);
 
-// CreateExecutable: each entry point uses at most max_bound_storage_buffers
-// storage buffers, and a multiple of 4 push-constant bytes up to
-// max_push_constants_size. (The SPIR-V itself is checked against the
+// CreateExecutable: each entry point's binding kinds are known ones, a texel
+// binding is read-only, it uses at most max_bound_storage_buffers storage
+// buffers and max_bound_texel_buffers texel buffers, and a multiple of 4
+// push-constant bytes up to max_push_constants_size. (The SPIR-V itself is checked against the
 // declared layout by hal/vulkan/spirv_layout_check.h.)
 Status CheckEntryPointLimits(const HostVector<EntryPointInfo>& entry_points,
                              const DeviceInfo& limits);

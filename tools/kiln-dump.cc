@@ -160,7 +160,11 @@ void Dump(const Module& m) {
       for (uint32_t b = 0; b < nb; ++b) {
         const kiln::format::Binding* bd = ep->bindings()->Get(b);
         bindings += (b ? ", " : "") + std::to_string(bd->set()) + ":" +
-                    std::to_string(bd->binding()) + (bd->readonly() ? " ro" : " rw");
+                    std::to_string(bd->binding()) + (bd->readonly() ? " ro" : " rw") +
+                    (ep->binding_kinds() && b < ep->binding_kinds()->size() &&
+                             ep->binding_kinds()->Get(b) == kiln::format::BindingKind::uniform_texel_buffer
+                         ? " texels"
+                         : "");
       }
       std::string wg;
       if (ep->workgroup_size()) {

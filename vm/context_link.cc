@@ -208,6 +208,16 @@ Status Context::RegisterModule(Ref<Module> module) {
         info.binding_count = nb;
         info.binding_readonly.resize(nb);
         for (uint32_t b = 0; b < nb; ++b) info.binding_readonly[b] = ep->bindings()->Get(b)->readonly();
+        if (const auto* kinds = ep->binding_kinds()) {
+          if (kinds->size() > nb) {
+            return InvalidArgumentError(
+                "%s: executable %u entry point '%s': %u binding kinds for %u bindings", ctx.c_str(),
+                i, info.name.data(), kinds->size(), nb);
+          }
+          info.binding_kinds.resize(kinds->size());
+          for (uint32_t b = 0; b < kinds->size(); ++b)
+            info.binding_kinds[b] = static_cast<hal::BindingKind>(kinds->Get(b));
+        }
         info.push_constant_bytes = ep->push_constant_bytes();
         if (ep->workgroup_size()) {
           for (flatbuffers::uoffset_t d = 0; d < ep->workgroup_size()->size() && d < 3; ++d) {

@@ -9,8 +9,10 @@ namespace kiln::backend {
 StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
                                                 const std::vector<int64_t>& element_offsets,
                                                 const std::vector<int64_t>& result_element_offsets,
+                                                const std::vector<bool>& texel_eligible,
                                                 codegen::CompiledDispatch* out, uint32_t* entry) {
   codegen::CodegenOptions options = options_.codegen;
+  options.texel_eligible = texel_eligible;
   options.aliased_bindings = aliased_bindings;
   options.operand_element_offsets = element_offsets;
   options.result_element_offsets = result_element_offsets;
@@ -144,10 +146,24 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
                              static_cast<long long>(kBindingAlignment));
     }
   }
+  // Operands the shader may read as vec4 texels (CodegenOptions::
+  // texel_eligible): weights and transients at a static, 256-byte-aligned
+  // offset, bound for exactly their f32 bytes in whole texels, not aliased.
+  std::vector<bool> texel(bound_operands, false);
+  for (unsigned i = 0; i < bound_operands; ++i) {
+    const Storage& s = storage_.at(op->operand(i));
+    const ir::Type& t = body->operand(i)->type();  // the tensor the executable reads
+    texel[i] = m_.options().codegen.texel_buffers &&
+               (s.kind == Storage::kConstant || s.kind == Storage::kTransient) && !s.dynamic_offset &&
+               s.offset % kBindingAlignment == 0 && t.is_tensor() && t.dtype == DType::kF32 &&
+               s.length == t.num_elements() * 4 && s.length > 0 && s.length % 16 == 0 &&
+               s.length / 16 <= codegen::kMaxPortableTexels &&
+               (i >= aliased.size() || !aliased[i]) && (i >= element_offsets.size() || element_offsets[i] == 0);
+  }
   codegen::CompiledDispatch compiled;
   uint32_t entry_point = 0;
   KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, element_offsets, result_element_offsets,
-                                                       &compiled, &entry_point));
+                                                       texel, &compiled, &entry_point));
   std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
                            Reg::I32(ConstReg(compiled.workgroup_count[0])),
                            Reg::I32(ConstReg(compiled.workgroup_count[1])),

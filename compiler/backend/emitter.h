@@ -126,7 +126,8 @@ class ModuleEmitter {
   // codegen::CodegenOptions::operand_element_offsets (empty: none).
   StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
                                    const std::vector<int64_t>& element_offsets,
-                                   const std::vector<int64_t>& result_element_offsets, codegen::CompiledDispatch* out,
+                                   const std::vector<int64_t>& result_element_offsets,
+                                   const std::vector<bool>& texel_eligible, codegen::CompiledDispatch* out,
                                    uint32_t* entry);
 
   const EmitOptions& options() const { return options_; }

@@ -273,12 +273,20 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
     for (uint32_t i = 0; i < c.binding_count; ++i)
       bindings.emplace_back(0, i, i < c.binding_readonly.size() && c.binding_readonly[i]);
     std::vector<uint32_t> wg(c.workgroup_size, c.workgroup_size + 3);
+    std::vector<fb::BindingKind> kinds;  // written only when some binding is not a storage buffer
+    for (uint8_t kind : c.binding_kinds) {
+      if (kind != 0) {
+        for (uint8_t k : c.binding_kinds) kinds.push_back(static_cast<fb::BindingKind>(k));
+        break;
+      }
+    }
     std::vector<flatbuffers::Offset<fb::EntryPoint>> eps;
     for (size_t k = 0; k < e.debug_names.size(); ++k)
       eps.push_back(fb::CreateEntryPointDirect(fbb, c.entry_point.c_str(), e.debug_names[k].c_str(), &bindings,
                                                static_cast<uint32_t>(c.push_constants.size() * 4), &wg,
                                                e.macs[k],
-                                               specializations[k].empty() ? nullptr : &specializations[k]));
+                                               specializations[k].empty() ? nullptr : &specializations[k],
+                                               kinds.empty() ? nullptr : &kinds));
     report_->entry_points += static_cast<int>(eps.size());
     exes.push_back(fb::CreateExecutable(fbb, fbb.CreateVector(spirv), fbb.CreateVector(eps),
                                         fbb.CreateVectorOfStrings(e.locs),

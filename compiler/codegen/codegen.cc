@@ -273,13 +273,17 @@ StatusOr<CompiledDispatch> Generator::Run() {
     std::vector<int64_t> st = anchor->ints_attr("strides"), dil = anchor->ints_attr("dilations");
     const ConvTile tile = SelectConvTile(os, ws, std::max<int64_t>(anchor->int_attr("group", 1), 1),
                                          st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1);
+    const ConvTexels texels = SelectConvTexels(
+        ShapeOf(anchor->operand(0)), ws, st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1, tile,
+        TexelEligibleBinding(anchor->operand(0)) >= 0, TexelEligibleBinding(anchor->operand(1)) >= 0);
     const int64_t to = tile.channels, tw = tile.columns;
     uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
     KILN_RETURN_IF_ERROR(invocations(tiles));
     schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" +
                         std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
-                        " invocations)";
-    EmitConvTiledMain(anchor, to, tw, wx, wy);
+                        " invocations)" + (texels.input ? ", input as texels" : "") +
+                        (texels.weights ? ", weights as texels" : "");
+    EmitConvTiledMain(anchor, to, tw, texels, wx, wy);
   } else if (kind == ir::OpCode::kTensorConvTranspose &&
              SelectConvTransposeTile(ConvTransposeShapeOf(anchor)).kind != ConvTransposeSchedule::kPointwise) {
     const ConvTransposeShape c = ConvTransposeShapeOf(anchor);
@@ -332,6 +336,10 @@ StatusOr<CompiledDispatch> Generator::Run() {
     EmitPointwiseMain(wx, wy);
   }
   if (!status_.ok()) return status_;
+  if (!texel_.empty()) {
+    out.binding_kinds.assign(N + R, 0);
+    for (unsigned i = 0; i < N; ++i) out.binding_kinds[i] = IsTexel(static_cast<int>(i)) ? 1 : 0;
+  }
   out.workgroup_size[0] = kWorkgroupSize;
   out.workgroup_count[0] = wx;
   out.workgroup_count[1] = wy;
@@ -387,6 +395,11 @@ StatusOr<CompiledDispatch> Generator::Run() {
   };
   for (unsigned i = 0; i < N; ++i) {
     const ir::Type& t = block_->argument(i)->type();
+    if (IsTexel(static_cast<int>(i))) {
+      g += "layout(set = 0, binding = " + std::to_string(i) + ") uniform samplerBuffer in" + std::to_string(i) +
+           "t;  // operand " + std::to_string(i) + ": " + t.ToString() + ", vec4 texels\n";
+      continue;
+    }
     g += "layout(set = 0, binding = " + std::to_string(i) + ", std430) " + restrict_kw(i) + "readonly buffer Arg" +
          std::to_string(i) + " { " + StorageType(t.dtype) + " in" + std::to_string(i) +
          "[]; };  // operand " + std::to_string(i) + ": " + t.ToString() + "\n";
@@ -497,6 +510,8 @@ StatusOr<std::vector<uint32_t>> CompileGlslToSpirv(const std::string& glsl, cons
   auto fail = [&](const char* stage, const char* log) {
     std::string m = "codegen: glslang " + std::string(stage) + " failed for '" + name + "': " +
                     (log ? log : "");
+    // Debugging a generator change: the failing source, after the log.
+    if (std::getenv("KILN_DUMP_GLSL_ON_ERROR")) m += "\n" + glsl;
     return Status(StatusCode::kInternal, m);
   };
   if (!glslang_shader_preprocess(shader, &input)) {

@@ -65,6 +65,10 @@ struct CompiledDispatch {
   std::string entry_point = "main";
   uint32_t binding_count = 0;        // operands + results
   std::vector<bool> binding_readonly;
+  // Per binding, the module format's BindingKind: 0 a storage buffer, 1 a
+  // uniform texel buffer of vec4 f32 texels (read-only, whole 16-byte
+  // texels). Empty: all storage buffers.
+  std::vector<uint8_t> binding_kinds;
   uint32_t workgroup_size[3] = {64, 1, 1};
   uint32_t workgroup_count[3] = {1, 1, 1};
   std::vector<uint32_t> push_constants;  // words; size*4 = push-constant bytes
@@ -74,6 +78,11 @@ struct CompiledDispatch {
   bool requires_16bit_storage = false; // storageBuffer16BitAccess (f16/bf16/i16/u16 buffers)
   bool requires_float64 = false;       // shaderFloat64 (an f64 tensor is touched)
 };
+
+// Vulkan's guaranteed minimum of maxTexelBufferElements: an operand of at
+// most this many 16-byte texels (1 MiB) binds as a texel buffer on every
+// device.
+constexpr int64_t kMaxPortableTexels = 65536;
 
 struct CodegenOptions {
   // Device limits the shaders must respect (lavapipe: 1024 invocations,
@@ -89,6 +98,10 @@ struct CodegenOptions {
   // unroll loops marked Unroll. `kiln-compile --unroll-in-module` turns it
   // on, for a driver that ignores the hint and for A/B runs on a GPU.
   bool unroll_in_module = false;
+  // Let the emitter admit operands as uniform texel buffers
+  // (texel_eligible below). `kiln-compile --no-texels` turns it off: every
+  // binding a storage buffer.
+  bool texel_buffers = true;
   // Also compile an f16-arithmetic variant (CompiledDispatch::spirv_f16) of
   // each dispatch that f16_arithmetic.h's rule admits. `kiln-compile
   // --no-f16-arithmetic` turns it off (one SPIR-V module per executable).
@@ -134,6 +147,15 @@ struct CodegenOptions {
   // unaligned subrange of its concat's target). Baked in like
   // operand_element_offsets. Empty or 0: the index as is.
   std::vector<int64_t> result_element_offsets;
+  // Per call site, set by the emitter (operand i -> true): operands the
+  // shader may read as a uniform texel buffer of vec4 f32 texels
+  // (CompiledDispatch::binding_kinds): bound at a static offset that is a
+  // multiple of 256 bytes (every device's minTexelBufferOffsetAlignment is at
+  // most 256), for exactly the tensor's bytes, a multiple of 16 and at most
+  // kMaxPortableTexels texels (Vulkan's guaranteed maxTexelBufferElements),
+  // and not aliased by a written binding. The schedule decides whether to (conv
+  // register blocks, schedule_table.h SelectConvTexels). Empty: none.
+  std::vector<bool> texel_eligible;
 };
 
 // Compiles `dispatch` (a "flow.dispatch" op whose region holds tensor-level

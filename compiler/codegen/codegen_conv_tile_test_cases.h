@@ -1,7 +1,9 @@
 // Cases for the conv-tiled register blocks that schedule_table.h picks
 // (SelectConvTile): an 8 x 8 block (8 output channels x 8 columns) over a
 // ragged last column tile, and a depthwise 1 x 16 block, padded, over a
-// ragged width; both with bias and an epilogue. Checked against
+// ragged width; both with bias and an epilogue. Then the same blocks with
+// their input rows and 1x1 weights read as vec4 texels
+// (SelectConvTexels): ragged, grouped, padded and strided. Checked against
 // codegen_test_util.h's direct-convolution reference on the device
 // (codegen_vulkan_test) and for their schedule line (codegen_test).
 // Included by codegen_test_cases.h (AllCases).
@@ -16,7 +18,7 @@ namespace kiln::codegen::testing {
 template <typename Add>
 void AddConvTileCases(Add& add) {
   auto tiled = [&](std::string name, Shape xs, Shape ws, int64_t group, Shape pads, Shape strides,
-                   std::string schedule) {
+                   std::string schedule, bool texels = false) {
     add([=] {
       Case c(name);
       T x = Random(xs, 500), w = Random(ws, 501), bias = Random({ws[0]}, 502);
@@ -31,6 +33,9 @@ void AddConvTileCases(Add& add) {
       c.Return({b.Op("tensor.relu", {cv}, f)});
       c.schedule = schedule;
       c.atol = 1e-5;
+      // The emitter admits every operand as a texel buffer (each is bound
+      // at offset 0 for exactly its bytes, a multiple of 16).
+      if (texels) c.options.texel_eligible = {true, true, true};
       return c;
     });
   };
@@ -41,6 +46,31 @@ void AddConvTileCases(Add& add) {
   // Depthwise 3x3, padded, width 37 = 2 * 16 + 5.
   tiled("conv_tile_depthwise_1x16", {1, 4, 6, 37}, {4, 1, 3, 3}, 4, {1, 1, 1, 1}, {1, 1},
         "conv-tiled: one invocation per 1x16 (channel x column) tile (72 invocations)");
+  // Texel operands (schedule_table.h SelectConvTexels). 1x1 over a ragged
+  // width 20 = 2 * 8 + 4: the last block's row runs past its row into the
+  // next (masked) and, on the last row, past the tensor (clamped); weights
+  // as texels of 4 input channels.
+  tiled("conv_tile_texels_1x1", {2, 16, 3, 20}, {24, 16, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
+        "conv-tiled: one invocation per 8x8 (channel x column) tile (54 invocations), input as "
+        "texels, weights as texels", true);
+  // Grouped 1x1 (8 input channels per group: two weight texels per row),
+  // width 12 = 8 + 4.
+  tiled("conv_tile_texels_grouped", {1, 16, 2, 12}, {16, 8, 1, 1}, 2, {0, 0, 0, 0}, {1, 1},
+        "conv-tiled: one invocation per 8x8 (channel x column) tile (8 invocations), input as "
+        "texels, weights as texels", true);
+  // 3x3 padded: the row starts 3 elements into its first texel (and before
+  // the tensor at the first row); weights (3x3) stay storage-buffer loads.
+  tiled("conv_tile_texels_3x3_pad", {1, 8, 5, 20}, {16, 8, 3, 3}, 1, {1, 1, 1, 1}, {1, 1},
+        "conv-tiled: one invocation per 8x8 (channel x column) tile (30 invocations), input as "
+        "texels", true);
+  // Stride 2, padded, odd height: rows of 2 * TW - 1 + 3 elements.
+  tiled("conv_tile_texels_3x3_s2", {1, 4, 9, 24}, {8, 4, 3, 3}, 1, {1, 1, 1, 1}, {2, 2},
+        "conv-tiled: one invocation per 8x8 (channel x column) tile (10 invocations), input as "
+        "texels", true);
+  // Not admitted by the shapes: width 18 is not whole texels per row.
+  tiled("conv_tile_texels_not_whole_rows", {1, 8, 2, 18}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
+        "conv-tiled: one invocation per 8x8 (channel x column) tile (6 invocations), weights as "
+        "texels", true);
 }
 
 }  // namespace kiln::codegen::testing

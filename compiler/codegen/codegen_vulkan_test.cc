@@ -125,6 +125,8 @@ TEST_P(CodegenVulkanTest, MatchesReference) {
     hal::EntryPointInfo ep;
     ep.name = cd.entry_point;
     ep.binding_count = cd.binding_count;
+    for (bool r : cd.binding_readonly) ep.binding_readonly.push_back(r ? 1 : 0);
+    for (uint8_t k : cd.binding_kinds) ep.binding_kinds.push_back(static_cast<hal::BindingKind>(k));
     ep.push_constant_bytes = static_cast<uint32_t>(cd.push_constants.size() * 4);
     for (int i = 0; i < 3; ++i) ep.workgroup_size[i] = cd.workgroup_size[i];
     auto exe = dev->CreateExecutable(variant.spirv->data(), variant.spirv->size(), {ep});

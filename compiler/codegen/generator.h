@@ -633,7 +633,27 @@ class Generator {
   static int ReduceLanes(int64_t count, int64_t outputs);
   void EmitReduceGroupMain(Operation* reduce, int lanes, uint32_t wx, uint32_t wy);
   void EmitSoftmaxRowsMain(Operation* softmax, int lanes, uint32_t wx, uint32_t wy);
-  void EmitConvTiledMain(Operation* conv, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
+  void EmitConvTiledMain(Operation* conv, int64_t TO, int64_t TW, const ConvTexels& texels,
+                         uint32_t wx, uint32_t wy);
+  // The binding of `v` when it is a dispatch operand the emitter admits as
+  // a texel buffer (CodegenOptions::texel_eligible), else -1.
+  int TexelEligibleBinding(Value* v) const {
+    auto it = arg_binding_.find(v);
+    if (it == arg_binding_.end()) return -1;
+    const size_t b = static_cast<size_t>(it->second);
+    return b < options_.texel_eligible.size() && options_.texel_eligible[b] ? it->second : -1;
+  }
+  // Binds operand `binding` as a texel buffer (declared `uniform
+  // samplerBuffer in<b>t`); returns that name. Every read of the operand,
+  // EvalArg's included, then goes through texelFetch.
+  std::string UseTexels(int binding) {
+    if (texel_.size() <= static_cast<size_t>(binding)) texel_.resize(static_cast<size_t>(binding) + 1, false);
+    texel_[static_cast<size_t>(binding)] = true;
+    return "in" + std::to_string(binding) + "t";
+  }
+  bool IsTexel(int binding) const {
+    return static_cast<size_t>(binding) < texel_.size() && texel_[static_cast<size_t>(binding)];
+  }
   // tensor.conv_transpose, 2-D: TO channels x TW columns of one stride
   // phase per invocation (schedule_conv_transpose_tiled.cc).
   void EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
@@ -666,6 +686,7 @@ class Generator {
   ir::Block* block_ = nullptr;
   std::vector<Value*> results_;  // flow.return operands
   std::map<Value*, int> arg_binding_;
+  std::vector<bool> texel_;  // operand binding -> read as vec4 texels (UseTexels)
 
   std::string body_;
   int indent_ = 1;

@@ -104,7 +104,13 @@ std::string Generator::EvalArg(Value* v, const Idx& idx) {
   // inside the tensor, at the first element the dispatch reads).
   const size_t b = static_cast<size_t>(it->second);
   const int64_t base = b < options_.operand_element_offsets.size() ? options_.operand_element_offsets[b] : 0;
-  std::string e = "in" + std::to_string(it->second) + "[" + AddBase(Offset(idx, ShapeOf(v)), base) + "]";
+  std::string e;
+  if (IsTexel(it->second)) {  // f32, base 0 (CodegenOptions::texel_eligible)
+    const std::string off = DeclI(Offset(idx, ShapeOf(v)));
+    e = "texelFetch(in" + std::to_string(it->second) + "t, " + off + " >> 2)[" + off + " & 3]";
+  } else {
+    e = "in" + std::to_string(it->second) + "[" + AddBase(Offset(idx, ShapeOf(v)), base) + "]";
+  }
   CT ct = CTOf(v);
   return Decl(ct, ct == CT::kF16 ? e : LoadConvert(dt, e));
 }

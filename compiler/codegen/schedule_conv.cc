@@ -6,8 +6,8 @@
 
 namespace kiln::codegen::detail {
 
-void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_t wx,
-                                  uint32_t wy) {
+void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const ConvTexels& texels,
+                                  uint32_t wx, uint32_t wy) {
   Value* x = op->operand(0);
   Value* w = op->operand(1);
   Value* b = op->num_operands() > 2 ? op->operand(2) : nullptr;
@@ -52,7 +52,25 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_
   const bool check_h = pads[0] > 0 || (OH - 1) * st[0] - pads[0] + (KH - 1) * dil[0] >= H;
   const bool check_w = pads[1] > 0 || (ts[3] * TW - 1) * st[1] - pads[1] + (KW - 1) * dil[1] >= W;
   int opened = 0;
-  const std::string ic = OpenLoop(Cg, "ic", false, &opened);
+  // Texel operands (schedule_table.h SelectConvTexels): the input rows as
+  // vec4s along W, a 1x1 kernel's weights as vec4s of 4 input channels.
+  const std::string xt = texels.input ? UseTexels(arg_binding_.at(x)) : "";
+  const std::string wt = texels.weights ? UseTexels(arg_binding_.at(w)) : "";
+  std::string ic, wq, q;
+  if (texels.weights) {
+    // The TO weight texels of 4 input channels, then a loop over the 4.
+    const std::string ic4 = OpenLoop(Cg / 4, "ic", false, &opened);
+    wq = Fresh("wq");
+    Line("vec4 " + wq + "[" + I(TO) + "];");
+    int o = 0;
+    const std::string to = OpenUnrolled(TO, "to", &o);
+    Line(wq + "[" + to + "] = texelFetch(" + wt + ", " + AddE(MulC(AddE(o0, to), Cg / 4), ic4) + ");");
+    CloseN(o);
+    q = OpenUnrolled(4, "q", &opened);
+    ic = DeclI(AddE(MulC(ic4, 4), q), "ic");
+  } else {
+    ic = OpenLoop(Cg, "ic", false, &opened);
+  }
   const std::string c = DeclI(AddE(cbase, ic), "c");
   const std::string kh = OpenLoop(KH, "kh", true, &opened);
   const std::string ih = DeclI(AddE(ih0, MulC(kh, dil[0])), "ih");
@@ -74,7 +92,9 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_
     Line("float " + wv + "[" + I(TO) + "];");
     int o = 0;
     const std::string to = OpenUnrolled(TO, "to", &o);
-    Line(wv + "[" + to + "] = " + Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}}) + ";");
+    Line(wv + "[" + to + "] = " +
+         (texels.weights ? wq + "[" + to + "][" + q + "]" : Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}})) +
+         ";");
     CloseN(o);
     return wv;
   };
@@ -83,7 +103,28 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_
     // One row of inputs serves every (kw, column) pair.
     const std::string xr = Fresh("xr");
     Line("float " + xr + "[" + I(R) + "];");
-    {
+    if (texels.input) {
+      // The row [iw0, iw0 + R) from T texels starting `lead` elements before
+      // it: iw0 = ow0 * stride - pad, and ow0 * stride is a multiple of 4.
+      const int64_t lead = ((pads[1] % 4) == 0) ? 0 : 4 - pads[1] % 4, T = (lead + R + 3) / 4;
+      const int64_t texels_total = NumElements(xs) / 4;
+      const std::string row = DeclI(MulC(AddE(MulC(AddE(MulC(n, xs[1]), c), H), ih), W / 4), "row");
+      const std::string first = DeclI(AddE(row, DivC(AddC(iw0, -lead), 4)), "tx");
+      const std::string xv = Fresh("xv");
+      Line("vec4 " + xv + "[" + I(T) + "];");
+      int o = 0;
+      const std::string j = OpenUnrolled(T, "j", &o);
+      const std::string at_j = AddE(first, j);
+      Line(xv + "[" + j + "] = texelFetch(" + xt + ", " +
+           (check_w ? "clamp(" + at_j + ", 0, " + I(texels_total - 1) + ")" : at_j) + ");");
+      CloseN(o);
+      o = 0;
+      const std::string r = OpenUnrolled(R, "r", &o);
+      const std::string e = DeclI(AddC(r, lead), "e");
+      const std::string v = xv + "[" + e + " >> 2][" + e + " & 3]";
+      Line(xr + "[" + r + "] = " + (check_w ? InRange(AddE(iw0, r), W) + " ? " + v + " : 0.0" : v) + ";");
+      CloseN(o);
+    } else {
       int o = 0;
       const std::string r = OpenUnrolled(R, "r", &o);
       Line(xr + "[" + r + "] = " + load_x(DeclI(AddE(iw0, r), "iw")) + ";");

@@ -29,6 +29,18 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
   return t;
 }
 
+ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
+                            int64_t stride_w, int64_t dilation_w, const ConvTile& tile,
+                            bool input_eligible, bool weights_eligible) {
+  ConvTexels t;
+  const int64_t KW = weights[3];
+  const int64_t row = (tile.columns - 1) * stride_w + (KW - 1) * dilation_w + 1;
+  t.input = input_eligible && in[3] % 4 == 0 && (tile.columns * stride_w) % 4 == 0 &&
+            row <= kConvMaxInputRow && KW <= 16;
+  t.weights = weights_eligible && weights[2] == 1 && KW == 1 && weights[1] % 4 == 0;
+  return t;
+}
+
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -81,6 +81,33 @@ struct ConvTile {
 ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64_t>& weights,
                         int64_t group, int64_t stride_w, int64_t dilation_w);
 
+// Which operands of a conv-tiled block are read as vec4 texels (a uniform
+// texel buffer, hal/api.h BindingKind::kUniformTexelBuffer) instead of
+// storage-buffer floats. Why: on lavapipe (Mesa 22.3) a texel fetch is a
+// branch-free gather of 4 floats per lane, where a storage-buffer load is a
+// bounds-checked loop over the lanes per float. A microbenchmark of an 8 x 8
+// block (one invocation: 8 channels x 8 columns, 256 input channels, 2 vec4
+// fetches of input and 2 of weights per input channel) ran 2.9x faster than
+// with float loads (13.6 vs 4.7 GMAC/s, split fma; docs/architecture.md).
+//   input: the input row of every (input channel, kernel row) comes from
+//     ceil((R + lead) / 4) texels, lead = (-pad_w) mod 4; needs W % 4 == 0
+//     (a row starts on a texel) and TW * stride % 4 == 0 (every block's row
+//     starts at the same place in a texel), and the row kept in registers
+//     (R <= kConvMaxInputRow, KW <= the unroll limit 16).
+//   weights: a 1x1 kernel's weights [O, C/group] as 4 input channels per
+//     texel; needs C/group % 4 == 0. (Other kernels' weights would need a
+//     packed layout with output channels innermost; not yet.)
+// `*_eligible`: the emitter admits the operand (CodegenOptions::
+// texel_eligible) and the block reads it directly, not through a fused
+// prologue. Shapes as SelectConvTile; `in` is the input [N, C, H, W].
+struct ConvTexels {
+  bool input = false;
+  bool weights = false;
+};
+ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
+                            int64_t stride_w, int64_t dilation_w, const ConvTile& tile,
+                            bool input_eligible, bool weights_eligible);
+
 // The geometry of one tensor.conv_transpose that its schedule depends on
 // (compiler/ir/conv_transpose.h ConvTransposeParams, shapes included).
 struct ConvTransposeShape {

@@ -51,6 +51,8 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
     // (hal/vulkan/exact_fma_splice.h).
   } else if (flag == "--unroll-in-module") {
     options->emit.codegen.unroll_in_module = true;
+  } else if (flag == "--no-texels") {
+    options->emit.codegen.texel_buffers = false;
   } else if (flag == "--no-f16-arithmetic") {
     options->emit.codegen.f16_arithmetic_variants = false;
   } else if (Value(flag, "--precision", &v)) {

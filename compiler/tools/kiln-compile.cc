@@ -7,7 +7,7 @@
 //                [--emit=kiln|kir-tensor|kir-stream|kir-alloc] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
 //                [--module-name=NAME] [--precision=f32|f16]
-//                [--no-f16-arithmetic] [--fuse-pad] [--unroll-in-module]
+//                [--no-f16-arithmetic] [--fuse-pad] [--unroll-in-module] [--no-texels]
 //
 // --fuse-pad (opt-in): a constant Pad of a dispatch's result whose interior
 // is one contiguous range of the padded tensor costs no dispatch and no
@@ -29,6 +29,12 @@
 // that the driver's compiler unrolls, and the module is smaller (cls:
 // 998,976 -> 670,592 B); the flag is for a driver that ignores the hint,
 // and for comparing the two on a GPU.
+//
+// --no-texels: every binding a storage buffer. By default conv register
+// blocks read their input rows and 1x1 weights as vec4 texels of a uniform
+// texel buffer where the shapes allow (compiler/codegen/schedule_table.h
+// SelectConvTexels); the flag is for a device whose texel buffers are slow
+// or limited, and for A/B runs.
 //
 // --sequence-input fixes the structure of a sequence/optional graph input:
 // NAME=[2x3,scalar] (element shapes), NAME=[] (empty), NAME=none (an empty
@@ -100,6 +106,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--precision", "f32|f16", "f16: store weights and activations as f16 (ABI unchanged)"},
         {"--no-f16-arithmetic", nullptr, "no float16_t variants of all-f16 elementwise dispatches"},
         {"--unroll-in-module", nullptr, "unroll register-block loops in the module (default: the driver unrolls them)"},
+        {"--no-texels", nullptr, "bind every operand as a storage buffer (default: conv blocks read vec4 texels where shapes allow)"},
         {"--fuse-pad", nullptr, "opt-in: a constant Pad with a contiguous interior: the producer writes the interior, fills the border"},
     },
     "--sequence-input: =[2x3,4] lists element shapes, =[] is empty, =none an absent optional;\n"

@@ -21,6 +21,7 @@
 
 #include "hal/api.h"
 #include "hal/cts/scale_spirv.h"
+#include "hal/cts/texels_spirv.h"
 #include "hal/cts/vadd_spirv.h"
 #include "hal/driver.h"
 
@@ -108,6 +109,21 @@ class CtsTest : public ::testing::TestWithParam<std::string> {
     entry.push_constant_bytes = 4;
     entry.workgroup_size[0] = 64;
     return device_->CreateExecutable(kVaddSpirv, kVaddSpirvWordCount, {entry});
+  }
+
+  // shaders/texels.comp; `kinds` overrides its declared binding kinds
+  // (binding 0 a texel buffer, binding 1 a storage buffer).
+  StatusOr<Ref<Executable>> CreateTexels(HostVector<BindingKind> kinds = {
+                                             BindingKind::kUniformTexelBuffer,
+                                             BindingKind::kStorageBuffer}) {
+    EntryPointInfo entry;
+    entry.name = "main";
+    entry.binding_count = 2;
+    entry.push_constant_bytes = 4;
+    entry.workgroup_size[0] = 64;
+    entry.binding_readonly = {1, 0};
+    entry.binding_kinds = std::move(kinds);
+    return device_->CreateExecutable(kTexelsSpirv, kTexelsSpirvWordCount, {entry});
   }
 
   StatusOr<Ref<Executable>> CreateScale() {

@@ -1,4 +1,5 @@
-// CTS: compute dispatches of real shaders (shaders/vadd.comp, scale.comp),
+// CTS: compute dispatches of real shaders (shaders/vadd.comp, scale.comp,
+// texels.comp: a uniform texel buffer binding),
 // a dependent two-dispatch chain with a ranged barrier, binding rules and
 // executable creation errors.
 #include "hal/cts/cts_test_base.h"
@@ -178,6 +179,80 @@ TEST_P(DispatchTest, MisalignedBindingOffsetIsInvalidArgument) {
   // Aligned offsets pass.
   BufferBinding aligned[2] = {{buffer.get(), alignment, 64}, {buffer.get(), 512, 64}};
   KILN_EXPECT_OK(cb->Dispatch(scale.get(), 0, groups, &push, sizeof(push), aligned, 2));
+  KILN_ASSERT_OK(cb->End());
+  KILN_ASSERT_OK(SubmitAndWait(cb.get()));
+}
+
+// A uniform texel buffer binding (BindingKind::kUniformTexelBuffer): the
+// shader reads 16-byte texels of the bound range, not of the buffer's start;
+// a second dispatch binding the same range reuses the view.
+TEST_P(DispatchTest, TexelBufferBindingReadsTexelsOfItsRange) {
+  constexpr uint32_t kN = 100;  // texels; not a multiple of the workgroup size
+  constexpr uint64_t kSrc = 256, kBytes = kN * 16;
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Executable> texels, CreateTexels());
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> arena, device()->AllocateBuffer(4096, MemoryKind::kHostVisible));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> dst, device()->AllocateBuffer(2 * kN * 4, MemoryKind::kHostVisible));
+  std::vector<float> before(kSrc / 4, -7.0f), src(kN * 4);
+  for (uint32_t i = 0; i < kN; ++i) {
+    src[4 * i] = static_cast<float>(i % 7);
+    src[4 * i + 1] = 1.0f;
+    src[4 * i + 2] = 2.0f;
+    src[4 * i + 3] = static_cast<float>(i % 5);
+  }
+  KILN_ASSERT_OK(WriteFloats(arena.get(), 0, before));
+  KILN_ASSERT_OK(WriteFloats(arena.get(), kSrc, src));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, device()->CreateCommandBuffer());
+  const uint32_t groups[3] = {Groups(kN), 1, 1};
+  const uint32_t count = kN;
+  for (uint64_t half = 0; half < 2; ++half) {
+    BufferBinding bindings[2] = {{arena.get(), kSrc, kBytes}, {dst.get(), half * kN * 4, kN * 4}};
+    KILN_ASSERT_OK(cb->Dispatch(texels.get(), 0, groups, &count, 4, bindings, 2));
+  }
+  KILN_ASSERT_OK(cb->End());
+  KILN_ASSERT_OK(SubmitAndWait(cb.get()));
+  KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> out, ReadFloats(dst.get(), 0, 2 * kN));
+  for (uint32_t i = 0; i < 2 * kN; ++i) {
+    const uint32_t t = i % kN;
+    ASSERT_EQ(out[i], static_cast<float>(t % 7 + 10 + 200 + 1000 * (t % 5))) << "element " << i;
+  }
+}
+
+TEST_P(DispatchTest, TexelBindingRulesAreInvalidArgument) {
+  // Creation: the declared kinds must match the SPIR-V and be known; a
+  // texel binding is read-only.
+  KILN_EXPECT_CODE(CreateTexels({BindingKind::kStorageBuffer, BindingKind::kStorageBuffer}).status(),
+                   kInvalidArgument);
+  KILN_EXPECT_CODE(CreateTexels({BindingKind::kUniformTexelBuffer, BindingKind::kUniformTexelBuffer})
+                       .status(),
+                   kInvalidArgument);
+  KILN_EXPECT_CODE(CreateTexels({static_cast<BindingKind>(7), BindingKind::kStorageBuffer}).status(),
+                   kInvalidArgument);
+  {
+    EntryPointInfo entry;
+    entry.name = "main";
+    entry.binding_count = 2;
+    entry.push_constant_bytes = 8;
+    entry.workgroup_size[0] = 64;
+    entry.binding_kinds = {BindingKind::kUniformTexelBuffer};  // scale.comp's binding 0 is a buffer
+    KILN_EXPECT_CODE(device()->CreateExecutable(kScaleSpirv, kScaleSpirvWordCount, {entry}).status(),
+                     kInvalidArgument);
+  }
+  // Dispatch: the range must be whole texels at an aligned offset.
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Executable> texels, CreateTexels());
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> buffer, device()->AllocateBuffer(4096, MemoryKind::kHostVisible));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, device()->CreateCommandBuffer());
+  const uint32_t groups[3] = {1, 1, 1};
+  const uint32_t count = 4;
+  BufferBinding partial_texel[2] = {{buffer.get(), 0, 20}, {buffer.get(), 2048, 16}};
+  KILN_EXPECT_CODE(cb->Dispatch(texels.get(), 0, groups, &count, 4, partial_texel, 2), kInvalidArgument);
+  const uint32_t alignment = device()->info().min_texel_buffer_offset_alignment;
+  if (alignment > 4) {
+    BufferBinding misaligned[2] = {{buffer.get(), 4, 64}, {buffer.get(), 2048, 16}};
+    KILN_EXPECT_CODE(cb->Dispatch(texels.get(), 0, groups, &count, 4, misaligned, 2), kInvalidArgument);
+  }
+  EXPECT_EQ(device()->stats().dispatches, 0u);
+  BufferBinding aligned[2] = {{buffer.get(), alignment, 64}, {buffer.get(), 2048, 16}};
+  KILN_EXPECT_OK(cb->Dispatch(texels.get(), 0, groups, &count, 4, aligned, 2));
   KILN_ASSERT_OK(cb->End());
   KILN_ASSERT_OK(SubmitAndWait(cb.get()));
 }

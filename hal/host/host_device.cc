@@ -501,6 +501,9 @@ HostDevice::HostDevice(const HostDeviceOptions& options) : options_(options) {
   info_.min_storage_buffer_offset_alignment = 16;
   info_.max_push_constants_size = 128;
   info_.max_bound_storage_buffers = 64;
+  info_.max_bound_texel_buffers = 64;
+  info_.min_texel_buffer_offset_alignment = 16;
+  info_.max_texel_buffer_elements = 1u << 27;
   info_.max_compute_workgroup_invocations = 1024;
   for (int d = 0; d < 3; ++d) {
     info_.max_compute_workgroup_size[d] = 1024;

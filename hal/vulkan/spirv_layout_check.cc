@@ -10,7 +10,8 @@ namespace {
 // SPIR-V numbers used below (SPIR-V 1.6 specification, section 3).
 enum Op : uint32_t {
   kOpMemoryModel = 14, kOpEntryPoint = 15, kOpExecutionMode = 16, kOpCapability = 17,
-  kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypeArray = 28,
+  kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23, kOpTypeImage = 25,
+  kOpTypeSampledImage = 27, kOpTypeArray = 28,
   kOpTypeStruct = 30, kOpTypePointer = 32, kOpTypeForwardPointer = 39, kOpConstant = 43,
   kOpConstantComposite = 44, kOpSpecConstant = 50, kOpSpecConstantComposite = 51,
   kOpFunction = 54, kOpFunctionEnd = 56, kOpFunctionCall = 57, kOpVariable = 59, kOpStore = 62,
@@ -27,7 +28,7 @@ enum Decoration : uint32_t {
   kDescriptorSet = 34, kOffset = 35,
 };
 enum StorageClass : uint32_t {
-  kInput = 1, kWorkgroup = 4, kPrivate = 6, kFunction = 7, kPushConstant = 9, kStorageBuffer = 12,
+  kUniformConstant = 0, kInput = 1, kWorkgroup = 4, kPrivate = 6, kFunction = 7, kPushConstant = 9, kStorageBuffer = 12,
 };
 constexpr uint32_t kBuiltInWorkgroupSize = 25;
 constexpr uint32_t kLocalSize = 17, kLocalSizeId = 38;
@@ -47,8 +48,8 @@ struct IdInfo {
 
 constexpr char kBadLength[] = "opcode %u of %u words: too few, or past the module's end";
 constexpr char kBadStorageClass[] =
-    "storage class %u (a kernel may use Input, Workgroup, Private, Function, PushConstant and "
-    "StorageBuffer)";
+    "storage class %u (a kernel may use Input, Workgroup, Private, Function, PushConstant, "
+    "StorageBuffer and UniformConstant texel buffers)";
 
 // The fewest words an instruction may have: for those the check reads, the
 // words it reads; for the rest, the opcode word itself.
@@ -60,7 +61,10 @@ uint32_t MinWords(uint32_t op) {
     case kOpTypeForwardPointer: case kOpConstant: case kOpSpecConstant:
     case kOpConstantComposite: case kOpSpecConstantComposite:
       return 3;
+    case kOpTypeImage:
+      return 9;
     case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeArray: case kOpTypeStruct:
+    case kOpTypeSampledImage:
       return 2;
     default:
       return 1;
@@ -69,7 +73,7 @@ uint32_t MinWords(uint32_t op) {
 
 bool AllowedStorageClass(uint32_t sc) {
   return sc == kInput || sc == kWorkgroup || sc == kPrivate || sc == kFunction ||
-         sc == kPushConstant || sc == kStorageBuffer;
+         sc == kPushConstant || sc == kStorageBuffer || sc == kUniformConstant;
 }
 
 class Checker {
@@ -187,12 +191,13 @@ class Checker {
           if (W(at, 3) == kOffset) member_offsets_.push_back(static_cast<uint32_t>(at));
           break;
         case kOpTypeInt: case kOpTypeFloat: case kOpTypeVector: case kOpTypeArray:
-        case kOpTypeStruct:
+        case kOpTypeStruct: case kOpTypeImage: case kOpTypeSampledImage:
           KILN_RETURN_IF_ERROR(Define(at, 1));
           break;
         case kOpTypePointer:
         case kOpTypeForwardPointer:
-          if (!AllowedStorageClass(W(at, 2))) return Bad(at, kBadStorageClass, W(at, 2));
+          if (!AllowedStorageClass(W(at, 2)) || (op == kOpTypeForwardPointer && W(at, 2) == kUniformConstant))
+            return Bad(at, kBadStorageClass, W(at, 2));
           if (op == kOpTypePointer) {
             KILN_RETURN_IF_ERROR(Define(at, 1));
             KILN_RETURN_IF_ERROR(IdOk(at, W(at, 3)));
@@ -257,7 +262,36 @@ class Checker {
     return Bad(at, "push-constant member type %u is not a scalar, vector, array or struct", type);
   }
 
-  // Storage buffers and the push-constant block against the declared layout.
+  // A descriptor variable at `binding` of set `set` is in the declared layout.
+  Status CheckDescriptor(size_t at, const char* what, uint32_t id, const IdInfo& v, BindingKind kind) {
+    if (v.set != 0) return Bad(at, "%s %u is in descriptor set %d; the layout declares set 0 only", what, id,
+                               v.set == UINT32_MAX ? -1 : static_cast<int>(v.set));
+    if (v.binding >= min_bindings_)
+      return Bad(at, "%s %u has binding %d; the layout declares bindings 0..%d", what, id,
+                 v.binding == UINT32_MAX ? -1 : static_cast<int>(v.binding),
+                 static_cast<int>(min_bindings_) - 1);
+    for (const EntryPointInfo& e : entries_)
+      if (e.kind(v.binding) != kind)
+        return Bad(at, "%s %u is at binding %u, which entry point '%s' declares of kind %u", what, id,
+                   v.binding, e.name.c_str(), static_cast<unsigned>(e.kind(v.binding)));
+    return OkStatus();
+  }
+
+  // A texel buffer variable's type: a sampled image of a 32-bit float image
+  // of dimension Buffer, not depth, arrayed or multisampled, sampled (1), of
+  // format Unknown or Rgba32f (GLSL's samplerBuffer).
+  Status CheckTexelType(size_t at, uint32_t id, uint32_t pointee) {
+    size_t si = DefOf(pointee, kOpTypeSampledImage);
+    size_t im = si && Len(si) >= 3 ? DefOf(W(si, 2), kOpTypeImage) : 0;
+    size_t fl = im ? DefOf(W(im, 2), kOpTypeFloat) : 0;
+    if (!fl || W(fl, 2) != 32 || W(im, 3) != 5 || W(im, 4) != 0 || W(im, 5) != 0 || W(im, 6) != 0 ||
+        W(im, 7) != 1 || (W(im, 8) != 0 && W(im, 8) != 1))
+      return Bad(at, "UniformConstant variable %u is not a 32-bit float sampled texel buffer", id);
+    return OkStatus();
+  }
+
+  // Storage buffers, texel buffers and the push-constant block against the
+  // declared layout.
   Status CheckVariables() {
     bool push_seen = false;
     for (uint32_t at : variables_) {
@@ -270,12 +304,7 @@ class Checker {
         size_t st = DefOf(pointee, kOpTypeStruct);
         if (!st || !(ids_[pointee].flags & kFlagBlock))
           return Bad(at, "storage buffer %u is not one Block struct (arrays of descriptors are not declared)", id);
-        if (v.set != 0) return Bad(at, "storage buffer %u is in descriptor set %d; the layout declares set 0 only", id,
-                                   v.set == UINT32_MAX ? -1 : static_cast<int>(v.set));
-        if (v.binding >= min_bindings_)
-          return Bad(at, "storage buffer %u has binding %d; the layout declares bindings 0..%d", id,
-                     v.binding == UINT32_MAX ? -1 : static_cast<int>(v.binding),
-                     static_cast<int>(min_bindings_) - 1);
+        KILN_RETURN_IF_ERROR(CheckDescriptor(at, "storage buffer", id, v, BindingKind::kStorageBuffer));
         if (ReadOnly(v.binding)) {
           uint32_t members = Len(st) - 2, nonwritable = ids_[pointee].aux == UINT32_MAX ? 0 : ids_[pointee].aux;
           if (!(v.flags & kFlagNonWritable) && nonwritable < members)
@@ -283,6 +312,9 @@ class Checker {
           ids_[id].flags |= kFlagReadOnly;
           any_read_only_ = true;
         }
+      } else if (sc == kUniformConstant) {
+        KILN_RETURN_IF_ERROR(CheckTexelType(at, id, pointee));
+        KILN_RETURN_IF_ERROR(CheckDescriptor(at, "texel buffer", id, v, BindingKind::kUniformTexelBuffer));
       } else if (sc == kPushConstant) {
         if (push_seen) return Bad(at, "a second push-constant block");
         push_seen = true;

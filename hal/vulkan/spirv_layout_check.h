@@ -13,11 +13,15 @@
 //    (Addresses, Kernel, Linkage, PhysicalStorageBufferAddresses,
 //    VariablePointers*);
 //  - storage classes: a variable or pointer type is Input, Workgroup,
-//    Private, Function, PushConstant or StorageBuffer; nothing else (no
-//    Uniform or UniformConstant descriptors, no images, no physical pointers);
+//    Private, Function, PushConstant, StorageBuffer or UniformConstant;
+//    nothing else (no Uniform blocks, no physical pointers);
 //  - descriptors: every StorageBuffer variable is a Block struct (one
-//    descriptor, no arrays) at descriptor set 0 and a binding below every
-//    entry point's binding_count; a binding the module declares read-only is
+//    descriptor, no arrays), every UniformConstant variable a texel buffer
+//    (a sampled 32-bit float image of dimension Buffer, format Unknown or
+//    Rgba32f: GLSL's samplerBuffer; no storage images, samplers or arrays),
+//    each at descriptor set 0 and a binding below every entry point's
+//    binding_count that every entry point declares of that kind
+//    (EntryPointInfo::binding_kinds); a binding the module declares read-only is
 //    NonWritable (the variable or every member of its block) and no store,
 //    atomic write, memory copy or function argument reaches it through a
 //    pointer derived from it (access chains, copies, selects, phis);

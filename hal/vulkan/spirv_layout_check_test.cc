@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "hal/cts/scale_spirv.h"
+#include "hal/cts/texels_spirv.h"
 #include "hal/cts/vadd_spirv.h"
 
 namespace kiln::hal::vulkan {
 namespace {
 
 constexpr uint32_t kOpCapability = 17, kOpDecorate = 71, kOpMemberDecorate = 72,
-                   kOpVariable = 59;
+                   kOpVariable = 59, kOpTypeImage = 25;
 
 std::vector<uint32_t> Vadd() { return {std::begin(kVaddSpirv), std::end(kVaddSpirv)}; }
 
@@ -108,6 +109,38 @@ TEST(SpirvLayoutCheck, RefusesRawPointersAndOtherStorageClasses) {
   w = Vadd();
   w[Find(w, kOpVariable, 3, 12 /*StorageBuffer*/, 3)] = 2;  // Uniform
   EXPECT_NE(Check(w, VaddLayout()).find("storage class 2"), std::string::npos);
+}
+
+// texels.comp: binding 0 a samplerBuffer (UniformConstant), binding 1 a
+// storage buffer. Accepted only as declared; a storage image, an image of
+// another dimension, or a descriptor set other than 0 is refused.
+TEST(SpirvLayoutCheck, TexelBuffersOnlyAsDeclared) {
+  std::vector<uint32_t> w(std::begin(kTexelsSpirv), std::end(kTexelsSpirv));
+  HostVector<EntryPointInfo> layout = VaddLayout();
+  layout[0].binding_count = 2;
+  layout[0].binding_readonly = {1, 0};
+  layout[0].binding_kinds = {BindingKind::kUniformTexelBuffer, BindingKind::kStorageBuffer};
+  EXPECT_EQ(Check(w, layout), "OK");
+  HostVector<EntryPointInfo> as_buffers = layout;
+  as_buffers[0].binding_kinds.clear();
+  EXPECT_NE(Check(w, as_buffers).find("texel buffer"), std::string::npos) << Check(w, as_buffers);
+  HostVector<EntryPointInfo> both_texels = layout;
+  both_texels[0].binding_kinds[1] = BindingKind::kUniformTexelBuffer;
+  EXPECT_NE(Check(w, both_texels).find("storage buffer"), std::string::npos) << Check(w, both_texels);
+
+  std::vector<uint32_t> m = w;
+  m[Find(m, kOpTypeImage, 0, 0, 7)] = 2;  // Sampled 2: a storage image
+  EXPECT_NE(Check(m, layout).find("not a 32-bit float sampled texel buffer"), std::string::npos);
+  m = w;
+  m[Find(m, kOpTypeImage, 0, 0, 3)] = 1;  // Dim 2D
+  EXPECT_NE(Check(m, layout).find("not a 32-bit float sampled texel buffer"), std::string::npos);
+  m = w;
+  size_t var = Find(m, kOpVariable, 3, 0 /*UniformConstant*/, 2);
+  for (size_t at = 5; at < m.size(); at += m[at] >> 16)
+    if ((m[at] & 0xffff) == kOpDecorate && m[at + 1] == m[var] && m[at + 2] == 34 /*DescriptorSet*/)
+      m[at + 3] = 1;
+  EXPECT_NE(Check(m, layout).find("texel buffer"), std::string::npos);
+  EXPECT_NE(Check(m, layout).find("descriptor set 1"), std::string::npos);
 }
 
 TEST(SpirvLayoutCheck, RefusesWorkgroupsBeyondTheDeviceLimits) {

@@ -85,8 +85,9 @@ StatusOr<Ref<VulkanBuffer>> VulkanBuffer::Allocate(VulkanDevice* device, uint64_
   VkBufferCreateInfo buffer_info = {};
   buffer_info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   buffer_info.size = rounded;
-  buffer_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                      VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  buffer_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                      VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                      VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   KILN_VK_RETURN_IF_ERROR(vk.vkCreateBuffer(device->handle(), &buffer_info, nullptr,
                                             &self->buffer_),
@@ -174,6 +175,7 @@ VulkanBuffer::~VulkanBuffer() {
     parent_->Release();
   } else if (device_) {
     const VulkanDeviceSyms& vk = device_->syms();
+    for (const View& v : views_) vk.vkDestroyBufferView(device_->handle(), v.view, nullptr);
     if (buffer_ != VK_NULL_HANDLE) vk.vkDestroyBuffer(device_->handle(), buffer_, nullptr);
     if (memory_ != VK_NULL_HANDLE) {
       // Freeing memory implicitly unmaps it.
@@ -182,6 +184,24 @@ VulkanBuffer::~VulkanBuffer() {
     if (allocated_bytes_) device_->stats().device_bytes_live -= allocated_bytes_;
   }
   if (device_) device_->Release();
+}
+
+StatusOr<VkBufferView> VulkanBuffer::TexelView(uint64_t absolute_offset, uint64_t length) {
+  VulkanBuffer* root = root_;
+  for (const View& v : root->views_) {
+    if (v.offset == absolute_offset && v.length == length) return v.view;
+  }
+  VkBufferViewCreateInfo info = {};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO;
+  info.buffer = root->buffer_;
+  info.format = VK_FORMAT_R32G32B32A32_SFLOAT;
+  info.offset = absolute_offset;
+  info.range = length;
+  VkBufferView view = VK_NULL_HANDLE;
+  KILN_VK_RETURN_IF_ERROR(device_->syms().vkCreateBufferView(device_->handle(), &info, nullptr, &view),
+                          "vkCreateBufferView");
+  root->views_.push_back(View{absolute_offset, length, view});
+  return view;
 }
 
 Status VulkanBuffer::FlushOrInvalidate(uint64_t absolute_offset, uint64_t length, bool flush) {

@@ -1,6 +1,6 @@
 // VulkanBuffer: hal::Buffer backed by one VkBuffer + one VkDeviceMemory.
 //
-// Roots own a VkBuffer (usage STORAGE|TRANSFER_SRC|TRANSFER_DST) bound to a
+// Roots own a VkBuffer (usage STORAGE|UNIFORM_TEXEL|TRANSFER_SRC|TRANSFER_DST) bound to a
 // dedicated VkDeviceMemory allocation of ceil16(size) bytes (no sub-allocator
 // yet: one vkAllocateMemory per buffer). Memory type choice:
 //   kDeviceLocal: DEVICE_LOCAL (prefer types that are not host visible only if
@@ -58,6 +58,15 @@ class VulkanBuffer final : public Buffer {
   VulkanDevice* device() const { return device_; }
   VkBuffer handle() const { return root_->buffer_; }
   bool host_visible() const { return root_->mapped_ != nullptr; }
+  // The R32G32B32A32_SFLOAT VkBufferView of [absolute_offset, +length) bytes
+  // of the root allocation (BindingKind::kUniformTexelBuffer), created on
+  // first use and kept by the root until it is destroyed: a program binds the
+  // same arena ranges on every invoke, so views cost one vkCreateBufferView
+  // per range per buffer's life. The caller has checked alignment and
+  // length (hal/command_checks.h CheckBinding). Errors: kResourceExhausted
+  // on out of memory, kInternal for other Vulkan failures. Not thread-safe
+  // for concurrent recording against one allocation (nor is recording).
+  StatusOr<VkBufferView> TexelView(uint64_t absolute_offset, uint64_t length);
   // Checks [offset, offset+length) lies within this buffer (overflow-safe).
   bool InBounds(uint64_t offset, uint64_t length) const {
     return offset <= size_ && length <= size_ - offset;
@@ -81,6 +90,11 @@ class VulkanBuffer final : public Buffer {
   uint64_t allocated_bytes_ = 0;  // ceil16(size), counted in Stats
   uint64_t memory_size_ = 0;      // VkMemoryRequirements::size actually allocated
   uint8_t* mapped_ = nullptr;     // persistent mapping or null
+  struct View {
+    uint64_t offset, length;
+    VkBufferView view;
+  };
+  HostVector<View> views_;        // TexelView's cache
   bool coherent_ = true;
 };
 

@@ -146,12 +146,14 @@ Status VulkanCommandBuffer::AllocateDescriptorSet(VkDescriptorSetLayout layout,
     Pool pool;
     pool.sets = kPoolSets;
     pool.descriptors = std::max(kPoolDescriptors, binding_count);
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pool.descriptors};
+    // Either kind of binding may use up the pool's descriptor budget.
+    VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pool.descriptors},
+                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, pool.descriptors}};
     VkDescriptorPoolCreateInfo pool_info = {};
     pool_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
     pool_info.maxSets = pool.sets;
-    pool_info.poolSizeCount = 1;
-    pool_info.pPoolSizes = &size;
+    pool_info.poolSizeCount = 2;
+    pool_info.pPoolSizes = sizes;
     KILN_VK_RETURN_IF_ERROR(
         vk.vkCreateDescriptorPool(device_->handle(), &pool_info, nullptr, &pool.pool),
         "vkCreateDescriptorPool");
@@ -193,6 +195,7 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
                                      workgroup_count, push_constants, push_constant_bytes,
                                      bindings, binding_count));
   scratch_infos_.clear();
+  scratch_views_.clear();
   for (uint32_t i = 0; i < binding_count; ++i) {
     const BufferBinding& binding = bindings[i];
     KILN_RETURN_IF_ERROR(CheckBuffer("Dispatch", binding.buffer));
@@ -200,6 +203,11 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
     VulkanBuffer* buffer = static_cast<VulkanBuffer*>(binding.buffer);
     uint64_t absolute = buffer->allocation_offset() + binding.offset;
     scratch_infos_.push_back(VkDescriptorBufferInfo{buffer->handle(), absolute, length});
+    VkBufferView view = VK_NULL_HANDLE;
+    if (info.kind(i) == BindingKind::kUniformTexelBuffer) {
+      KILN_ASSIGN_OR_RETURN(view, buffer->TexelView(absolute, length));
+    }
+    scratch_views_.push_back(view);
   }
 
   const VulkanDeviceSyms& vk = device_->syms();
@@ -214,8 +222,13 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
     write.dstSet = set;
     write.dstBinding = i;
     write.descriptorCount = 1;
-    write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    write.pBufferInfo = &scratch_infos_[i];
+    if (scratch_views_[i] != VK_NULL_HANDLE) {
+      write.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      write.pTexelBufferView = &scratch_views_[i];
+    } else {
+      write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      write.pBufferInfo = &scratch_infos_[i];
+    }
     scratch_writes_.push_back(write);
   }
 

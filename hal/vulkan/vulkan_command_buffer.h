@@ -150,6 +150,7 @@ class VulkanCommandBuffer final : public CommandBuffer {
   size_t current_pool_ = 0;
 
   HostVector<VkDescriptorBufferInfo> scratch_infos_;
+  HostVector<VkBufferView> scratch_views_;  // per binding; VK_NULL_HANDLE: a storage buffer
   HostVector<VkWriteDescriptorSet> scratch_writes_;
   HostVector<VkBufferMemoryBarrier> scratch_barriers_;
 };

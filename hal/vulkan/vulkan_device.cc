@@ -264,6 +264,10 @@ Status VulkanDevice::Initialize(Ref<VulkanInstance> instance,
       static_cast<uint32_t>(limits_.minStorageBufferOffsetAlignment);
   info_.max_push_constants_size = limits_.maxPushConstantsSize;
   info_.max_bound_storage_buffers = limits_.maxPerStageDescriptorStorageBuffers;
+  info_.max_bound_texel_buffers = limits_.maxPerStageDescriptorSampledImages;
+  info_.min_texel_buffer_offset_alignment =
+      static_cast<uint32_t>(limits_.minTexelBufferOffsetAlignment);
+  info_.max_texel_buffer_elements = limits_.maxTexelBufferElements;
   info_.max_compute_workgroup_invocations = limits_.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) {
     info_.max_compute_workgroup_size[i] = limits_.maxComputeWorkGroupSize[i];

@@ -104,7 +104,9 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
     bindings.assign(entry.binding_count, VkDescriptorSetLayoutBinding{});
     for (uint32_t b = 0; b < entry.binding_count; ++b) {
       bindings[b].binding = b;
-      bindings[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      bindings[b].descriptorType = entry.kind(b) == BindingKind::kUniformTexelBuffer
+                                       ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                       : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       bindings[b].descriptorCount = 1;
       bindings[b].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
