@@ -291,6 +291,10 @@ StatusOr<CompiledDispatch> Generator::Run() {
     const int64_t to = sched.tile.channels, tw = sched.tile.columns;
     const Shape& os = c.out;
     uint64_t tiles = 0;
+    ConvTexels texels;
+    if (sched.kind == ConvTransposeSchedule::kUpsample)
+      texels = SelectConvTransposeTexels(c, sched.tile, TexelEligibleBinding(anchor->operand(0)) >= 0,
+                                         TexelEligibleBinding(anchor->operand(1)) >= 0);
     if (sched.kind == ConvTransposeSchedule::kPhase) {
       const int64_t sw = c.strides[1], phases = std::min(sw, os[3]), per_phase = (os[3] + sw - 1) / sw;
       tiles = static_cast<uint64_t>(os[0] * (os[1] / to) * os[2] * phases * ((per_phase + tw - 1) / tw));
@@ -302,12 +306,13 @@ StatusOr<CompiledDispatch> Generator::Run() {
                           std::to_string(tw) + " (channel x input column, " + std::to_string(c.weights[2]) +
                           "x" + std::to_string(c.weights[3]) + " outputs each) tile (";
     }
-    schedule_comment_ += std::to_string(tiles) + " invocations)";
+    schedule_comment_ += std::to_string(tiles) + " invocations)" + (texels.input ? ", input as texels" : "") +
+                         (texels.weights ? ", weights as texels" : "");
     KILN_RETURN_IF_ERROR(invocations(tiles));
     if (sched.kind == ConvTransposeSchedule::kPhase)
       EmitConvTransposeTiledMain(anchor, to, tw, wx, wy);
     else
-      EmitConvTransposeUpsampleMain(anchor, to, tw, wx, wy);
+      EmitConvTransposeUpsampleMain(anchor, to, tw, texels, wx, wy);
   } else if (kind == ir::OpCode::kTensorMatmul && ShapeOf(anchor->operand(0)).size() >= 2 &&
              ShapeOf(anchor->operand(1)).size() >= 2) {
     const Shape& os = ShapeOf(anchor->result());

@@ -148,6 +148,48 @@ void AddConvTransposeTileCases(Add& add) {
     c.atol = c.rtol = 0;
     return c;
   });
+  // conv-transpose-upsample reading input rows and weights as vec4 texels
+  // (the emitter admits every operand): one output channel, 20 input
+  // columns in blocks of 8, so the last block reads a texel past its row
+  // (clamped at the binding's end for the last row; those outputs are not
+  // stored). Bit-exact against the f32 gather in ORT's order.
+  add([] {
+    Case c("conv_transpose_tile_upsample_texels");
+    T x = Random({1, 8, 3, 20}, 660), w = Random({8, 1, 2, 2}, 661), bias = Random({1}, 662);
+    for (T* t : {&x, &w, &bias}) c.In(*t);
+    T ct = RefConvTransposeF32(x, w, &bias, {2, 2}, {0, 0}, {1, 1}, 1, {6, 40});
+    c.Out(Map1(ct, [](double v) { return std::max(v, 0.0); }));
+    auto& b = c.Build();
+    auto f = F32(ct.shape);
+    auto* cv = b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1), b.arg(2)}, f,
+                    {{"strides", Ints({2, 2})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
+                     {"output_padding", Ints({0, 0})}, {"group", 1}});
+    c.Return({b.Op("tensor.relu", {cv}, f)});
+    c.options.texel_eligible = {true, true, true};
+    c.schedule = "conv-transpose-upsample: one invocation per 1x8 (channel x input column, 2x2 outputs each) "
+                 "tile (9 invocations), input as texels, weights as texels";
+    c.atol = c.rtol = 0;
+    return c;
+  });
+  // The same with 2 groups of 2 -> 4 channels and batch 2 (texel offsets
+  // of the second image, a block of 2 channels' 8 weights starting inside
+  // the group's).
+  add([] {
+    Case c("conv_transpose_tile_upsample_texels_group");
+    T x = Random({2, 4, 2, 8}, 670), w = Random({4, 4, 2, 2}, 671), bias = Random({8}, 672);
+    for (T* t : {&x, &w, &bias}) c.In(*t);
+    T ct = RefConvTransposeF32(x, w, &bias, {2, 2}, {0, 0}, {1, 1}, 2, {4, 16});
+    c.Out(ct);
+    auto& b = c.Build();
+    c.Return({b.Op("tensor.conv_transpose", {b.arg(0), b.arg(1), b.arg(2)}, F32(ct.shape),
+                   {{"strides", Ints({2, 2})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
+                    {"output_padding", Ints({0, 0})}, {"group", 2}})});
+    c.options.texel_eligible = {true, true, true};
+    c.schedule = "conv-transpose-upsample: one invocation per 2x8 (channel x input column, 2x2 outputs each) "
+                 "tile (16 invocations), input as texels, weights as texels";
+    c.atol = c.rtol = 0;
+    return c;
+  });
   // 3x3 stride 3 (stride == kernel) where conv-transpose-tiled loads less
   // (schedule_table.h: 9 outputs per pixel cap upsample at 1x4): 8 channels
   // x 8 columns of one phase, each output one tap, the one-tap path

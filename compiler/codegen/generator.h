@@ -659,7 +659,8 @@ class Generator {
   void EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
   // The same with stride == kernel: TO channels x TW input columns, each
   // with its KH x KW outputs (schedule_conv_transpose_tiled.cc).
-  void EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t TW, uint32_t wx, uint32_t wy);
+  void EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t TW, const ConvTexels& texels,
+                                     uint32_t wx, uint32_t wy);
   void EmitMatmulTiledMain(Operation* matmul, int64_t TM, int64_t TN, uint32_t wx, uint32_t wy);
   void EmitMatmulSplitKMain(Operation* matmul, uint32_t wx, uint32_t wy);
   // Workgroup-wide combine of each lane's `acc` through `sh`; afterwards

@@ -223,8 +223,8 @@ void Generator::EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW
   CloseN(o);
 }
 
-void Generator::EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t TW, uint32_t wx,
-                                              uint32_t wy) {
+void Generator::EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t TW, const ConvTexels& texels,
+                                              uint32_t wx, uint32_t wy) {
   ir::ConvTransposeParams p;
   std::string error;
   if (!ir::GetConvTransposeParams(*op, &p, &error) || p.spatial != 2) {
@@ -269,7 +269,26 @@ void Generator::EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t
     const std::string ch = DeclI(AddE(cbase, c), "ch");
     const std::string xr = Fresh("xr");
     Line("float " + xr + "[" + I(TW) + "];");
-    {
+    if (texels.input) {
+      // TW / 4 whole texels from x[n, ch, ih, iw0] (W and iw0 multiples of
+      // 4); a ragged last block's extra columns read on, clamped to the
+      // binding (their outputs are not stored).
+      const std::string xt = UseTexels(arg_binding_.at(x));
+      const std::string first =
+          DeclI(AddE(MulC(AddE(MulC(AddE(MulC(n, xs[1]), ch), H), ih), W / 4), MulC(t[3], TW / 4)), "tx");
+      const std::string xq = Fresh("xq");
+      Line("vec4 " + xq + "[" + I(TW / 4) + "];");
+      int o = 0;
+      const std::string j = OpenUnrolled(TW / 4, "j", &o);
+      const std::string at_j = AddE(first, j);
+      Line(xq + "[" + j + "] = texelFetch(" + xt + ", " +
+           (ragged ? "min(" + at_j + ", " + I(NumElements(xs) / 4 - 1) + ")" : at_j) + ");");
+      CloseN(o);
+      o = 0;
+      const std::string tw = OpenUnrolled(TW, "tw", &o);
+      Line(xr + "[" + tw + "] = " + xq + "[" + tw + " >> 2][" + tw + " & 3];");
+      CloseN(o);
+    } else {
       int o = 0;
       const std::string tw = OpenUnrolled(TW, "tw", &o);
       const std::string iw = DeclI(AddE(iw0, tw), "iw");
@@ -284,7 +303,22 @@ void Generator::EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t
     }
     const std::string wv = Fresh("wv");
     Line("float " + wv + "[" + I(TO * T) + "];");
-    {
+    if (texels.weights) {
+      // w[ch, mg0 .. mg0+TO-1, :, :]: TO * T contiguous floats from a
+      // texel boundary (T % 4 == 0).
+      const std::string wt = UseTexels(arg_binding_.at(w));
+      const std::string first = DeclI(MulC(AddE(MulC(ch, Mg), mg0), T / 4), "wt");
+      const std::string wq = Fresh("wq");
+      Line("vec4 " + wq + "[" + I(TO * T / 4) + "];");
+      int o = 0;
+      const std::string j = OpenUnrolled(TO * T / 4, "j", &o);
+      Line(wq + "[" + j + "] = texelFetch(" + wt + ", " + AddE(first, j) + ");");
+      CloseN(o);
+      o = 0;
+      const std::string i = OpenUnrolled(TO * T, "i", &o);
+      Line(wv + "[" + i + "] = " + wq + "[" + i + " >> 2][" + i + " & 3];");
+      CloseN(o);
+    } else {
       int o = 0;
       const std::string to = OpenUnrolled(TO, "to", &o);
       const std::string k = OpenUnrolled(T, "k", &o);

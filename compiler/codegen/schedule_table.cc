@@ -104,4 +104,13 @@ ConvTransposeSchedule SelectConvTransposeTile(const ConvTransposeShape& c) {
   return s;
 }
 
+ConvTexels SelectConvTransposeTexels(const ConvTransposeShape& c, const ConvTile& tile,
+                                     bool input_eligible, bool weights_eligible) {
+  ConvTexels t;
+  if (c.input.size() != 4 || c.weights.size() != 4) return t;
+  t.input = input_eligible && c.input[3] % 4 == 0 && tile.columns % 4 == 0;
+  t.weights = weights_eligible && (c.weights[2] * c.weights[3]) % 4 == 0;
+  return t;
+}
+
 }  // namespace kiln::codegen::detail

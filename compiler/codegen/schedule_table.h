@@ -151,6 +151,18 @@ struct ConvTransposeSchedule {
 };
 ConvTransposeSchedule SelectConvTransposeTile(const ConvTransposeShape& shape);
 
+// Which operands of a conv-transpose-upsample block (`tile`) are read as
+// vec4 texels (why: ConvTexels above). input: each block's TW inputs of one
+// input channel are TW / 4 whole texels, so W % 4 == 0 and TW % 4 == 0 (the
+// last block of a ragged row reads past it, clamped to the binding; those
+// outputs are not stored). weights: a block's TO x KH x KW weights of one
+// input channel, w[c, m0 .. m0+TO-1, :, :], are contiguous and start on a
+// texel when KH * KW % 4 == 0 (2x2 kernels). `*_eligible` as
+// SelectConvTexels. The conv-transpose-tiled (phase) block reads neither
+// (its inputs start anywhere in a texel, its weights are strided).
+ConvTexels SelectConvTransposeTexels(const ConvTransposeShape& shape, const ConvTile& tile,
+                                     bool input_eligible, bool weights_eligible);
+
 }  // namespace kiln::codegen::detail
 
 #endif  // KILN_COMPILER_CODEGEN_SCHEDULE_TABLE_H_
