@@ -67,6 +67,29 @@ void AddConvTileCases(Add& add) {
   tiled("conv_tile_texels_3x3_s2", {1, 4, 9, 24}, {8, 4, 3, 3}, 1, {1, 1, 1, 1}, {2, 2},
         "conv-tiled: one invocation per 8x8 (channel x column) tile (10 invocations), input as "
         "texels", true);
+  // A squeeze-excite prologue, x * scale[c], padded 3x3: the block fetches
+  // x's operand as texels and applies the per-channel scale (loaded once
+  // per row) to each element; columns in the padding stay zero.
+  add([] {
+    Case c("conv_tile_texels_prologue");
+    const Shape xs = {1, 8, 4, 16}, ws = {8, 8, 3, 3};
+    T x = Random(xs, 510), scale = Random({1, 8, 1, 1}, 511), w = Random(ws, 512);
+    for (T* t : {&x, &scale, &w}) c.In(*t);
+    T xscaled = Map2(x, scale, [](double a, double b) {
+      return static_cast<double>(static_cast<float>(a) * static_cast<float>(b));
+    });
+    T conv = RefConv2d(xscaled, w, nullptr, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+    c.Out(conv);
+    auto& b = c.Build();
+    auto* m = b.Op("tensor.mul", {b.arg(0), b.arg(1)}, F32(xs));
+    c.Return({b.Op("tensor.conv2d", {m, b.arg(2)}, F32(conv.shape),
+                   {{"strides", Ints({1, 1})}, {"pads", Ints({1, 1, 1, 1})}, {"dilations", Ints({1, 1})},
+                    {"group", int64_t{1}}})});
+    c.schedule = "conv-tiled: one invocation per 8x8 (channel x column) tile (8 invocations), input as texels";
+    c.atol = 1e-5;
+    c.options.texel_eligible = {true, true, true};
+    return c;
+  });
   // Not admitted by the shapes: width 18 is not whole texels per row.
   tiled("conv_tile_texels_not_whole_rows", {1, 8, 2, 18}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
         "conv-tiled: one invocation per 8x8 (channel x column) tile (6 invocations), weights as "

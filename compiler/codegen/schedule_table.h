@@ -89,8 +89,11 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
 //     texel; needs C/group % 4 == 0. (Other kernels' weights would need a
 //     packed layout with output channels innermost; not yet.)
 // `*_eligible`: the emitter admits the operand (CodegenOptions::
-// texel_eligible) and the block reads it directly, not through a fused
-// prologue. Shapes as SelectConvTile; `in` is the input [N, C, H, W].
+// texel_eligible) and the block reads it element for element: the input
+// directly or through an elementwise prologue whose other operands
+// broadcast (the squeeze-excite x * scale[c]: the block fetches x's operand
+// as texels and applies the prologue per element); the weights directly.
+// Shapes as SelectConvTile; `in` is the input [N, C, H, W].
 struct ConvTexels {
   bool input = false;
   bool weights = false;
