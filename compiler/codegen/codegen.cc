@@ -255,7 +255,8 @@ StatusOr<CompiledDispatch> Generator::Run() {
     schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" +
                         std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
                         " invocations)" + (texels.input ? ", input as texels" : "") +
-                        (texels.weights ? ", weights as texels" : "");
+                        (texels.weights ? ", weights as texels" : "") +
+                        (texels.weight_rows ? ", weight rows as texels" : "");
     EmitConvTiledMain(anchor, to, tw, texels, wx, wy);
   } else if (kind == ir::OpCode::kTensorMatmul && ShapeOf(anchor->operand(0)).size() >= 2 &&
              ShapeOf(anchor->operand(1)).size() >= 2) {

@@ -56,7 +56,8 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   // vec4s along W, a 1x1 kernel's weights as vec4s of 4 input channels.
   Value* const xsrc = texels.input ? ElementwiseSource(x) : nullptr;
   const std::string xt = texels.input ? UseTexels(arg_binding_.at(xsrc)) : "";
-  const std::string wt = texels.weights ? UseTexels(arg_binding_.at(w)) : "";
+  const std::string wt = texels.weights || texels.weight_rows ? UseTexels(arg_binding_.at(w)) : "";
+  std::string wk;  // weight_rows: the TO x KW weights of one (ic, kh)
   std::string ic, wq, q;
   if (texels.weights) {
     // The TO weight texels of 4 input channels, then a loop over the 4.
@@ -94,7 +95,9 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
     int o = 0;
     const std::string to = OpenUnrolled(TO, "to", &o);
     Line(wv + "[" + to + "] = " +
-         (texels.weights ? wq + "[" + to + "][" + q + "]" : Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}})) +
+         (texels.weights       ? wq + "[" + to + "][" + q + "]"
+          : texels.weight_rows ? wk + "[" + AddE(MulC(to, KW), kw) + "]"
+                               : Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}})) +
          ";");
     CloseN(o);
     return wv;
@@ -156,6 +159,34 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
       CloseN(o);
     }
     int o = 0;
+    if (texels.weight_rows) {
+      // Per output channel, the KW weights of (ic, kh) start `lead` floats
+      // into texel `base`; each is picked from the fetched texels by lead.
+      const int64_t TK = (KW + 3 + 3) / 4, last = NumElements(ws) / 4 - 1;
+      wk = Fresh("wk");
+      Line("float " + wk + "[" + I(TO * KW) + "];");
+      const std::string to = OpenUnrolled(TO, "to", &o);
+      const std::string tb =
+          DeclI(AddE(MulC(AddE(MulC(AddE(o0, to), Cg), ic), KH * KW), MulC(kh, KW)), "wb");
+      const std::string lead = DeclI(tb + " & 3", "lead"), base = DeclI(tb + " >> 2", "base");
+      const std::string wf = Fresh("wf");
+      Line("vec4 " + wf + "[" + I(TK) + "];");
+      int oj = 0;
+      const std::string j = OpenUnrolled(TK, "j", &oj);
+      Line(wf + "[" + j + "] = texelFetch(" + wt + ", min(" + AddE(base, j) + ", " + I(last) + "));");
+      CloseN(oj);
+      oj = 0;
+      const std::string kw = OpenUnrolled(KW, "kw", &oj);
+      auto elem = [&](int64_t d) {
+        const std::string e = AddC(kw, d);
+        return wf + "[(" + e + ") >> 2][(" + e + ") & 3]";
+      };
+      Line(wk + "[" + AddE(MulC(to, KW), kw) + "] = " + lead + " == 0 ? " + elem(0) + " : " + lead +
+           " == 1 ? " + elem(1) + " : " + lead + " == 2 ? " + elem(2) + " : " + elem(3) + ";");
+      CloseN(oj);
+      CloseN(o);
+      o = 0;
+    }
     const std::string kw = OpenUnrolled(KW, "kw", &o);
     const std::string wv = load_w(kw);
     const std::string to = OpenUnrolled(TO, "to", &o);
