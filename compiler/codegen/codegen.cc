@@ -275,14 +275,17 @@ StatusOr<CompiledDispatch> Generator::Run() {
                                          st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1);
     const ConvTexels texels = SelectConvTexels(
         ShapeOf(anchor->operand(0)), ws, st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1, tile,
-        TexelEligibleBinding(anchor->operand(0)) >= 0, TexelEligibleBinding(anchor->operand(1)) >= 0);
+        ElementwiseSource(anchor->operand(0)) &&
+            TexelEligibleBinding(ElementwiseSource(anchor->operand(0))) >= 0,
+        TexelEligibleBinding(anchor->operand(1)) >= 0);
     const int64_t to = tile.channels, tw = tile.columns;
     uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
     KILN_RETURN_IF_ERROR(invocations(tiles));
     schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" +
                         std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
                         " invocations)" + (texels.input ? ", input as texels" : "") +
-                        (texels.weights ? ", weights as texels" : "");
+                        (texels.weights ? ", weights as texels" : "") +
+                        (texels.weight_rows ? ", weight rows as texels" : "");
     EmitConvTiledMain(anchor, to, tw, texels, wx, wy);
   } else if (kind == ir::OpCode::kTensorConvTranspose &&
              SelectConvTransposeTile(ConvTransposeShapeOf(anchor)).kind != ConvTransposeSchedule::kPointwise) {

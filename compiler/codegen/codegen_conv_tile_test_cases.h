@@ -59,14 +59,45 @@ void AddConvTileCases(Add& add) {
         "conv-tiled: one invocation per 8x8 (channel x column) tile (8 invocations), input as "
         "texels, weights as texels", true);
   // 3x3 padded: the row starts 3 elements into its first texel (and before
-  // the tensor at the first row); weights (3x3) stay storage-buffer loads.
+  // the tensor at the first row); each weight row (3 floats at 9 * (o * 8 +
+  // ic) + 3 * kh) starts at every lead 0-3 somewhere.
   tiled("conv_tile_texels_3x3_pad", {1, 8, 5, 20}, {16, 8, 3, 3}, 1, {1, 1, 1, 1}, {1, 1},
         "conv-tiled: one invocation per 8x8 (channel x column) tile (30 invocations), input as "
-        "texels", true);
+        "texels, weight rows as texels", true);
+  // Depthwise 3x3, padded, 1 x 16 blocks over width 36: weight rows of one
+  // channel, the last ones in the tensor's last texel.
+  tiled("conv_tile_texels_depthwise", {1, 8, 6, 36}, {8, 1, 3, 3}, 8, {1, 1, 1, 1}, {1, 1},
+        "conv-tiled: one invocation per 1x16 (channel x column) tile (144 invocations), input as "
+        "texels, weight rows as texels", true);
   // Stride 2, padded, odd height: rows of 2 * TW - 1 + 3 elements.
   tiled("conv_tile_texels_3x3_s2", {1, 4, 9, 24}, {8, 4, 3, 3}, 1, {1, 1, 1, 1}, {2, 2},
         "conv-tiled: one invocation per 8x8 (channel x column) tile (10 invocations), input as "
-        "texels", true);
+        "texels, weight rows as texels", true);
+  // A squeeze-excite prologue, x * scale[c], padded 3x3: the block fetches
+  // x's operand as texels and applies the per-channel scale (loaded once
+  // per row) to each element; columns in the padding stay zero.
+  add([] {
+    Case c("conv_tile_texels_prologue");
+    const Shape xs = {1, 8, 4, 16}, ws = {8, 8, 3, 3};
+    T x = Random(xs, 510), scale = Random({1, 8, 1, 1}, 511), w = Random(ws, 512);
+    for (T* t : {&x, &scale, &w}) c.In(*t);
+    T xscaled = Map2(x, scale, [](double a, double b) {
+      return static_cast<double>(static_cast<float>(a) * static_cast<float>(b));
+    });
+    T conv = RefConv2d(xscaled, w, nullptr, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+    c.Out(conv);
+    auto& b = c.Build();
+    auto* m = b.Op("tensor.mul", {b.arg(0), b.arg(1)}, F32(xs));
+    c.Return({b.Op("tensor.conv2d", {m, b.arg(2)}, F32(conv.shape),
+                   {{"strides", Ints({1, 1})}, {"pads", Ints({1, 1, 1, 1})}, {"dilations", Ints({1, 1})},
+                    {"group", int64_t{1}}})});
+    c.schedule =
+        "conv-tiled: one invocation per 8x8 (channel x column) tile (8 invocations), input as texels, "
+        "weight rows as texels";
+    c.atol = 1e-5;
+    c.options.texel_eligible = {true, true, true};
+    return c;
+  });
   // Not admitted by the shapes: width 18 is not whole texels per row.
   tiled("conv_tile_texels_not_whole_rows", {1, 8, 2, 18}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
         "conv-tiled: one invocation per 8x8 (channel x column) tile (6 invocations), weights as "

@@ -643,6 +643,11 @@ class Generator {
     const size_t b = static_cast<size_t>(it->second);
     return b < options_.texel_eligible.size() && options_.texel_eligible[b] ? it->second : -1;
   }
+  // The dispatch operand a conv input `x` reads element for element: `x`
+  // itself when it is an operand, else the one operand of x's shape at the
+  // leaves of an elementwise prologue (the squeeze-excite multiply
+  // x * scale[c]: other leaves broadcast), else null.
+  Value* ElementwiseSource(Value* x);
   // Binds operand `binding` as a texel buffer (declared `uniform
   // samplerBuffer in<b>t`); returns that name. Every read of the operand,
   // EvalArg's included, then goes through texelFetch.

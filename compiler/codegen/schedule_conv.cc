@@ -54,8 +54,10 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   int opened = 0;
   // Texel operands (schedule_table.h SelectConvTexels): the input rows as
   // vec4s along W, a 1x1 kernel's weights as vec4s of 4 input channels.
-  const std::string xt = texels.input ? UseTexels(arg_binding_.at(x)) : "";
-  const std::string wt = texels.weights ? UseTexels(arg_binding_.at(w)) : "";
+  Value* const xsrc = texels.input ? ElementwiseSource(x) : nullptr;
+  const std::string xt = texels.input ? UseTexels(arg_binding_.at(xsrc)) : "";
+  const std::string wt = texels.weights || texels.weight_rows ? UseTexels(arg_binding_.at(w)) : "";
+  std::string wk;  // weight_rows: the TO x KW weights of one (ic, kh)
   std::string ic, wq, q;
   if (texels.weights) {
     // The TO weight texels of 4 input channels, then a loop over the 4.
@@ -93,7 +95,9 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
     int o = 0;
     const std::string to = OpenUnrolled(TO, "to", &o);
     Line(wv + "[" + to + "] = " +
-         (texels.weights ? wq + "[" + to + "][" + q + "]" : Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}})) +
+         (texels.weights       ? wq + "[" + to + "][" + q + "]"
+          : texels.weight_rows ? wk + "[" + AddE(MulC(to, KW), kw) + "]"
+                               : Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}})) +
          ";");
     CloseN(o);
     return wv;
@@ -118,12 +122,36 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
       Line(xv + "[" + j + "] = texelFetch(" + xt + ", " +
            (check_w ? "clamp(" + at_j + ", 0, " + I(texels_total - 1) + ")" : at_j) + ");");
       CloseN(o);
-      o = 0;
-      const std::string r = OpenUnrolled(R, "r", &o);
-      const std::string e = DeclI(AddC(r, lead), "e");
-      const std::string v = xv + "[" + e + " >> 2][" + e + " & 3]";
-      Line(xr + "[" + r + "] = " + (check_w ? InRange(AddE(iw0, r), W) + " ? " + v + " : 0.0" : v) + ";");
-      CloseN(o);
+      // Element r of the row; with a prologue, the fetched element is its
+      // operand's value at this index (seeded into the evaluation cache)
+      // and the prologue computes x from it.
+      auto element = [&](const std::string& r) {
+        const std::string e = DeclI(AddC(r, lead), "e");
+        std::string v = xv + "[" + e + " >> 2][" + e + " & 3]";
+        if (xsrc != x) {
+          const std::string iw =
+              DeclI(check_w ? "clamp(" + AddE(iw0, r) + ", 0, " + I(W - 1) + ")" : AddE(iw0, r), "iw");
+          const Idx idx{{n, c, ih, iw}, "", {}};
+          cache_.back()[Key(xsrc, idx)] = Decl(CT::kF32, v);
+          v = Eval(x, idx);
+        }
+        Line(xr + "[" + r + "] = " + (check_w ? InRange(AddE(iw0, r), W) + " ? " + v + " : 0.0" : v) + ";");
+      };
+      if (xsrc == x) {
+        o = 0;
+        element(OpenUnrolled(R, "r", &o));
+        CloseN(o);
+      } else {
+        // Column 0 in the channel's scope, so that the prologue's
+        // per-channel operands (the squeeze-excite scale) load once per
+        // row, not per column; then the other columns.
+        element("0");
+        const std::string r = Fresh("r");
+        uses_ctrl_attr_ = true;
+        Open("[[unroll]] for (int " + r + " = 1; " + r + " < " + I(R) + "; ++" + r + ")");
+        element(r);
+        Close();
+      }
     } else {
       int o = 0;
       const std::string r = OpenUnrolled(R, "r", &o);
@@ -131,6 +159,34 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
       CloseN(o);
     }
     int o = 0;
+    if (texels.weight_rows) {
+      // Per output channel, the KW weights of (ic, kh) start `lead` floats
+      // into texel `base`; each is picked from the fetched texels by lead.
+      const int64_t TK = (KW + 3 + 3) / 4, last = NumElements(ws) / 4 - 1;
+      wk = Fresh("wk");
+      Line("float " + wk + "[" + I(TO * KW) + "];");
+      const std::string to = OpenUnrolled(TO, "to", &o);
+      const std::string tb =
+          DeclI(AddE(MulC(AddE(MulC(AddE(o0, to), Cg), ic), KH * KW), MulC(kh, KW)), "wb");
+      const std::string lead = DeclI(tb + " & 3", "lead"), base = DeclI(tb + " >> 2", "base");
+      const std::string wf = Fresh("wf");
+      Line("vec4 " + wf + "[" + I(TK) + "];");
+      int oj = 0;
+      const std::string j = OpenUnrolled(TK, "j", &oj);
+      Line(wf + "[" + j + "] = texelFetch(" + wt + ", min(" + AddE(base, j) + ", " + I(last) + "));");
+      CloseN(oj);
+      oj = 0;
+      const std::string kw = OpenUnrolled(KW, "kw", &oj);
+      auto elem = [&](int64_t d) {
+        const std::string e = AddC(kw, d);
+        return wf + "[(" + e + ") >> 2][(" + e + ") & 3]";
+      };
+      Line(wk + "[" + AddE(MulC(to, KW), kw) + "] = " + lead + " == 0 ? " + elem(0) + " : " + lead +
+           " == 1 ? " + elem(1) + " : " + lead + " == 2 ? " + elem(2) + " : " + elem(3) + ";");
+      CloseN(oj);
+      CloseN(o);
+      o = 0;
+    }
     const std::string kw = OpenUnrolled(KW, "kw", &o);
     const std::string wv = load_w(kw);
     const std::string to = OpenUnrolled(TO, "to", &o);
@@ -186,6 +242,31 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
     Close();
   }
   CloseN(o);
+}
+
+Value* Generator::ElementwiseSource(Value* x) {
+  if (arg_binding_.count(x)) return x;
+  const Shape& shape = ShapeOf(x);
+  Value* found = nullptr;
+  std::vector<Value*> stack = {x};
+  int visited = 0;
+  while (!stack.empty()) {
+    Value* v = stack.back();
+    stack.pop_back();
+    if (++visited > 64) return nullptr;
+    if (arg_binding_.count(v)) {
+      if (ShapeOf(v) != shape) continue;  // broadcast along the row: a per-channel operand
+      if (found && found != v) return nullptr;
+      found = v;
+      continue;
+    }
+    Operation* op = v->defining_op();
+    if (!op) return nullptr;
+    if (op->is(ir::OpCode::kTensorConstant)) continue;
+    if (!ir::Traits(op).is_elementwise()) return nullptr;
+    for (Value* operand : op->operands()) stack.push_back(operand);
+  }
+  return found;
 }
 
 }  // namespace kiln::codegen::detail

@@ -95,14 +95,23 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
 //     starts at the same place in a texel), and the row kept in registers
 //     (R <= kConvMaxInputRow, KW <= the unroll limit 16).
 //   weights: a 1x1 kernel's weights [O, C/group] as 4 input channels per
-//     texel; needs C/group % 4 == 0. (Other kernels' weights would need a
-//     packed layout with output channels innermost; not yet.)
+//     texel; needs C/group % 4 == 0.
+//   weight_rows: any other kernel's weights, per (output channel, input
+//     channel, kernel row): its KW floats from ceil((KW + 3) / 4) texels
+//     starting at a run-time lead of 0-3 floats, picked by selects (3 per
+//     weight); needs the row in registers (as input) and KW <= 13. Cheaper
+//     than KW storage-buffer loads on lavapipe; a layout with output
+//     channels innermost would need no selects (not done).
 // `*_eligible`: the emitter admits the operand (CodegenOptions::
-// texel_eligible) and the block reads it directly, not through a fused
-// prologue. Shapes as SelectConvTile; `in` is the input [N, C, H, W].
+// texel_eligible) and the block reads it element for element: the input
+// directly or through an elementwise prologue whose other operands
+// broadcast (the squeeze-excite x * scale[c]: the block fetches x's operand
+// as texels and applies the prologue per element); the weights directly.
+// Shapes as SelectConvTile; `in` is the input [N, C, H, W].
 struct ConvTexels {
   bool input = false;
   bool weights = false;
+  bool weight_rows = false;
 };
 ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
                             int64_t stride_w, int64_t dilation_w, const ConvTile& tile,

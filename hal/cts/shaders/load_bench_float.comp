@@ -1,0 +1,5 @@
+// See load_bench.glsl.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define LOADS 1
+#include "load_bench.glsl"
