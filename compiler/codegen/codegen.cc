@@ -34,7 +34,8 @@
 //   conv-transpose-upsample: the same with stride == kernel (no pads,
 //              dilation or output_padding) where it loads less: one
 //              invocation per TO output channels x TW input columns, each
-//              input pixel's KH x KW outputs.
+//              input pixel's KH x KW outputs; input rows and weights read
+//              as vec4 texels where admitted (SelectConvTransposeTexels).
 //   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.

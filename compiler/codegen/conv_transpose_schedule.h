@@ -16,7 +16,9 @@
 //     no output_padding, where every output reads exactly one tap of one
 //     input pixel: one invocation per TO output channels x TW input
 //     columns of one input row, each pixel's KH x KW outputs; per input
-//     channel TW inputs and TO * KH * KW weights.
+//     channel TW inputs and TO * KH * KW weights (as vec4 texels where the
+//     emitter admits the operands, schedule_table.h
+//     SelectConvTransposeTexels).
 //
 // Output element y[n, m, o_1..o_k] reads input position i_j from tap k_j
 // when o_j + pads_begin_j = i_j * s_j + k_j * d_j. For each spatial dim only
