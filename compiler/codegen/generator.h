@@ -496,6 +496,17 @@ class Generator {
   void CloseN(int n) {
     for (int i = 0; i < n; ++i) Close();
   }
+  // `float accN[n];` set to zero by an [[unroll]] loop: a register block's
+  // accumulators (conv-tiled and the conv-transpose blocks). Returns accN.
+  std::string DeclareAccumulators(int64_t n) {
+    const std::string acc = Fresh("acc");
+    Line("float " + acc + "[" + I(n) + "];");
+    int o = 0;
+    const std::string i = OpenUnrolled(n, "a", &o);
+    Line(acc + "[" + i + "] = 0.0;");
+    CloseN(o);
+    return acc;
+  }
   // One term of a dot product: `acc += a * b`. For f32, GLSL fma(), a
   // multiply-add rounded once: the arithmetic of the FMA GEMM kernels CPU
   // references run (ONNX Runtime's MLAS: a sequential fused multiply-add

@@ -34,17 +34,10 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   // is an [[unroll]] loop: the driver unrolls them and keeps the array in
   // registers, and the module holds the block's code once rather than
   // TO x TW times (the epilogue, a hard-swish say, is most of it).
-  const std::string acc = Fresh("acc");
+  const std::string acc = DeclareAccumulators(TO * TW);
   auto at = [&](const std::string& to, const std::string& tw) {
     return acc + "[" + AddE(MulC(to, TW), tw) + "]";
   };
-  Line("float " + acc + "[" + I(TO * TW) + "];");
-  {
-    int o = 0;
-    const std::string i = OpenUnrolled(TO * TW, "a", &o);
-    Line(acc + "[" + i + "] = 0.0;");
-    CloseN(o);
-  }
   Open("");
   const std::string cbase = group == 1 ? "0" : DeclI(MulC(DivC(o0, Og), Cg), "cb");
   const std::string ih0 = DeclI(AddC(MulC(oh, st[0]), -pads[0]), "ih");

@@ -61,17 +61,10 @@ void Generator::EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW
   const std::string ow0 = DeclI(AddE(t[3], MulC(t[4], sw * TW)), "ow");
   const std::string tw0 = DeclI(AddC(ow0, pw), "tw");
 
-  const std::string acc = Fresh("acc");
+  const std::string acc = DeclareAccumulators(TO * TW);
   auto at = [&](const std::string& a, const std::string& to, const std::string& tw) {
     return a + "[" + AddE(MulC(to, TW), tw) + "]";
   };
-  Line("float " + acc + "[" + I(TO * TW) + "];");
-  {
-    int o = 0;
-    const std::string i = OpenUnrolled(TO * TW, "a", &o);
-    Line(acc + "[" + i + "] = 0.0;");
-    CloseN(o);
-  }
   Open("");
   int opened = 0;
   const std::string cbase = p.group == 1 ? "0" : DeclI(MulC(DivC(m0, Mg), Cg), "cb");
@@ -250,15 +243,8 @@ void Generator::EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t
   const std::string iw0 = DeclI(MulC(t[3], TW), "iw");
   // acc[(to * T + k) * TW + tw], k = kh * KW + kw: one tap per output, so
   // the channel dot is the sum (conv_transpose_schedule.h).
-  const std::string acc = Fresh("acc");
+  const std::string acc = DeclareAccumulators(TO * T * TW);
   auto at = [&](const std::string& to, const std::string& e) { return acc + "[" + AddE(MulC(to, T * TW), e) + "]"; };
-  Line("float " + acc + "[" + I(TO * T * TW) + "];");
-  {
-    int o = 0;
-    const std::string i = OpenUnrolled(TO * T * TW, "a", &o);
-    Line(acc + "[" + i + "] = 0.0;");
-    CloseN(o);
-  }
   const bool ragged = W % TW != 0;
   Open("");
   {
