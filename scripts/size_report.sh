@@ -122,7 +122,14 @@ set -euo pipefail
 # destroyed semaphore waits for the submission after its last use (Mesa's
 # submit thread touches it until then, hal/vulkan/vulkan_semaphore.cc:
 # +32 B); 152,489 B measured.
-budget_messages=152550
+# Raised 152550 -> 156200 for texel-buffer bindings (issue 16 item 2: conv
+# blocks read vec4 texels, cls's dispatches 1.4x faster on lavapipe): the
+# binding kind per entry point (vm/context_link.cc), its descriptor type and
+# pool size, a VkBufferView cache per root buffer (hal/vulkan/vulkan_buffer.cc),
+# the texel binding checks (hal/command_checks.cc: alignment, whole texels,
+# maxTexelBufferElements, known kind, read-only) and the SPIR-V layout
+# check's texel-buffer rule with their messages: +3,630 B, 156,119 B measured.
+budget_messages=156200
 # The budget of the code-only build (KILN_SIZE_STATUS_MESSAGES=OFF, i.e. the
 # runtime built with KILN_STATUS_MESSAGES=OFF: statuses keep their code and
 # drop their message, IREE's IREE_STATUS_MODE=0, which IREE's size-optimized
@@ -132,7 +139,9 @@ budget_messages=152550
 # (122,238 B with the exact-fma splice).
 # Lowered 116750 -> 116550 with the shared take-or-fresh path and the
 # semaphore wait above: 116,506 B.
-budget_codes=116550
+# Raised 116550 -> 119200 for the texel-buffer bindings above: +2,606 B,
+# 119,112 B measured (within issue 16's 120 KiB).
+budget_codes=119200
 if [ "${KILN_SIZE_STATUS_MESSAGES:-ON}" = OFF ]; then
   budget="${KILN_SIZE_BUDGET:-$budget_codes}"
 else
