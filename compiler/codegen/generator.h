@@ -496,6 +496,20 @@ class Generator {
   void CloseN(int n) {
     for (int i = 0; i < n; ++i) Close();
   }
+  // Adds bias `b` (one value per output channel) to a register block's
+  // finished sums: acc[to * per_channel + e] += b[first_channel + to] for
+  // to < channels, e < per_channel (the order of EvalConv and of ONNX
+  // Runtime's col2im: the bias last). No-op when b is null.
+  void AddBlockBias(Value* b, const std::string& acc, const std::string& first_channel,
+                    int64_t channels, int64_t per_channel) {
+    if (!b) return;
+    int o = 0;
+    const std::string to = OpenUnrolled(channels, "to", &o);
+    const std::string bias = Convert(Eval(b, Idx{{AddE(first_channel, to)}, "", {}}), CTOf(b), CT::kF32);
+    const std::string e = OpenUnrolled(per_channel, "tw", &o);
+    Line(acc + "[" + AddE(MulC(to, per_channel), e) + "] += " + bias + ";");
+    CloseN(o);
+  }
   // `float accN[n];` set to zero by an [[unroll]] loop: a register block's
   // accumulators (conv-tiled and the conv-transpose blocks). Returns accN.
   std::string DeclareAccumulators(int64_t n) {

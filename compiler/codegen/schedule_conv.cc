@@ -200,14 +200,7 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   CloseN(opened);
   Close();
   // The bias goes onto the finished sums (as in EvalConv).
-  if (b) {
-    int o = 0;
-    const std::string to = OpenUnrolled(TO, "to", &o);
-    const std::string bias = Eval(b, Idx{{AddE(o0, to)}, "", {}});
-    const std::string tw = OpenUnrolled(TW, "tw", &o);
-    Line(at(to, tw) + " += " + bias + ";");
-    CloseN(o);
-  }
+  AddBlockBias(b, acc, o0, TO, TW);
   // The epilogue, in the module twice per block rather than TO x TW times:
   // column 0 of each channel (never guarded: ow0 < OW) in the channel's
   // scope, so that its per-channel operands (a folded batch-norm scale and

@@ -179,14 +179,7 @@ void Generator::EmitConvTransposeTiledMain(Operation* op, int64_t TO, int64_t TW
   CloseN(opened);
   Close();
   // The bias goes onto the finished sums (ONNX Runtime adds it after col2im).
-  if (b) {
-    int o = 0;
-    const std::string to = OpenUnrolled(TO, "to", &o);
-    const std::string bias = Convert(Eval(b, Idx{{AddE(m0, to)}, "", {}}), CTOf(b), CT::kF32);
-    const std::string tw = OpenUnrolled(TW, "tw", &o);
-    Line(at(acc, to, tw) + " += " + bias + ";");
-    CloseN(o);
-  }
+  AddBlockBias(b, acc, m0, TO, TW);
   // The epilogue, as conv-tiled writes it (schedule_conv.cc): column 0 in
   // the channel's scope, so its per-channel operands (a folded batch-norm
   // scale and shift) are loaded once per channel, then a loop over the other
@@ -323,14 +316,7 @@ void Generator::EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t
     CloseN(oc);
   }
   Close();
-  if (b) {
-    int o = 0;
-    const std::string to = OpenUnrolled(TO, "to", &o);
-    const std::string bias = Convert(Eval(b, Idx{{AddE(m0, to)}, "", {}}), CTOf(b), CT::kF32);
-    const std::string e = OpenUnrolled(T * TW, "e", &o);
-    Line(at(to, e) + " += " + bias + ";");
-    CloseN(o);
-  }
+  AddBlockBias(b, acc, m0, TO, T * TW);
   // The epilogue: output (kh, kw) of input column iw0 + tw is y[.., ih*s_h +
   // kh, (iw0 + tw)*s_w + kw]; element e = k * TW + tw of a channel. Element
   // 0 in the channel's scope (its per-channel operands loaded once), then a
