@@ -36,7 +36,9 @@
 //              invocation per TO output channels x TW input columns, each
 //              input pixel's KH x KW outputs; input rows and weights read
 //              as vec4 texels where admitted (SelectConvTransposeTexels).
-//   matmul-tiled: tensor.matmul: one invocation per 4x4 output tile.
+//   matmul-tiled: tensor.matmul: one invocation per TM x TN output block
+//              (SelectMatmulTile); A's rows along K and B's rows along N
+//              read as vec4 texels where admitted.
 //   matmul-splitk: tensor.matmul with <= 1024 outputs and K >= 256: one
 //              workgroup per output, lanes split K, shared-memory sum.
 //   reduce-group: tensor.reduce: a segment of L lanes per output element
@@ -328,13 +330,19 @@ StatusOr<CompiledDispatch> Generator::Run() {
                           std::to_string(outputs) + " workgroups)";
       EmitMatmulSplitKMain(anchor, wx, wy);
     } else {
-      int64_t tm = std::min<int64_t>(M, 4), tn = std::min<int64_t>(N, 4);
-      uint64_t tiles = outputs / static_cast<uint64_t>(M * N) *
+      const int64_t batch = static_cast<int64_t>(outputs) / std::max<int64_t>(M * N, 1);
+      const bool f32 = CTOf(anchor->result()) == CT::kF32;
+      const MatmulTile tile =
+          SelectMatmulTile(batch, M, N, K, f32 && TexelEligibleBinding(anchor->operand(0)) >= 0,
+                           f32 && TexelEligibleBinding(anchor->operand(1)) >= 0);
+      const int64_t tm = tile.rows, tn = tile.columns;
+      uint64_t tiles = static_cast<uint64_t>(batch) *
                        static_cast<uint64_t>(((M + tm - 1) / tm) * ((N + tn - 1) / tn));
       KILN_RETURN_IF_ERROR(invocations(tiles));
       schedule_comment_ = "matmul-tiled: one invocation per " + std::to_string(tm) + "x" +
-                          std::to_string(tn) + " tile (" + std::to_string(tiles) + " invocations)";
-      EmitMatmulTiledMain(anchor, tm, tn, wx, wy);
+                          std::to_string(tn) + " tile (" + std::to_string(tiles) + " invocations)" +
+                          (tile.a_texels ? ", A as texels" : "") + (tile.b_texels ? ", B as texels" : "");
+      EmitMatmulTiledMain(anchor, tile, wx, wy);
     }
   } else {
     int64_t total = 0;

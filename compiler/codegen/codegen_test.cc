@@ -93,6 +93,36 @@ TEST(CodegenTest, ConvTileTable) {
   EXPECT_EQ(tile({1, 16, 4, 64}, {16, 16, 3, 3}, 1), "8x8");
 }
 
+// The matmul register block of schedule_table.h, by hand: per k a block
+// reads TM elements of A and TN of B, 16 each as floats and 1 each as a
+// quarter of a texel, over ceil(M / TM) * ceil(N / TN) blocks, leaving at
+// least 256 invocations.
+TEST(CodegenTest, MatmulTileTable) {
+  auto tile = [](int64_t batch, int64_t M, int64_t N, int64_t K, bool a, bool b) {
+    detail::MatmulTile t = detail::SelectMatmulTile(batch, M, N, K, a, b);
+    return std::to_string(t.rows) + "x" + std::to_string(t.columns) + (t.a_texels ? " A" : "") +
+           (t.b_texels ? " B" : "");
+  };
+  // rec's classifier, 16 x 6625, K = 120, B over the texel limit: 1657
+  // blocks * (16 + 4 * 16) = 132,560 against 829 * 2 * (8 + 8 * 16) =
+  // 225,488 for 8 x 8.
+  EXPECT_EQ(tile(1, 16, 6625, 120, true, false), "16x4 A");
+  // rec's 16 x 360 projections, both texels: 8 x 8 leaves 90 invocations,
+  // 8 x 4 and 4 x 8 180; 4 x 4: 360 * (4 + 4) = 2,880 against 2 x 8's
+  // 360 * (2 + 8) = 3,600.
+  EXPECT_EQ(tile(1, 16, 360, 120, true, true), "4x4 A B");
+  // Without texels the square block wins: 8 x 8 over 1024 x 1024 is 16,384
+  // blocks * 256 = 4.2 M against 16 x 4's 16,384 * 320.
+  EXPECT_EQ(tile(1, 1024, 1024, 64, false, false), "8x8");
+  // K % 4 != 0: A is not read as texels; N % 4 != 0: nor is B.
+  EXPECT_EQ(tile(1, 1024, 1024, 66, true, false), "8x8");
+  EXPECT_EQ(tile(1, 1024, 1022, 64, false, true), "8x8");
+  // Too small for 256 invocations with any block: the 4 x 4 default, or
+  // the matrix itself when smaller.
+  EXPECT_EQ(tile(1, 7, 5, 33, false, false), "4x4");
+  EXPECT_EQ(tile(2, 3, 6, 5, false, false), "3x4");
+}
+
 // The conv_transpose register blocks of schedule_table.h, by hand. Loads
 // over the output, per input channel: conv-transpose-tiled (one stride
 // phase) M/TO * OH * P * ceil(J / TW) * (TW + TO), P = min(s_w, OW) phases

@@ -59,6 +59,7 @@ inline double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 #include "compiler/codegen/codegen_dtype_test_cases.h"
 #include "compiler/codegen/codegen_conv_tile_test_cases.h"
 #include "compiler/codegen/codegen_conv_transpose_test_cases.h"
+#include "compiler/codegen/codegen_matmul_tile_test_cases.h"
 
 namespace kiln::codegen::testing {
 
@@ -878,6 +879,7 @@ inline std::vector<std::function<Case()>> AllCases() {
   AddPrologueCases(add);
   AddDTypeCases(add);
   AddConvTileCases(add);
+  AddMatmulTileCases(add);
   AddConvTransposeTileCases(add);
   return cases;
 }

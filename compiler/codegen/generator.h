@@ -511,13 +511,14 @@ class Generator {
     CloseN(o);
   }
   // `float accN[n];` set to zero by an [[unroll]] loop: a register block's
-  // accumulators (conv-tiled and the conv-transpose blocks). Returns accN.
-  std::string DeclareAccumulators(int64_t n) {
+  // accumulators (conv-tiled, the conv-transpose blocks, matmul-tiled; of
+  // compute type `ct`). Returns accN.
+  std::string DeclareAccumulators(int64_t n, CT ct = CT::kF32) {
     const std::string acc = Fresh("acc");
-    Line("float " + acc + "[" + I(n) + "];");
+    Line(std::string(CTName(ct)) + " " + acc + "[" + I(n) + "];");
     int o = 0;
     const std::string i = OpenUnrolled(n, "a", &o);
-    Line(acc + "[" + i + "] = 0.0;");
+    Line(acc + "[" + i + "] = " + Literal(ct, 0) + ";");
     CloseN(o);
     return acc;
   }
@@ -691,7 +692,7 @@ class Generator {
   // with its KH x KW outputs (schedule_conv_transpose_tiled.cc).
   void EmitConvTransposeUpsampleMain(Operation* op, int64_t TO, int64_t TW, const ConvTexels& texels,
                                      uint32_t wx, uint32_t wy);
-  void EmitMatmulTiledMain(Operation* matmul, int64_t TM, int64_t TN, uint32_t wx, uint32_t wy);
+  void EmitMatmulTiledMain(Operation* matmul, const MatmulTile& tile, uint32_t wx, uint32_t wy);
   void EmitMatmulSplitKMain(Operation* matmul, uint32_t wx, uint32_t wy);
   // Workgroup-wide combine of each lane's `acc` through `sh`; afterwards
   // every lane holds the result in `acc`.

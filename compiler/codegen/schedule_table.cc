@@ -1,4 +1,4 @@
-// The conv register-block choice of schedule_table.h.
+// The register-block choices of schedule_table.h (conv, conv-transpose, matmul).
 #include "compiler/codegen/schedule_table.h"
 
 #include <algorithm>
@@ -41,6 +41,43 @@ ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<in
   t.weight_rows = weights_eligible && !t.weights && weights[2] * KW > 1 && KW <= 13 &&
                   row <= kConvMaxInputRow;
   return t;
+}
+
+MatmulTile SelectMatmulTile(int64_t batch, int64_t M, int64_t N, int64_t K, bool a_eligible,
+                            bool b_eligible) {
+  M = std::max<int64_t>(M, 1);
+  N = std::max<int64_t>(N, 1);
+  batch = std::max<int64_t>(batch, 1);
+  const bool a_texels = a_eligible && K % 4 == 0;
+  auto with_texels = [&](int64_t tm, int64_t tn) {
+    MatmulTile t;
+    t.rows = tm;
+    t.columns = tn;
+    t.a_texels = a_texels;
+    t.b_texels = b_eligible && N % 4 == 0 && tn % 4 == 0;
+    return t;
+  };
+  MatmulTile best = with_texels(std::min<int64_t>(M, 4), std::min<int64_t>(N, 4));
+  int64_t best_cost = -1;
+  for (int64_t pm = 1; pm <= kMatmulMaxTileRows; pm *= 2) {
+    const int64_t tm = std::min(M, pm);
+    if (tm != pm && pm > 1 && std::min(M, pm / 2) == tm) continue;  // seen
+    for (int64_t pn = 1; pn <= kMatmulMaxTileColumns; pn *= 2) {
+      const int64_t tn = std::min(N, pn);
+      if (tn != pn && pn > 1 && std::min(N, pn / 2) == tn) continue;
+      if (tm * tn > kConvMaxTileOutputs) continue;
+      const int64_t tiles = (M + tm - 1) / tm * ((N + tn - 1) / tn);
+      if (static_cast<uint64_t>(batch * tiles) < kMatmulMinInvocations) continue;
+      const MatmulTile t = with_texels(tm, tn);
+      const int64_t cost = tiles * (tm * (t.a_texels ? kTexelElementCost : kFloatLoadCost) +
+                                    tn * (t.b_texels ? kTexelElementCost : kFloatLoadCost));
+      if (best_cost < 0 || cost < best_cost || (cost == best_cost && tm * tn < best.rows * best.columns)) {
+        best_cost = cost;
+        best = t;
+      }
+    }
+  }
+  return best;
 }
 
 namespace {

@@ -59,6 +59,19 @@ constexpr int kConvTransposeTiledSpatialDims = 2;
 // workgroup per output, lanes split K (matmul-splitk).
 constexpr uint64_t kSplitKMaxOutputs = 1024;
 constexpr int64_t kSplitKMinDepth = 256;
+// matmul-tiled register block: at most this many rows (TM) and columns (TN)
+// per invocation, TM * TN <= kConvMaxTileOutputs accumulators.
+constexpr int64_t kMatmulMaxTileRows = 16;
+constexpr int64_t kMatmulMaxTileColumns = 8;
+// A block is only as large as leaves at least this many invocations (4
+// workgroups of 64), so that lavapipe's one thread per core gets equal
+// shares; below it for every block, the 4 x 4 default.
+constexpr uint64_t kMatmulMinInvocations = 256;
+// Relative cost of reading one element, per k: a storage-buffer float 16, a
+// quarter of a vec4 texel 1 (a texel fetch gathers 4 floats for about the
+// price of one float load on lavapipe; ConvTexels below).
+constexpr int64_t kFloatLoadCost = 16;
+constexpr int64_t kTexelElementCost = 1;
 
 // The conv-tiled block of one tensor.conv2d: `channels` (TO) output channels
 // x `columns` (TW) output columns per invocation.
@@ -116,6 +129,32 @@ struct ConvTexels {
 ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
                             int64_t stride_w, int64_t dilation_w, const ConvTile& tile,
                             bool input_eligible, bool weights_eligible);
+
+// The matmul-tiled block of one tensor.matmul [..., M, K] x [..., K, N]:
+// `rows` (TM) x `columns` (TN) outputs per invocation. a_texels: A's rows
+// are read as vec4 texels along K (4 k per fetch; needs K % 4 == 0). b_texels:
+// B's rows as vec4 texels along N (needs N % 4 == 0 and TN % 4 == 0, so a
+// block's columns start on a texel).
+struct MatmulTile {
+  int64_t rows = 1;
+  int64_t columns = 1;
+  bool a_texels = false;
+  bool b_texels = false;
+};
+
+// The block for `batch` matrices of M x N outputs over depth K, with A and
+// B admitted as texel buffers or not (`*_eligible`, as SelectConvTexels).
+// Over TM = min(M, 1..16) and TN = min(N, 1..8) (powers of two), TM * TN <=
+// kConvMaxTileOutputs, leaving >= kMatmulMinInvocations invocations: the
+// fewest element reads over the whole output per k, tiles * (TM * cost_A +
+// TN * cost_B) with the costs above (ties: fewer accumulators). Every
+// output still sums k = 0 .. K-1 in order with one fma each, so any block
+// gives the same bits. PP-OCRv4 rec's classifier (16 x 6625, K = 120, B a
+// 3.2 MB constant: over the portable texel limit) gets 16 x 4 with A as
+// texels: 16 texel and 16 float reads per 4 k for 256 multiply-adds, where
+// the 4 x 4 float block read 32 for 64. Pure function of the shapes.
+MatmulTile SelectMatmulTile(int64_t batch, int64_t M, int64_t N, int64_t K, bool a_eligible,
+                            bool b_eligible);
 
 // The geometry of one tensor.conv_transpose that its schedule depends on
 // (compiler/ir/conv_transpose.h ConvTransposeParams, shapes included).
