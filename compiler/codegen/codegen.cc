@@ -288,6 +288,7 @@ StatusOr<CompiledDispatch> Generator::Run() {
                         std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
                         " invocations)" + (texels.input ? ", input as texels" : "") +
                         (texels.weights ? ", weights as texels" : "") +
+                        (texels.weight_kernels ? ", weight kernels as texels" : "") +
                         (texels.weight_rows ? ", weight rows as texels" : "");
     EmitConvTiledMain(anchor, to, tw, texels, wx, wy);
   } else if (kind == ir::OpCode::kTensorConvTranspose &&

@@ -59,11 +59,24 @@ void AddConvTileCases(Add& add) {
         "conv-tiled: one invocation per 8x8 (channel x column) tile (8 invocations), input as "
         "texels, weights as texels", true);
   // 3x3 padded: the row starts 3 elements into its first texel (and before
-  // the tensor at the first row); each weight row (3 floats at 9 * (o * 8 +
-  // ic) + 3 * kh) starts at every lead 0-3 somewhere.
+  // the tensor at the first row); 8 input channels: the kernels of input
+  // channels q = 0..3 of each group of 4 start 0, 1, 2, 3 floats into
+  // their first texel, the last output channel's last kernel in the
+  // tensor's last texel.
   tiled("conv_tile_texels_3x3_pad", {1, 8, 5, 20}, {16, 8, 3, 3}, 1, {1, 1, 1, 1}, {1, 1},
         "conv-tiled: one invocation per 8x8 (channel x column) tile (30 invocations), input as "
+        "texels, weight kernels as texels", true);
+  // 3 input channels (an image stem): not whole groups of 4, so each weight
+  // row (3 floats at 9 * (o * 3 + ic) + 3 * kh) starts at every lead 0-3
+  // somewhere and is picked at run time.
+  tiled("conv_tile_texels_3x3_stem", {1, 3, 5, 20}, {16, 3, 3, 3}, 1, {1, 1, 1, 1}, {1, 1},
+        "conv-tiled: one invocation per 8x8 (channel x column) tile (30 invocations), input as "
         "texels, weight rows as texels", true);
+  // A 2x2 kernel, 4 input channels, grouped (2 groups of 4 -> 4): every
+  // kernel is one whole texel.
+  tiled("conv_tile_texels_2x2_grouped", {1, 8, 5, 16}, {8, 4, 2, 2}, 2, {0, 0, 0, 0}, {1, 1},
+        "conv-tiled: one invocation per 4x8 (channel x column) tile (16 invocations), input as "
+        "texels, weight kernels as texels", true);
   // Depthwise 3x3, padded, 1 x 16 blocks over width 36: weight rows of one
   // channel, the last ones in the tensor's last texel.
   tiled("conv_tile_texels_depthwise", {1, 8, 6, 36}, {8, 1, 3, 3}, 8, {1, 1, 1, 1}, {1, 1},
@@ -72,7 +85,7 @@ void AddConvTileCases(Add& add) {
   // Stride 2, padded, odd height: rows of 2 * TW - 1 + 3 elements.
   tiled("conv_tile_texels_3x3_s2", {1, 4, 9, 24}, {8, 4, 3, 3}, 1, {1, 1, 1, 1}, {2, 2},
         "conv-tiled: one invocation per 8x8 (channel x column) tile (10 invocations), input as "
-        "texels, weight rows as texels", true);
+        "texels, weight kernels as texels", true);
   // A squeeze-excite prologue, x * scale[c], padded 3x3: the block fetches
   // x's operand as texels and applies the per-channel scale (loaded once
   // per row) to each element; columns in the padding stay zero.
@@ -93,7 +106,7 @@ void AddConvTileCases(Add& add) {
                     {"group", int64_t{1}}})});
     c.schedule =
         "conv-tiled: one invocation per 8x8 (channel x column) tile (8 invocations), input as texels, "
-        "weight rows as texels";
+        "weight kernels as texels";
     c.atol = 1e-5;
     c.options.texel_eligible = {true, true, true};
     return c;

@@ -49,9 +49,12 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   // vec4s along W, a 1x1 kernel's weights as vec4s of 4 input channels.
   Value* const xsrc = texels.input ? ElementwiseSource(x) : nullptr;
   const std::string xt = texels.input ? UseTexels(arg_binding_.at(xsrc)) : "";
-  const std::string wt = texels.weights || texels.weight_rows ? UseTexels(arg_binding_.at(w)) : "";
+  const std::string wt =
+      texels.weights || texels.weight_kernels || texels.weight_rows ? UseTexels(arg_binding_.at(w)) : "";
   std::string wk;  // weight_rows: the TO x KW weights of one (ic, kh)
   std::string ic, wq, q;
+  std::string wf, klead;  // weight_kernels: TK texels per output channel, and the kernel's lead
+  const int64_t taps = KH * KW, TK = (taps + 3 + 3) / 4;
   if (texels.weights) {
     // The TO weight texels of 4 input channels, then a loop over the 4.
     const std::string ic4 = OpenLoop(Cg / 4, "ic", false, &opened);
@@ -63,6 +66,25 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
     CloseN(o);
     q = OpenUnrolled(4, "q", &opened);
     ic = DeclI(AddE(MulC(ic4, 4), q), "ic");
+  } else if (texels.weight_kernels) {
+    // 4 input channels at a time; per channel q the TO kernels, each from
+    // TK texels starting (q * taps) & 3 floats in: constants once the
+    // driver unrolls q, so no selects.
+    const std::string ic4 = OpenLoop(Cg / 4, "ic", false, &opened);
+    q = OpenUnrolled(4, "q", &opened);
+    ic = DeclI(AddE(MulC(ic4, 4), q), "ic");
+    const std::string qt = DeclI(MulC(q, taps), "qt");
+    klead = DeclI("(" + qt + " & 3)", "kl");
+    wf = Fresh("wf");
+    Line("vec4 " + wf + "[" + I(TO * TK) + "];");
+    int o = 0;
+    const std::string to = OpenUnrolled(TO, "to", &o);
+    const std::string base =
+        DeclI(AddE(DivC(MulC(AddE(MulC(AddE(o0, to), Cg), MulC(ic4, 4)), taps), 4), "(" + qt + " >> 2)"), "wb");
+    const std::string j = OpenUnrolled(TK, "j", &o);
+    Line(wf + "[" + AddE(MulC(to, TK), j) + "] = texelFetch(" + wt + ", min(" + AddE(base, j) + ", " +
+         I(NumElements(ws) / 4 - 1) + "));");
+    CloseN(o);
   } else {
     ic = OpenLoop(Cg, "ic", false, &opened);
   }
@@ -87,11 +109,18 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
     Line("float " + wv + "[" + I(TO) + "];");
     int o = 0;
     const std::string to = OpenUnrolled(TO, "to", &o);
-    Line(wv + "[" + to + "] = " +
-         (texels.weights       ? wq + "[" + to + "][" + q + "]"
-          : texels.weight_rows ? wk + "[" + AddE(MulC(to, KW), kw) + "]"
-                               : Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}})) +
-         ";");
+    std::string v;
+    if (texels.weights) {
+      v = wq + "[" + to + "][" + q + "]";
+    } else if (texels.weight_kernels) {
+      const std::string e = DeclI(AddE(klead, AddE(MulC(kh, KW), kw)), "e");
+      v = wf + "[" + AddE(MulC(to, TK), "(" + e + " >> 2)") + "][" + e + " & 3]";
+    } else if (texels.weight_rows) {
+      v = wk + "[" + AddE(MulC(to, KW), kw) + "]";
+    } else {
+      v = Eval(w, Idx{{AddE(o0, to), ic, kh, kw}, "", {}});
+    }
+    Line(wv + "[" + to + "] = " + v + ";");
     CloseN(o);
     return wv;
   };

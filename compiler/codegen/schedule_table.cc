@@ -38,7 +38,10 @@ ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<in
   t.input = input_eligible && in[3] % 4 == 0 && (tile.columns * stride_w) % 4 == 0 &&
             row <= kConvMaxInputRow && KW <= 16;
   t.weights = weights_eligible && weights[2] == 1 && KW == 1 && weights[1] % 4 == 0;
-  t.weight_rows = weights_eligible && !t.weights && weights[2] * KW > 1 && KW <= 13 &&
+  const int64_t taps = weights[2] * KW;
+  t.weight_kernels = weights_eligible && !t.weights && taps > 1 && taps <= 16 && weights[1] % 4 == 0 &&
+                     row <= kConvMaxInputRow && KW <= 16;
+  t.weight_rows = weights_eligible && !t.weights && !t.weight_kernels && taps > 1 && KW <= 13 &&
                   row <= kConvMaxInputRow;
   return t;
 }

@@ -109,12 +109,19 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
 //     (R <= kConvMaxInputRow, KW <= the unroll limit 16).
 //   weights: a 1x1 kernel's weights [O, C/group] as 4 input channels per
 //     texel; needs C/group % 4 == 0.
+//   weight_kernels: a KH x KW kernel's weights (KH * KW in 2..16) when
+//     C/group % 4 == 0: input channels go by 4 (ic = 4 * ic4 + q), and the
+//     kernel of (o, ic) starts (q * KH * KW) mod 4 floats into texel
+//     ((o * C/group + 4 * ic4) * KH * KW + q * KH * KW) / 4, a lead known
+//     once the driver unrolls q: per output channel and input channel
+//     ceil((lead + KH * KW) / 4) fetches (3 for 3x3) and no selects. Needs
+//     the row in registers (as input).
 //   weight_rows: any other kernel's weights, per (output channel, input
 //     channel, kernel row): its KW floats from ceil((KW + 3) / 4) texels
 //     starting at a run-time lead of 0-3 floats, picked by selects (3 per
 //     weight); needs the row in registers (as input) and KW <= 13. Cheaper
-//     than KW storage-buffer loads on lavapipe; a layout with output
-//     channels innermost would need no selects (not done).
+//     than KW storage-buffer loads on lavapipe (depthwise convs and the
+//     stems' 3 input channels).
 // `*_eligible`: the emitter admits the operand (CodegenOptions::
 // texel_eligible) and the block reads it element for element: the input
 // directly or through an elementwise prologue whose other operands
@@ -124,6 +131,7 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
 struct ConvTexels {
   bool input = false;
   bool weights = false;
+  bool weight_kernels = false;
   bool weight_rows = false;
 };
 ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
