@@ -272,20 +272,24 @@ StatusOr<CompiledDispatch> Generator::Run() {
                         " per row (" + std::to_string(rows) + " rows)";
     EmitSoftmaxRowsMain(anchor, lanes, wx, wy);
   } else if (kind == ir::OpCode::kTensorConv2d) {
-    const Shape &ws = ShapeOf(anchor->operand(1)), &os = ShapeOf(anchor->result());
+    const Shape& ws = ShapeOf(anchor->operand(1));
     std::vector<int64_t> st = anchor->ints_attr("strides"), dil = anchor->ints_attr("dilations");
+    const bool flat = ConvFlattensPositions(ShapeOf(anchor->operand(0)), ws, st, anchor->ints_attr("pads"));
+    const Shape os = ConvTileShape(ShapeOf(anchor->result()), flat);
     const ConvTile tile = SelectConvTile(os, ws, std::max<int64_t>(anchor->int_attr("group", 1), 1),
                                          st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1);
     const ConvTexels texels = SelectConvTexels(
-        ShapeOf(anchor->operand(0)), ws, st.size() == 2 ? st[1] : 1, dil.size() == 2 ? dil[1] : 1, tile,
+        ConvTileShape(ShapeOf(anchor->operand(0)), flat), ws, st.size() == 2 ? st[1] : 1,
+        dil.size() == 2 ? dil[1] : 1, tile,
         ElementwiseSource(anchor->operand(0)) &&
             TexelEligibleBinding(ElementwiseSource(anchor->operand(0))) >= 0,
         TexelEligibleBinding(anchor->operand(1)) >= 0);
     const int64_t to = tile.channels, tw = tile.columns;
     uint64_t tiles = static_cast<uint64_t>(os[0] * (ws[0] / to) * os[2] * ((os[3] + tw - 1) / tw));
     KILN_RETURN_IF_ERROR(invocations(tiles));
-    schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" +
-                        std::to_string(tw) + " (channel x column) tile (" + std::to_string(tiles) +
+    schedule_comment_ = "conv-tiled: one invocation per " + std::to_string(to) + "x" + std::to_string(tw) +
+                        (flat ? " (channel x position) tile (" : " (channel x column) tile (") +
+                        std::to_string(tiles) +
                         " invocations)" + (texels.input ? ", input as texels" : "") +
                         (texels.weights ? ", weights as texels" : "") +
                         (texels.weight_kernels ? ", weight kernels as texels" : "") +

@@ -39,24 +39,25 @@ void AddConvTileCases(Add& add) {
       return c;
     });
   };
-  // 1x1, 16 -> 24 channels, width 21 = 2 * 8 + 5: three 8-channel blocks,
-  // column tiles 0-7, 8-15, 16-20 (ragged).
+  // 1x1, 16 -> 24 channels on 3 x 21: positions flattened
+  // (ConvFlattensPositions), 63 = 7 * 8 + 7: three 8-channel blocks of 8
+  // position blocks, the last ragged.
   tiled("conv_tile_8x8", {2, 16, 3, 21}, {24, 16, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
-        "conv-tiled: one invocation per 8x8 (channel x column) tile (54 invocations)");
+        "conv-tiled: one invocation per 8x8 (channel x position) tile (48 invocations)");
   // Depthwise 3x3, padded, width 37 = 2 * 16 + 5.
   tiled("conv_tile_depthwise_1x16", {1, 4, 6, 37}, {4, 1, 3, 3}, 4, {1, 1, 1, 1}, {1, 1},
         "conv-tiled: one invocation per 1x16 (channel x column) tile (72 invocations)");
-  // Texel operands (schedule_table.h SelectConvTexels). 1x1 over a ragged
-  // width 20 = 2 * 8 + 4: the last block's row runs past its row into the
-  // next (masked) and, on the last row, past the tensor (clamped); weights
-  // as texels of 4 input channels.
+  // Texel operands (schedule_table.h SelectConvTexels). 1x1 over 3 x 20 =
+  // 60 positions = 7 * 8 + 4: the last block's row runs past the channel
+  // into the next (masked) and, on the last channel, past the tensor
+  // (clamped); weights as texels of 4 input channels.
   tiled("conv_tile_texels_1x1", {2, 16, 3, 20}, {24, 16, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
-        "conv-tiled: one invocation per 8x8 (channel x column) tile (54 invocations), input as "
+        "conv-tiled: one invocation per 8x8 (channel x position) tile (48 invocations), input as "
         "texels, weights as texels", true);
   // Grouped 1x1 (8 input channels per group: two weight texels per row),
-  // width 12 = 8 + 4.
+  // 2 x 12 = 24 positions.
   tiled("conv_tile_texels_grouped", {1, 16, 2, 12}, {16, 8, 1, 1}, 2, {0, 0, 0, 0}, {1, 1},
-        "conv-tiled: one invocation per 8x8 (channel x column) tile (8 invocations), input as "
+        "conv-tiled: one invocation per 8x8 (channel x position) tile (6 invocations), input as "
         "texels, weights as texels", true);
   // 3x3 padded: the row starts 3 elements into its first texel (and before
   // the tensor at the first row); 8 input channels: the kernels of input
@@ -111,10 +112,35 @@ void AddConvTileCases(Add& add) {
     c.options.texel_eligible = {true, true, true};
     return c;
   });
-  // Not admitted by the shapes: width 18 is not whole texels per row.
-  tiled("conv_tile_texels_not_whole_rows", {1, 8, 2, 18}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
-        "conv-tiled: one invocation per 8x8 (channel x column) tile (6 invocations), weights as "
+  // Not admitted by the shapes: 3 x 18 = 54 positions are not whole texels
+  // per channel.
+  tiled("conv_tile_texels_not_whole_rows", {1, 8, 3, 18}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1},
+        "conv-tiled: one invocation per 8x8 (channel x position) tile (7 invocations), weights as "
         "texels", true);
+  // Flattened positions with an epilogue operand that broadcasts along the
+  // rows (r[h], shape [1, 1, 3, 1]) and one along the columns (q[w], [1, 1,
+  // 1, 12]): each needs the real (h, w) of a position, 36 = 4 * 8 + 4.
+  add([] {
+    Case c("conv_tile_positions_broadcast");
+    const Shape xs = {1, 8, 3, 12}, ws = {16, 8, 1, 1};
+    T x = Random(xs, 520), w = Random(ws, 521), r = Random({1, 1, 3, 1}, 522), q = Random({1, 1, 1, 12}, 523);
+    for (T* t : {&x, &w, &r, &q}) c.In(*t);
+    T conv = RefConv2d(x, w, nullptr, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    T sum = Map2(conv, r, [](double a, double b) {
+      return static_cast<double>(static_cast<float>(a) + static_cast<float>(b));
+    });
+    c.Out(Map2(sum, q, [](double a, double b) { return static_cast<double>(static_cast<float>(a) * static_cast<float>(b)); }));
+    auto& b = c.Build();
+    auto f = F32(conv.shape);
+    auto* cv = b.Op("tensor.conv2d", {b.arg(0), b.arg(1)}, f,
+                    {{"strides", Ints({1, 1})}, {"pads", Ints({0, 0, 0, 0})}, {"dilations", Ints({1, 1})},
+                     {"group", int64_t{1}}});
+    auto* ad = b.Op("tensor.add", {cv, b.arg(2)}, f);
+    c.Return({b.Op("tensor.mul", {ad, b.arg(3)}, f)});
+    c.schedule = "conv-tiled: one invocation per 8x8 (channel x position) tile (10 invocations)";
+    c.atol = 1e-5;
+    return c;
+  });
 }
 
 }  // namespace kiln::codegen::testing

@@ -118,9 +118,10 @@ TEST(CodegenTest, MatmulTileTable) {
   EXPECT_EQ(tile(1, 1024, 1024, 66, true, false), "8x8");
   EXPECT_EQ(tile(1, 1024, 1022, 64, false, true), "8x8");
   // Too small for 256 invocations with any block: the 4 x 4 default, or
-  // the matrix itself when smaller.
+  // the matrix itself when smaller, reading no texels.
   EXPECT_EQ(tile(1, 7, 5, 33, false, false), "4x4");
   EXPECT_EQ(tile(2, 3, 6, 5, false, false), "3x4");
+  EXPECT_EQ(tile(1, 1, 2, 200, true, true), "1x2");
 }
 
 // The conv_transpose register blocks of schedule_table.h, by hand. Loads

@@ -18,15 +18,31 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   if (pads.size() != 4) pads = {0, 0, 0, 0};
   if (dil.size() != 2) dil = {1, 1};
   const int64_t group = op->int_attr("group", 1);
-  const int64_t H = xs[2], W = xs[3], O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
-  const int64_t OH = os[2], OW = os[3], Og = O / group;
+  // Flattened positions (schedule_table.h ConvFlattensPositions): H = OH =
+  // 1 and W = OW = H * W below; x and the result are indexed by position
+  // (flat), and the real row and column of a position (xidx, oidx) only
+  // reach operands that broadcast along them.
+  const bool flat = ConvFlattensPositions(xs, ws, st, pads);
+  const Shape xe = ConvTileShape(xs, flat), oe = ConvTileShape(os, flat);
+  const int64_t H = xe[2], W = xe[3], O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
+  const int64_t OH = oe[2], OW = oe[3], Og = O / group;
+  auto flat_idx = [&](const Shape& real, const std::string& n0, const std::string& c0, const std::string& p) {
+    return Idx{{n0, c0, DeclI(DivC(p, real[3]), "h"), DeclI("(" + p + " % " + I(real[3]) + ")", "w")},
+               AddE(MulC(AddE(MulC(n0, real[1]), c0), real[2] * real[3]), p), real};
+  };
+  auto xidx = [&](const std::string& n0, const std::string& c0, const std::string& ih0_, const std::string& iw) {
+    return flat ? flat_idx(xs, n0, c0, iw) : Idx{{n0, c0, ih0_, iw}, "", {}};
+  };
+  auto oidx = [&](const std::string& n0, const std::string& o, const std::string& oh0, const std::string& ow) {
+    return flat ? flat_idx(os, n0, o, ow) : Idx{{n0, o, oh0, ow}, "", {}};
+  };
   const Shape ts = {os[0], O / TO, OH, (OW + TW - 1) / TW};
   Line("uint gid = " + WorkgroupIndex(wx, wy) + " * " + std::to_string(kWorkgroupSize) +
        "u + gl_LocalInvocationID.x;");
   Line("if (gid >= " + std::to_string(NumElements(ts)) + "u) return;");
   Line("// " + Comment(op) + " strides=" + ShapeStr(st) + " pads=" + ShapeStr(pads) +
        " dilations=" + ShapeStr(dil) + " group=" + std::to_string(group) + ": each invocation computes " +
-       std::to_string(TO) + " output channels x " + std::to_string(TW) + " columns");
+       std::to_string(TO) + " output channels x " + std::to_string(TW) + (flat ? " positions" : " columns"));
   std::vector<std::string> t = Decompose("gid", ts);
   const std::string n = t[0], oh = t[2];
   const std::string o0 = DeclI(MulC(t[1], TO), "o"), ow0 = DeclI(MulC(t[3], TW), "ow");
@@ -98,9 +114,9 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   // Input element at column `iw` of row `ih` (0 in the padding; the load
   // itself is clamped so it never leaves the binding).
   auto load_x = [&](const std::string& iw) {
-    if (!check_w) return Eval(x, Idx{{n, c, ih, iw}, "", {}});
+    if (!check_w) return Eval(x, xidx(n, c, ih, iw));
     std::string iwc = DeclI("clamp(" + iw + ", 0, " + I(W - 1) + ")", "iwc");
-    std::string v = Eval(x, Idx{{n, c, ih, iwc}, "", {}});
+    std::string v = Eval(x, xidx(n, c, ih, iwc));
     return Decl(CT::kF32, InRange(iw, W) + " ? " + v + " : 0.0");
   };
   // The TO weights of one (ic, kh, kw), into an array.
@@ -153,7 +169,7 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
         if (xsrc != x) {
           const std::string iw =
               DeclI(check_w ? "clamp(" + AddE(iw0, r) + ", 0, " + I(W - 1) + ")" : AddE(iw0, r), "iw");
-          const Idx idx{{n, c, ih, iw}, "", {}};
+          const Idx idx = xidx(n, c, ih, iw);
           cache_.back()[Key(xsrc, idx)] = Decl(CT::kF32, v);
           v = Eval(x, idx);
         }
@@ -240,7 +256,7 @@ void Generator::EmitConvTiledMain(Operation* op, int64_t TO, int64_t TW, const C
   const std::string to = OpenUnrolled(TO, "to", &o);
   auto store = [&](const std::string& tw) {
     const std::string ow = AddE(ow0, tw);
-    Idx idx{{n, AddE(o0, to), oh, ow}, "", {}};
+    Idx idx = oidx(n, AddE(o0, to), oh, ow);
     if (OW % TW != 0 && tw != "0") {
       StoreAnchorElement(op, idx, at(to, tw), ow + " < " + std::to_string(OW));
     } else {

@@ -29,6 +29,21 @@ ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64
   return t;
 }
 
+bool ConvFlattensPositions(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
+                           const std::vector<int64_t>& strides, const std::vector<int64_t>& pads) {
+  if (in.size() != 4 || weights.size() != 4 || in[2] <= 1) return false;
+  for (int64_t s : strides)
+    if (s != 1) return false;
+  for (int64_t p : pads)
+    if (p != 0) return false;
+  return weights[2] == 1 && weights[3] == 1;
+}
+
+std::vector<int64_t> ConvTileShape(const std::vector<int64_t>& shape, bool flattened) {
+  if (!flattened) return shape;
+  return {shape[0], shape[1], 1, shape[2] * shape[3]};
+}
+
 ConvTexels SelectConvTexels(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
                             int64_t stride_w, int64_t dilation_w, const ConvTile& tile,
                             bool input_eligible, bool weights_eligible) {
@@ -60,7 +75,11 @@ MatmulTile SelectMatmulTile(int64_t batch, int64_t M, int64_t N, int64_t K, bool
     t.b_texels = b_eligible && N % 4 == 0 && tn % 4 == 0;
     return t;
   };
-  MatmulTile best = with_texels(std::min<int64_t>(M, 4), std::min<int64_t>(N, 4));
+  // The fallback reads no texels: a matmul this small costs little either
+  // way, and the plain k loop is the smaller shader (cls's 1 x 2 classifier).
+  MatmulTile best;
+  best.rows = std::min<int64_t>(M, 4);
+  best.columns = std::min<int64_t>(N, 4);
   int64_t best_cost = -1;
   for (int64_t pm = 1; pm <= kMatmulMaxTileRows; pm *= 2) {
     const int64_t tm = std::min(M, pm);

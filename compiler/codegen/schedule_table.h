@@ -65,7 +65,7 @@ constexpr int64_t kMatmulMaxTileRows = 16;
 constexpr int64_t kMatmulMaxTileColumns = 8;
 // A block is only as large as leaves at least this many invocations (4
 // workgroups of 64), so that lavapipe's one thread per core gets equal
-// shares; below it for every block, the 4 x 4 default.
+// shares; below it for every block, the 4 x 4 default without texels.
 constexpr uint64_t kMatmulMinInvocations = 256;
 // Relative cost of reading one element, per k: a storage-buffer float 16, a
 // quarter of a vec4 texel 1 (a texel fetch gathers 4 floats for about the
@@ -93,6 +93,21 @@ struct ConvTile {
 // in baked shapes). Pure function of the shapes.
 ConvTile SelectConvTile(const std::vector<int64_t>& out, const std::vector<int64_t>& weights,
                         int64_t group, int64_t stride_w, int64_t dilation_w);
+
+// Whether conv-tiled runs a tensor.conv2d over flattened positions: a 1x1
+// kernel with stride 1 and no padding on an input of more than one row.
+// Output position p is then input position p, and each channel's H * W
+// positions are one contiguous row of the input and of the result, so the
+// block's TW columns are TW positions: 6 x 10 outputs take 8 blocks of 8
+// (60 of 64 used) instead of 6 rows of 2 blocks (60 of 96), and a channel's
+// row is whole texels when H * W % 4 == 0 (PP-OCRv4 det's neck on 6 x 10).
+// The block computes the same sums in the same order. `in` [N, C, H, W],
+// `weights` [O, C/group, KH, KW], `strides` [2], `pads` [4].
+bool ConvFlattensPositions(const std::vector<int64_t>& in, const std::vector<int64_t>& weights,
+                           const std::vector<int64_t>& strides, const std::vector<int64_t>& pads);
+// The [N, C, H, W] shape as conv-tiled sees it: [N, C, 1, H * W] when the
+// conv flattens positions, else `shape`.
+std::vector<int64_t> ConvTileShape(const std::vector<int64_t>& shape, bool flattened);
 
 // Which operands of a conv-tiled block are read as vec4 texels (a uniform
 // texel buffer, hal/api.h BindingKind::kUniformTexelBuffer) instead of
