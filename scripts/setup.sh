@@ -25,6 +25,7 @@ packages=(
   libopencv-dev libpolyclipping-dev
   python3-numpy python3-onnx
   clang libclang-rt-14-dev  # the fuzz preset (scripts/fuzz.sh): libFuzzer + sanitizer runtimes
+  valgrind  # scripts/lavapipe_instructions.sh (callgrind instruction counts)
 )
 
 if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
