@@ -68,11 +68,14 @@
 //    result into the same target, or runs after the chain's first update;
 //  - a concat whose operands interleave (concat along axis 1 of [2, n]),
 //    or that reads an operand through a coarse view (`element_offsets`);
-//  - the concat's value is a function result (stream.tensor.export) and a
-//    consumed import at least its size is read at or after the first
-//    producer (TakesDonorStorage): the target's storage would start there,
-//    before the import's last read, and schedule-allocation could no
-//    longer donate the import's storage to it.
+//  - the concat's value is a function result (stream.tensor.export), a
+//    consumed import at least its size could hold it as it is (every read
+//    of the import before the concat), and some read of the import's bytes
+//    runs at or after the placed producer of the piece over those bytes
+//    (TakesDonorStorage, analysis/donation.h): schedule-allocation could
+//    then no longer donate the import's storage to it. Piece by piece,
+//    reads of other bytes may follow a producer (silero_vad --consume=h:
+//    layer 1 reads h[1] after layer 0's piece of hn is written into h[0]).
 // A piece read again, the last producer's included, reads a view of its
 // subrange: for the last producer that view is a use of the chain's last
 // value besides the concat's users; schedule-allocation still writes a
@@ -103,6 +106,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "compiler/analysis/donation.h"
 #include "compiler/analysis/resource_values.h"
 #include "compiler/ir/op_traits.h"
 #include "compiler/transforms/dispatch_executables.h"
@@ -218,39 +222,39 @@ std::string TargetWrittenBefore(ir::Value* target, ir::Block* block, size_t unti
   return "";
 }
 
-// Whether `v`, or a view of it, is read at or after position `from` of
-// `block` (by anything but a lifetime op or an export; a use inside a
-// region counts at the op holding it).
-bool ReadFrom(ir::Value* v, ir::Block* block, size_t from, const std::map<ir::Operation*, size_t>& position) {
-  for (const ir::Use& u : v->uses()) {
-    if (u.user->is(OpCode::kStreamTensorExport) || analysis::IsLifetimeOp(u.user)) continue;
-    ir::Operation* holder = AncestorIn(u.user, block);
-    auto at = holder ? position.find(holder) : position.end();
-    if (at == position.end() || at->second >= from) return true;
-    if (u.user->is(OpCode::kStreamAsyncSlice) && ReadFrom(u.user->result(0), block, from, position)) return true;
-  }
-  return false;
-}
-
 // Why placing would cost the concat's value (`target`, exported as a
 // function result from `block`) a consumed argument's storage ("" when it
-// does not): schedule-allocation donates a consumed import's storage to a
-// result only when the import is no longer read where the result's
-// storage starts (there: at its first placed producer, `first`), and a
+// does not). schedule-allocation donates a consumed import's storage to a
+// result when no read of the import's bytes runs at or after a write of
+// those bytes into the result (analysis/donation.h, piece by piece: the
+// placed producers write their subranges at their own positions). A
 // result left without it takes an output slot the caller must provide or
-// the runtime allocates (silero_vad --consume=h --consume=c: hn and cn
-// concat LSTM layers that read h and c after the first layer's producer).
-std::string TakesDonorStorage(ir::Value* target, int64_t size, ir::Block* block, size_t first,
+// the runtime allocates. So placing is refused only when some import
+// would hold the value as it is (`unplaced`: the concat's copy, or the
+// updates of an explicit chain) but not once its pieces are placed
+// (`placed`): a piece's producer runs before a read of the import's bytes
+// under that piece (e.g. it reads them itself).
+std::string TakesDonorStorage(ir::Value* target, int64_t size, ir::Block* block,
+                              const std::vector<analysis::ByteAccess>& unplaced,
+                              const std::vector<analysis::ByteAccess>& placed,
                               const std::map<ir::Operation*, size_t>& position) {
   bool exported = false;
   for (const ir::Use& u : target->uses()) exported = exported || u.user->is(OpCode::kStreamTensorExport);
   if (!exported) return "";
+  auto step = [&](ir::Operation* op) -> int64_t {
+    ir::Operation* holder = AncestorIn(op, block);
+    auto at = holder ? position.find(holder) : position.end();
+    return at == position.end() ? -1 : static_cast<int64_t>(at->second);
+  };
   for (auto& owned : block->ops()) {
     ir::Operation* imp = owned.get();
     if (!imp->is(OpCode::kStreamTensorImport) || !imp->bool_attr("consume") || imp->int_attr("size") < size) continue;
-    if (ReadFrom(imp->result(0), block, first, position))
+    std::vector<analysis::ByteAccess> reads = analysis::ReadsOf(imp->result(0), imp->int_attr("size"));
+    if (analysis::FirstConflict(reads, unplaced, step)) continue;  // no donation to lose
+    if (const analysis::ByteAccess* r = analysis::FirstConflict(reads, placed, step))
       return "its value is a result, and the consumed argument %" + std::to_string(imp->operand(0)->index()) +
-             " that could hold it is read after its first producer";
+             " that could hold it has bytes [" + std::to_string(r->begin) + ", " + std::to_string(r->end) +
+             ") read by '" + r->op->name() + "' at or after the producer of a piece over them";
   }
   return "";
 }
@@ -444,9 +448,10 @@ class EmplaceAllocationsPass : public ir::Pass {
       // The target, when it is a result, must not start before a consumed
       // argument's last read (TakesDonorStorage).
       if (refused.empty()) {
-        size_t first = at;
-        for (const Piece& p : pieces) first = std::min(first, position.at(p.source->defining_op()));
-        std::string lost = TakesDonorStorage(concat->result(0), concat->ints_attr("sizes").at(0), block, first, position);
+        const int64_t size = concat->ints_attr("sizes").at(0);
+        std::vector<analysis::ByteAccess> placed;
+        for (const Piece& p : pieces) placed.push_back({p.source->defining_op(), p.offset, p.offset + p.length});
+        std::string lost = TakesDonorStorage(concat->result(0), size, block, {{concat, 0, size}}, placed, position);
         if (!lost.empty()) refused = "concat stays a dispatch: " + lost;
       }
       if (!refused.empty()) {
@@ -562,9 +567,20 @@ class EmplaceAllocationsPass : public ir::Pass {
     // A target that is a result keeps a consumed argument's storage
     // (TakesDonorStorage): the concat copies stay.
     {
+      std::vector<analysis::ByteAccess> unplaced, writes;
+      std::set<ir::Operation*> placed_updates;
+      for (const Placement& p : placed) {
+        placed_updates.insert(p.update);
+        writes.push_back({p.producer, p.update->int_attr("offset"),
+                          p.update->int_attr("offset") + p.update->int_attr("length")});
+      }
+      for (ir::Operation* u : chain) {
+        analysis::ByteAccess w{u, u->int_attr("offset"), u->int_attr("offset") + u->int_attr("length")};
+        unplaced.push_back(w);
+        if (!placed_updates.count(u)) writes.push_back(w);
+      }
       std::string lost =
-          TakesDonorStorage(chain.back()->result(0), alloca->int_attr("size"), block,
-                                           position.at(placed.front().producer), position);
+          TakesDonorStorage(chain.back()->result(0), alloca->int_attr("size"), block, unplaced, writes, position);
       if (!lost.empty()) {
         for (const Placement& p : placed) ctx.Remark(p.update, "concat copy kept: " + lost);
         return;

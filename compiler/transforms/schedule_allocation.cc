@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/donation.h"
 #include "compiler/analysis/liveness.h"
 #include "compiler/analysis/resource_usage.h"
 #include "compiler/analysis/resource_values.h"
@@ -577,12 +578,27 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
     bool in_loop = false;
     for (ir::Operation* p = r->is_block_argument() ? nullptr : r->defining_op()->parent_op(); p; p = p->parent_op())
       in_loop = in_loop || p->is(OpCode::kScfFor) || p->is(OpCode::kScfWhile);
+    // An in-place concat's target (--emplace-allocations) is written piece
+    // by piece, each placed producer at its own step: an import read after
+    // a piece is written still donates when the read covers other bytes
+    // (analysis/donation.h). Any other value is written whole at its
+    // definition.
+    analysis::ChainWrites pieces;
+    if (!in_loop) pieces = analysis::WritesInto(r, s.length);
+    auto step_of = [&](ir::Operation* op) -> int64_t {
+      auto at = init_copy_step.find(op);
+      return at == init_copy_step.end() ? -1 : at->second;
+    };
     for (ir::Operation* imp : in_loop ? std::vector<ir::Operation*>{} : consume_imports) {
       ir::Value* iv = imp->result(0);
       if (donors_used.count(iv) || written.count(iv) || escaping.count(iv)) continue;
       if (imp->int_attr("size") < s.length) continue;
-      auto last = import_last_use.find(iv);
-      if (last != import_last_use.end() && last->second >= def_step[r]) continue;
+      if (pieces.ok) {
+        if (analysis::FirstConflict(analysis::ReadsOf(iv, imp->int_attr("size")), pieces.writes, step_of)) continue;
+      } else {
+        auto last = import_last_use.find(iv);
+        if (last != import_last_use.end() && last->second >= def_step[r]) continue;
+      }
       donor = imp;
       break;
     }
