@@ -246,17 +246,27 @@ std::string TakesDonorStorage(ir::Value* target, int64_t size, ir::Block* block,
     auto at = holder ? position.find(holder) : position.end();
     return at == position.end() ? -1 : static_cast<int64_t>(at->second);
   };
+  std::string why;
   for (auto& owned : block->ops()) {
     ir::Operation* imp = owned.get();
     if (!imp->is(OpCode::kStreamTensorImport) || !imp->bool_attr("consume") || imp->int_attr("size") < size) continue;
     std::vector<analysis::ByteAccess> reads = analysis::ReadsOf(imp->result(0), imp->int_attr("size"));
-    if (analysis::FirstConflict(reads, unplaced, step)) continue;  // no donation to lose
-    if (const analysis::ByteAccess* r = analysis::FirstConflict(reads, placed, step))
-      return "its value is a result, and the consumed argument %" + std::to_string(imp->operand(0)->index()) +
-             " that could hold it has bytes [" + std::to_string(r->begin) + ", " + std::to_string(r->end) +
-             ") read by '" + r->op->name() + "' at or after the producer of a piece over them";
+    const analysis::ByteAccess* r = analysis::FirstConflict(reads, placed, step);
+    if (!r) return "";  // this import can hold it placed
+    if (!why.empty() || analysis::FirstConflict(reads, unplaced, step)) continue;  // no donation to lose
+    const analysis::ByteAccess* w = nullptr;  // the piece written first over the bytes read
+    for (const analysis::ByteAccess& p : placed)
+      if (r->begin < p.end && p.begin < r->end && (!w || step(p.op) < step(w->op))) w = &p;
+    const std::string reader = "'" + r->op->name() + "'" + (r->op->loc().empty() ? "" : " at " + r->op->loc());
+    why = "its value is a result, and the consumed argument %" + std::to_string(imp->operand(0)->index()) +
+          " that could hold it has bytes [" + std::to_string(r->begin) + ", " + std::to_string(r->end) + ") read by " +
+          (w && w->op == r->op ? "the producer of the piece over them itself (" + reader + ")"
+                               : reader + " after the producer of the piece over them");
   }
-  return "";
+  // Placing it leaves the value no import that could hold it, where one
+  // could hold it unplaced. (Several results competing for the same
+  // imports: schedule-allocation matches them, this asks about one.)
+  return why;
 }
 
 // Why a value cannot be placed, by what defines it.
