@@ -100,6 +100,7 @@
 //   %t2 = "stream.async.dispatch"(%x, %a) {entry = @g, result_element_offsets = [16], result_lengths = [96],
 //          result_offsets = [64], sizes = [160], tied_operands = [1]}
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -156,13 +157,41 @@ ir::Operation* ChainRoot(ir::Value* v, ir::Block* block) {
 // block (program order is queue order), before the concat (at
 // `concat_pos`) or after it; a read after it also needs the target not
 // written in place before it (TargetWrittenBefore: `*last_read_after`
-// gets the position of the last such read, 0 when none). The read then
-// binds a view of the subrange, which must start on a 256-byte boundary to
-// be bound as is.
+// gets the position of the last such read, 0 when none). A read through a
+// view of `src` (a stream.async.slice whose uses are such dispatch
+// operands) counts as a read by each of them. The read then binds a view
+// of the target from the byte it starts at aligned down to 256, and
+// indexes the tensor at an element offset: that distance must be whole
+// elements of the operand (`operand_bytes`: its element byte size, 0 when
+// unknown).
 std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offset, size_t concat_pos,
-                               const std::map<ir::Operation*, size_t>& position, size_t* last_read_after) {
+                               const std::map<ir::Operation*, size_t>& position, size_t* last_read_after,
+                               const std::function<int64_t(ir::Operation*, unsigned)>& operand_bytes) {
   int copies = 0;
   *last_read_after = 0;
+  // One read-only dispatch operand `r` of `src`, or of a view of it at
+  // `view_offset` bytes into it.
+  auto dispatch_read = [&](const ir::Use& r, int64_t view_offset) -> std::string {
+    auto at = position.find(r.user);
+    if (at == position.end()) return "the source is used again in another block or region";
+    const bool after = at->second > concat_pos;
+    const char* when = after ? "after" : "before";
+    if (!r.user->is(OpCode::kStreamAsyncDispatch))
+      return std::string("the source is used again by '") + r.user->name() + "' " + when + " the concat" +
+             (view_offset >= 0 ? " (through a view)" : "");
+    for (int64_t t : r.user->ints_attr("tied_operands"))
+      if (t == static_cast<int64_t>(r.operand_index)) return std::string("the source is written in place ") + when + " the concat";
+    // The read binds a view of the target from the byte it starts at
+    // aligned down to 256, and indexes the tensor at an element offset
+    // (slice_views.cc): the distance must be whole elements of the operand.
+    const int64_t start = offset + std::max<int64_t>(view_offset, 0);
+    const int64_t bytes = start % kBindingAlignment == 0 ? 1 : operand_bytes(r.user, r.operand_index);
+    if (bytes <= 0 || (start % kBindingAlignment) % bytes != 0)
+      return std::string("the source is read ") + when + " the concat at byte " + std::to_string(start) +
+             " of the target, not a whole number of its elements past a 256-byte boundary";
+    if (after) *last_read_after = std::max(*last_read_after, at->second);
+    return "";
+  };
   for (const ir::Use& r : src->uses()) {
     if (r.user == copy) {
       if (++copies > 1) return "the source is copied twice into the target";
@@ -170,21 +199,17 @@ std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offs
     }
     if (r.user->is(OpCode::kStreamAsyncUpdate) && r.operand_index == 1)
       return "the source is used again (by another update)";
-    auto at = position.find(r.user);
-    if (at == position.end()) return "the source is used again in another block or region";
-    const bool after = at->second > concat_pos;
-    const char* when = after ? "after" : "before";
-    if (!r.user->is(OpCode::kStreamAsyncDispatch))
-      return std::string("the source is used again by '") + r.user->name() + "' " + when + " the concat";
-    for (int64_t t : r.user->ints_attr("tied_operands"))
-      if (t == static_cast<int64_t>(r.operand_index)) return std::string("the source is written in place ") + when + " the concat";
-    std::vector<int64_t> eo = r.user->ints_attr("element_offsets");
-    if (r.operand_index < eo.size() && eo[r.operand_index] != 0)
-      return std::string("the source is read at an element offset ") + when + " the concat";
-    if (offset % kBindingAlignment != 0)
-      return std::string("the source is read ") + when + " the concat and its subrange starts at byte " +
-             std::to_string(offset) + ", not a multiple of 256";
-    if (after) *last_read_after = std::max(*last_read_after, at->second);
+    if (r.user->is(OpCode::kStreamAsyncSlice) && r.operand_index == 0 && position.count(r.user)) {
+      // A view of the piece (a slice a dispatch reads, at an offset into
+      // it): its readers read it inside the target once it is placed.
+      for (const ir::Use& v : r.user->result(0)->uses()) {
+        std::string why = dispatch_read(v, r.user->int_attr("offset"));
+        if (!why.empty()) return why;
+      }
+      continue;
+    }
+    std::string why = dispatch_read(r, -1);
+    if (!why.empty()) return why;
   }
   return "";
 }
@@ -320,6 +345,25 @@ class EmplaceAllocationsPass : public ir::Pass {
   // The flow.dispatch body of `dispatch`'s executable, nullptr when absent.
   ir::Operation* BodyOf(ir::Operation* dispatch) { return executables_->BodyOf(dispatch); }
 
+  // Adds `bytes` (whole elements of the operand: OtherReadsConflict) to
+  // the element offset dispatch `d` reads operand `k` at.
+  void AddElementOffset(ir::Operation* d, unsigned k, int64_t bytes) {
+    if (bytes == 0) return;
+    std::vector<int64_t> eo = d->ints_attr("element_offsets");
+    if (eo.size() < d->num_operands()) eo.resize(d->num_operands(), 0);
+    eo[k] += bytes / OperandBytes(d, k);
+    d->set_attr("element_offsets", ir::Attribute(eo));
+  }
+
+  // The element byte size of operand `k` of `dispatch` (its executable's
+  // argument k); 0 when unknown.
+  int64_t OperandBytes(ir::Operation* dispatch, unsigned k) {
+    ir::Operation* body = BodyOf(dispatch);
+    if (!body || k >= body->num_operands()) return 0;
+    const ir::Type& t = body->operand(k)->type();
+    return t.is_tensor() ? static_cast<int64_t>(DTypeSize(t.dtype)) : 0;
+  }
+
   // The element byte size of result `r` of `dispatch`; 0 when unknown.
   int64_t ElementBytes(ir::Operation* dispatch, unsigned r) {
     ir::Operation* body = BodyOf(dispatch);
@@ -386,7 +430,8 @@ class EmplaceAllocationsPass : public ir::Pass {
     ir::Operation* def = src->defining_op();
     if (!def || !def->is(OpCode::kStreamAsyncDispatch)) return "the source is " + SourceKind(src);
     if (def->parent_block() != block) return "the producer is in another block (outside the region holding the concat)";
-    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position, last_read_after);
+    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position, last_read_after,
+                                         [&](ir::Operation* d, unsigned k) { return OperandBytes(d, k); });
     if (!why.empty()) return why;
     if (def->ints_attr("tied_operands").at(src->index()) >= 0) return "the producer already writes that result in place";
     if (position.at(def) > concat_pos) return "the producer runs after the concat's first update";
@@ -636,17 +681,37 @@ class EmplaceAllocationsPass : public ir::Pass {
       d->set_attr("result_element_offsets", ir::Attribute(element_offsets));
       cur = d->result(r);
       // Reads of the result before or after the concat now read its
-      // subrange of the target: a view at an aligned offset
-      // (OtherReadsConflict), made before the first of them.
-      if (!placed[i].reads.empty()) {
-        ir::Operation* first = placed[i].reads.front().user;
-        for (const ir::Use& rd : placed[i].reads)
+      // subrange of the target (OtherReadsConflict): through a view from
+      // the byte the read starts at aligned down to 256, made before the
+      // first of them, the reader indexing the tensor inside it at an
+      // element offset (slice_views.cc); a view of the result (a slice at
+      // `o` bytes into it) becomes that view of the target.
+      const int64_t at = ranges[i].first;
+      std::vector<ir::Use> direct;
+      for (const ir::Use& rd : placed[i].reads) {
+        ir::Operation* u = rd.user;
+        if (!u->is(OpCode::kStreamAsyncSlice) || rd.operand_index != 0) {
+          direct.push_back(rd);
+          continue;
+        }
+        const int64_t start = at + u->int_attr("offset"), base = start - start % kBindingAlignment;
+        u->set_attr("length", ir::Attribute(start + u->int_attr("length") - base));
+        u->set_attr("offset", ir::Attribute(base));
+        for (const ir::Use& v : u->result(0)->uses()) AddElementOffset(v.user, v.operand_index, start - base);
+      }
+      if (!direct.empty()) {
+        ir::Operation* first = direct.front().user;
+        for (const ir::Use& rd : direct)
           if (position.at(rd.user) < position.at(first)) first = rd.user;
+        const int64_t base = at - at % kBindingAlignment;
         ir::Operation* view = ir::Builder::Before(first).Create(
             "stream.async.slice", {cur}, {ir::Type::Resource(ir::Lifetime::kTransient)},
-            {{"offset", ir::Attribute(ranges[i].first)}, {"length", ir::Attribute(ranges[i].second)}});
+            {{"offset", ir::Attribute(base)}, {"length", ir::Attribute(at + ranges[i].second - base)}});
         view->set_loc(d->loc());
-        for (const ir::Use& rd : placed[i].reads) rd.user->SetOperand(rd.operand_index, view->result(0));
+        for (const ir::Use& rd : direct) {
+          rd.user->SetOperand(rd.operand_index, view->result(0));
+          AddElementOffset(rd.user, rd.operand_index, at - base);
+        }
       }
     }
     for (const ir::Use& u : alloca_uses) u.user->SetOperand(u.operand_index, cur);
