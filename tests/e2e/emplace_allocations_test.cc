@@ -453,5 +453,43 @@ TEST(EmplaceAllocationsTest, ConsumedArgumentHoldsTheTargetPieceByPiece) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+// A piece also read through views before the concat (silero_vad's
+// Concat_131, a reflect pad written as a concat): x = -x0 ([1, 1, 8]) and
+// two reversed slices of it, y = concat(x[3:0:-1], x, x[6:3:-1]) along
+// axis 2 ([1, 1, 14]). x is placed at byte 12 of y; the slices read it
+// there through a view of y from byte 0 at an element offset, and are
+// placed themselves at bytes 0 and 44. By hand:
+//   y = [x3, x2, x1, x0 .. x7, x6, x5, x4]
+const char* kReflect = R"(
+"func.func"() ({
+^bb0(%x0: tensor<1x1x8xf32>):
+  %x = "tensor.neg"(%x0) : (tensor<1x1x8xf32>) -> tensor<1x1x8xf32>
+  %l = "tensor.slice"(%x) {starts = [0, 0, 3], strides = [1, 1, -1]} : (tensor<1x1x8xf32>) -> tensor<1x1x3xf32>
+  %r = "tensor.slice"(%x) {starts = [0, 0, 6], strides = [1, 1, -1]} : (tensor<1x1x8xf32>) -> tensor<1x1x3xf32>
+  %y = "tensor.concat"(%l, %x, %r) {axis = 2 : i64} : (tensor<1x1x3xf32>, tensor<1x1x8xf32>, tensor<1x1x3xf32>) -> tensor<1x1x14xf32>
+  "func.return"(%y) : (tensor<1x1x14xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(EmplaceAllocationsTest, PieceReadThroughViewsAtAnUnalignedOffsetIsPlaced) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kReflect, false, &report), "");
+  EXPECT_EQ(report.dispatches, 3) << "neg and the two reversed slices; no concat dispatch";
+  EXPECT_EQ(report.ir_copies, 0);
+  std::vector<float> x0 = Ramp(8, 0.5f, -1.75f);
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {F32({1, 1, 8}, x0)}, &out, &d), "");
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> y = Values(out[0]);
+  ASSERT_EQ(y.size(), 14u);
+  const int from[14] = {3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7, 6, 5, 4};
+  for (int i = 0; i < 14; ++i) EXPECT_EQ(y[i], -x0[from[i]]) << i;
+  EXPECT_EQ(d.dispatches, 3u);
+  EXPECT_EQ(d.copies, 0u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::e2e
