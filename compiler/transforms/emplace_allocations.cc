@@ -198,7 +198,9 @@ std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offs
       continue;
     }
     if (r.user->is(OpCode::kStreamAsyncUpdate) && r.operand_index == 1)
-      return "the source is used again (by another update)";
+      return "the source is also copied into another target (the update" +
+             (r.user->loc().empty() ? std::string() : " at " + r.user->loc()) +
+             "), where it is placed or copied: a value lives in one place, and this concat reads it there";
     if (r.user->is(OpCode::kStreamAsyncSlice) && r.operand_index == 0 && position.count(r.user)) {
       // A view of the piece (a slice a dispatch reads, at an offset into
       // it): its readers read it inside the target once it is placed.
