@@ -1,6 +1,9 @@
 // Piecewise donation (donation.h).
 #include "compiler/analysis/donation.h"
 
+#include <map>
+#include <set>
+
 #include "compiler/analysis/resource_values.h"
 #include "compiler/ir/op_traits.h"
 
@@ -96,6 +99,34 @@ const ByteAccess* FirstConflict(const std::vector<ByteAccess>& reads, const std:
     }
   }
   return nullptr;
+}
+
+std::vector<int> MatchDonors(const std::vector<std::vector<int>>& candidates) {
+  std::vector<int> donor(candidates.size(), -1);
+  std::map<int, size_t> holder;  // donor -> the value it serves
+  std::function<bool(size_t, std::set<int>&)> augment = [&](size_t v, std::set<int>& seen) {
+    for (int d : candidates[v]) {
+      if (!seen.insert(d).second) continue;
+      auto held = holder.find(d);
+      if (held == holder.end() || augment(held->second, seen)) {
+        holder[d] = v;
+        donor[v] = d;
+        return true;
+      }
+    }
+    return false;
+  };
+  for (size_t v = 0; v < candidates.size(); ++v) {
+    for (int d : candidates[v])
+      if (!holder.count(d)) {
+        holder[d] = v;
+        donor[v] = d;
+        break;
+      }
+    std::set<int> seen;
+    if (donor[v] < 0) augment(v, seen);
+  }
+  return donor;
 }
 
 }  // namespace kiln::analysis

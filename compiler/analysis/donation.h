@@ -60,6 +60,14 @@ ChainWrites WritesInto(ir::Value* target, int64_t size);
 const ByteAccess* FirstConflict(const std::vector<ByteAccess>& reads, const std::vector<ByteAccess>& writes,
                                 const std::function<int64_t(ir::Operation*)>& step);
 
+// One donor per value: `candidates[v]` lists the donors (indices) value v
+// may take, in order of preference; returns each value's donor (-1: none),
+// no donor given twice, as many values served as possible (a maximum
+// bipartite matching: Kuhn's augmenting paths). Each value in order first
+// takes its first free candidate, so where that greedy choice serves every
+// value it is the result. Cost: O(values * edges).
+std::vector<int> MatchDonors(const std::vector<std::vector<int>>& candidates);
+
 }  // namespace kiln::analysis
 
 #endif  // KILN_COMPILER_ANALYSIS_DONATION_H_

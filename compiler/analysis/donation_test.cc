@@ -107,5 +107,15 @@ TEST(DonationTest, AReadConflictsOnlyWithAnEarlierWriteOfItsBytes) {
   EXPECT_NE(FirstConflict({{nullptr, 0, 4}}, {writes[0]}, step), nullptr);
 }
 
+// Value 0 may take donor 0 or 1, value 1 only donor 0: greedy would give
+// value 0 donor 0 and value 1 none; the matching serves both. Where greedy
+// serves every value, its choice stands.
+TEST(DonationTest, DonorsAreMatchedNotTakenGreedily) {
+  EXPECT_EQ(MatchDonors({{0, 1}, {0}}), (std::vector<int>{1, 0}));
+  EXPECT_EQ(MatchDonors({{0, 1}, {1}}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(MatchDonors({{0}, {0}, {}}), (std::vector<int>{0, -1, -1}));
+  EXPECT_EQ(MatchDonors({{1, 0}, {1}, {0}}), (std::vector<int>{0, 1, -1}));
+}
+
 }  // namespace
 }  // namespace kiln::analysis

@@ -569,10 +569,8 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
     for (auto& owned : body->ops())
       if (owned->is(OpCode::kStreamTensorImport) && owned->bool_attr("consume")) consume_imports.push_back(owned.get());
   // The imports that could donate to each escaping value, then one donor
-  // each: a maximum matching of values to imports (Kuhn's augmenting
-  // paths), each value first taking the first free import in program
-  // order, so where that greedy choice donates to every value it is the
-  // choice made. The matching matters for in-place concats written piece by
+  // each (analysis::MatchDonors: a maximum matching, greedy where that
+  // donates to every value). The matching matters for in-place concats written piece by
   // piece (silero_vad --consume=h --consume=c: hn's pieces may go into h or
   // c, cn's only into h, since each of cn's producers reads c's bytes under
   // its piece: hn takes c and cn takes h).
@@ -609,32 +607,18 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
       donors_for[r].push_back(imp);
     }
   }
-  std::map<ir::Operation*, ir::Value*> donor_holder;  // import -> the value it donates to
   std::map<ir::Value*, ir::Operation*> donor_of;
-  std::function<bool(ir::Value*, std::set<ir::Operation*>&)> augment = [&](ir::Value* r,
-                                                                           std::set<ir::Operation*>& seen) {
-    for (ir::Operation* imp : donors_for[r]) {
-      if (!seen.insert(imp).second) continue;
-      auto held = donor_holder.find(imp);
-      if (held == donor_holder.end() || augment(held->second, seen)) {
-        donor_holder[imp] = r;
-        donor_of[r] = imp;
-        return true;
-      }
+  {
+    std::vector<std::vector<int>> candidates;
+    for (ir::Value* r : externals) {
+      candidates.emplace_back();
+      for (ir::Operation* imp : donors_for[r])
+        candidates.back().push_back(static_cast<int>(
+            std::find(consume_imports.begin(), consume_imports.end(), imp) - consume_imports.begin()));
     }
-    return false;
-  };
-  for (ir::Value* r : externals) {
-    bool taken_free = false;
-    for (ir::Operation* imp : donors_for[r])
-      if (!donor_holder.count(imp)) {
-        donor_holder[imp] = r;
-        donor_of[r] = imp;
-        taken_free = true;
-        break;
-      }
-    std::set<ir::Operation*> seen;
-    if (!taken_free) augment(r, seen);
+    std::vector<int> match = analysis::MatchDonors(candidates);
+    for (size_t i = 0; i < externals.size(); ++i)
+      if (match[i] >= 0) donor_of[externals[i]] = consume_imports[static_cast<size_t>(match[i])];
   }
   for (ir::Value* r : externals) {
     StorageSlot s;
