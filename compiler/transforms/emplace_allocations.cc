@@ -51,12 +51,17 @@
 // Must not act (the concat stays a dispatch, or an explicit update stays; a
 // remark says why; each is a lit test in
 // compiler/test/transforms/emplace-allocations.kir):
-//  - the source is used by a second update, written in place, used by
-//    anything but a dispatch operand, or used in another block or region:
+//  - the source is used by a second update (it is also a piece of another
+//    concat's target: a value lives in one place), written in place, used
+//    by anything but a dispatch operand (directly or through
+//    stream.async.slice views), or used in another block or region:
 //    placing it would make that use see the target. A read-only dispatch
 //    operand in the same block is fine, before the concat or after it: it
-//    reads a stream.async.slice view of the subrange, when the subrange
-//    starts on a 256-byte boundary. After the concat, only while the
+//    reads a stream.async.slice view of the target from the byte the read
+//    starts at aligned down to 256, indexing the tensor inside it at an
+//    element offset (`element_offsets`, as --slice-views does; a view of
+//    the source becomes such a view of the target), when that distance is
+//    whole elements of the operand. After the concat, only while the
 //    concat's value is not written in place before that read (nor used in
 //    a region, a call or another block before it), since the read then
 //    sees the target;
