@@ -51,12 +51,17 @@
 // Must not act (the concat stays a dispatch, or an explicit update stays; a
 // remark says why; each is a lit test in
 // compiler/test/transforms/emplace-allocations.kir):
-//  - the source is used by a second update, written in place, used by
-//    anything but a dispatch operand, or used in another block or region:
+//  - the source is used by a second update (it is also a piece of another
+//    concat's target: a value lives in one place), written in place, used
+//    by anything but a dispatch operand (directly or through
+//    stream.async.slice views), or used in another block or region:
 //    placing it would make that use see the target. A read-only dispatch
 //    operand in the same block is fine, before the concat or after it: it
-//    reads a stream.async.slice view of the subrange, when the subrange
-//    starts on a 256-byte boundary. After the concat, only while the
+//    reads a stream.async.slice view of the target from the byte the read
+//    starts at aligned down to 256, indexing the tensor inside it at an
+//    element offset (`element_offsets`, as --slice-views does; a view of
+//    the source becomes such a view of the target), when that distance is
+//    whole elements of the operand. After the concat, only while the
 //    concat's value is not written in place before that read (nor used in
 //    a region, a call or another block before it), since the read then
 //    sees the target;
@@ -68,11 +73,14 @@
 //    result into the same target, or runs after the chain's first update;
 //  - a concat whose operands interleave (concat along axis 1 of [2, n]),
 //    or that reads an operand through a coarse view (`element_offsets`);
-//  - the concat's value is a function result (stream.tensor.export) and a
-//    consumed import at least its size is read at or after the first
-//    producer (TakesDonorStorage): the target's storage would start there,
-//    before the import's last read, and schedule-allocation could no
-//    longer donate the import's storage to it.
+//  - the concat's value is a function result (stream.tensor.export), a
+//    consumed import at least its size could hold it as it is (every read
+//    of the import before the concat), and some read of the import's bytes
+//    runs at or after the placed producer of the piece over those bytes
+//    (TakesDonorStorage, analysis/donation.h): schedule-allocation could
+//    then no longer donate the import's storage to it. Piece by piece,
+//    reads of other bytes may follow a producer (silero_vad --consume=h:
+//    layer 1 reads h[1] after layer 0's piece of hn is written into h[0]).
 // A piece read again, the last producer's included, reads a view of its
 // subrange: for the last producer that view is a use of the chain's last
 // value besides the concat's users; schedule-allocation still writes a
@@ -97,12 +105,14 @@
 //   %t2 = "stream.async.dispatch"(%x, %a) {entry = @g, result_element_offsets = [16], result_lengths = [96],
 //          result_offsets = [64], sizes = [160], tied_operands = [1]}
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/dtype.h"
+#include "compiler/analysis/donation.h"
 #include "compiler/analysis/resource_values.h"
 #include "compiler/ir/op_traits.h"
 #include "compiler/transforms/dispatch_executables.h"
@@ -152,35 +162,61 @@ ir::Operation* ChainRoot(ir::Value* v, ir::Block* block) {
 // block (program order is queue order), before the concat (at
 // `concat_pos`) or after it; a read after it also needs the target not
 // written in place before it (TargetWrittenBefore: `*last_read_after`
-// gets the position of the last such read, 0 when none). The read then
-// binds a view of the subrange, which must start on a 256-byte boundary to
-// be bound as is.
+// gets the position of the last such read, 0 when none). A read through a
+// view of `src` (a stream.async.slice whose uses are such dispatch
+// operands) counts as a read by each of them. The read then binds a view
+// of the target from the byte it starts at aligned down to 256, and
+// indexes the tensor at an element offset: that distance must be whole
+// elements of the operand (`operand_bytes`: its element byte size, 0 when
+// unknown).
 std::string OtherReadsConflict(ir::Value* src, ir::Operation* copy, int64_t offset, size_t concat_pos,
-                               const std::map<ir::Operation*, size_t>& position, size_t* last_read_after) {
+                               const std::map<ir::Operation*, size_t>& position, size_t* last_read_after,
+                               const std::function<int64_t(ir::Operation*, unsigned)>& operand_bytes) {
   int copies = 0;
   *last_read_after = 0;
+  // One read-only dispatch operand `r` of `src`, or of a view of it at
+  // `view_offset` bytes into it.
+  auto dispatch_read = [&](const ir::Use& r, int64_t view_offset) -> std::string {
+    auto at = position.find(r.user);
+    if (at == position.end()) return "the source is used again in another block or region";
+    const bool after = at->second > concat_pos;
+    const char* when = after ? "after" : "before";
+    if (!r.user->is(OpCode::kStreamAsyncDispatch))
+      return std::string("the source is used again by '") + r.user->name() + "' " + when + " the concat" +
+             (view_offset >= 0 ? " (through a view)" : "");
+    for (int64_t t : r.user->ints_attr("tied_operands"))
+      if (t == static_cast<int64_t>(r.operand_index)) return std::string("the source is written in place ") + when + " the concat";
+    // The read binds a view of the target from the byte it starts at
+    // aligned down to 256, and indexes the tensor at an element offset
+    // (slice_views.cc): the distance must be whole elements of the operand.
+    const int64_t start = offset + std::max<int64_t>(view_offset, 0);
+    const int64_t bytes = start % kBindingAlignment == 0 ? 1 : operand_bytes(r.user, r.operand_index);
+    if (bytes <= 0 || (start % kBindingAlignment) % bytes != 0)
+      return std::string("the source is read ") + when + " the concat at byte " + std::to_string(start) +
+             " of the target, not a whole number of its elements past a 256-byte boundary";
+    if (after) *last_read_after = std::max(*last_read_after, at->second);
+    return "";
+  };
   for (const ir::Use& r : src->uses()) {
     if (r.user == copy) {
       if (++copies > 1) return "the source is copied twice into the target";
       continue;
     }
     if (r.user->is(OpCode::kStreamAsyncUpdate) && r.operand_index == 1)
-      return "the source is used again (by another update)";
-    auto at = position.find(r.user);
-    if (at == position.end()) return "the source is used again in another block or region";
-    const bool after = at->second > concat_pos;
-    const char* when = after ? "after" : "before";
-    if (!r.user->is(OpCode::kStreamAsyncDispatch))
-      return std::string("the source is used again by '") + r.user->name() + "' " + when + " the concat";
-    for (int64_t t : r.user->ints_attr("tied_operands"))
-      if (t == static_cast<int64_t>(r.operand_index)) return std::string("the source is written in place ") + when + " the concat";
-    std::vector<int64_t> eo = r.user->ints_attr("element_offsets");
-    if (r.operand_index < eo.size() && eo[r.operand_index] != 0)
-      return std::string("the source is read at an element offset ") + when + " the concat";
-    if (offset % kBindingAlignment != 0)
-      return std::string("the source is read ") + when + " the concat and its subrange starts at byte " +
-             std::to_string(offset) + ", not a multiple of 256";
-    if (after) *last_read_after = std::max(*last_read_after, at->second);
+      return "the source is also copied into another target (the update" +
+             (r.user->loc().empty() ? std::string() : " at " + r.user->loc()) +
+             "), where it is placed or copied: a value lives in one place, and this concat reads it there";
+    if (r.user->is(OpCode::kStreamAsyncSlice) && r.operand_index == 0 && position.count(r.user)) {
+      // A view of the piece (a slice a dispatch reads, at an offset into
+      // it): its readers read it inside the target once it is placed.
+      for (const ir::Use& v : r.user->result(0)->uses()) {
+        std::string why = dispatch_read(v, r.user->int_attr("offset"));
+        if (!why.empty()) return why;
+      }
+      continue;
+    }
+    std::string why = dispatch_read(r, -1);
+    if (!why.empty()) return why;
   }
   return "";
 }
@@ -218,41 +254,51 @@ std::string TargetWrittenBefore(ir::Value* target, ir::Block* block, size_t unti
   return "";
 }
 
-// Whether `v`, or a view of it, is read at or after position `from` of
-// `block` (by anything but a lifetime op or an export; a use inside a
-// region counts at the op holding it).
-bool ReadFrom(ir::Value* v, ir::Block* block, size_t from, const std::map<ir::Operation*, size_t>& position) {
-  for (const ir::Use& u : v->uses()) {
-    if (u.user->is(OpCode::kStreamTensorExport) || analysis::IsLifetimeOp(u.user)) continue;
-    ir::Operation* holder = AncestorIn(u.user, block);
-    auto at = holder ? position.find(holder) : position.end();
-    if (at == position.end() || at->second >= from) return true;
-    if (u.user->is(OpCode::kStreamAsyncSlice) && ReadFrom(u.user->result(0), block, from, position)) return true;
-  }
-  return false;
-}
-
 // Why placing would cost the concat's value (`target`, exported as a
 // function result from `block`) a consumed argument's storage ("" when it
-// does not): schedule-allocation donates a consumed import's storage to a
-// result only when the import is no longer read where the result's
-// storage starts (there: at its first placed producer, `first`), and a
+// does not). schedule-allocation donates a consumed import's storage to a
+// result when no read of the import's bytes runs at or after a write of
+// those bytes into the result (analysis/donation.h, piece by piece: the
+// placed producers write their subranges at their own positions). A
 // result left without it takes an output slot the caller must provide or
-// the runtime allocates (silero_vad --consume=h --consume=c: hn and cn
-// concat LSTM layers that read h and c after the first layer's producer).
-std::string TakesDonorStorage(ir::Value* target, int64_t size, ir::Block* block, size_t first,
+// the runtime allocates. So placing is refused only when some import
+// would hold the value as it is (`unplaced`: the concat's copy, or the
+// updates of an explicit chain) but not once its pieces are placed
+// (`placed`): a piece's producer runs before a read of the import's bytes
+// under that piece (e.g. it reads them itself).
+std::string TakesDonorStorage(ir::Value* target, int64_t size, ir::Block* block,
+                              const std::vector<analysis::ByteAccess>& unplaced,
+                              const std::vector<analysis::ByteAccess>& placed,
                               const std::map<ir::Operation*, size_t>& position) {
   bool exported = false;
   for (const ir::Use& u : target->uses()) exported = exported || u.user->is(OpCode::kStreamTensorExport);
   if (!exported) return "";
+  auto step = [&](ir::Operation* op) -> int64_t {
+    ir::Operation* holder = AncestorIn(op, block);
+    auto at = holder ? position.find(holder) : position.end();
+    return at == position.end() ? -1 : static_cast<int64_t>(at->second);
+  };
+  std::string why;
   for (auto& owned : block->ops()) {
     ir::Operation* imp = owned.get();
     if (!imp->is(OpCode::kStreamTensorImport) || !imp->bool_attr("consume") || imp->int_attr("size") < size) continue;
-    if (ReadFrom(imp->result(0), block, first, position))
-      return "its value is a result, and the consumed argument %" + std::to_string(imp->operand(0)->index()) +
-             " that could hold it is read after its first producer";
+    std::vector<analysis::ByteAccess> reads = analysis::ReadsOf(imp->result(0), imp->int_attr("size"));
+    const analysis::ByteAccess* r = analysis::FirstConflict(reads, placed, step);
+    if (!r) return "";  // this import can hold it placed
+    if (!why.empty() || analysis::FirstConflict(reads, unplaced, step)) continue;  // no donation to lose
+    const analysis::ByteAccess* w = nullptr;  // the piece written first over the bytes read
+    for (const analysis::ByteAccess& p : placed)
+      if (r->begin < p.end && p.begin < r->end && (!w || step(p.op) < step(w->op))) w = &p;
+    const std::string reader = "'" + r->op->name() + "'" + (r->op->loc().empty() ? "" : " at " + r->op->loc());
+    why = "its value is a result, and the consumed argument %" + std::to_string(imp->operand(0)->index()) +
+          " that could hold it has bytes [" + std::to_string(r->begin) + ", " + std::to_string(r->end) + ") read by " +
+          (w && w->op == r->op ? "the producer of the piece over them itself (" + reader + ")"
+                               : reader + " after the producer of the piece over them");
   }
-  return "";
+  // Placing it leaves the value no import that could hold it, where one
+  // could hold it unplaced. (Several results competing for the same
+  // imports: schedule-allocation matches them, this asks about one.)
+  return why;
 }
 
 // Why a value cannot be placed, by what defines it.
@@ -305,6 +351,25 @@ class EmplaceAllocationsPass : public ir::Pass {
  private:
   // The flow.dispatch body of `dispatch`'s executable, nullptr when absent.
   ir::Operation* BodyOf(ir::Operation* dispatch) { return executables_->BodyOf(dispatch); }
+
+  // Adds `bytes` (whole elements of the operand: OtherReadsConflict) to
+  // the element offset dispatch `d` reads operand `k` at.
+  void AddElementOffset(ir::Operation* d, unsigned k, int64_t bytes) {
+    if (bytes == 0) return;
+    std::vector<int64_t> eo = d->ints_attr("element_offsets");
+    if (eo.size() < d->num_operands()) eo.resize(d->num_operands(), 0);
+    eo[k] += bytes / OperandBytes(d, k);
+    d->set_attr("element_offsets", ir::Attribute(eo));
+  }
+
+  // The element byte size of operand `k` of `dispatch` (its executable's
+  // argument k); 0 when unknown.
+  int64_t OperandBytes(ir::Operation* dispatch, unsigned k) {
+    ir::Operation* body = BodyOf(dispatch);
+    if (!body || k >= body->num_operands()) return 0;
+    const ir::Type& t = body->operand(k)->type();
+    return t.is_tensor() ? static_cast<int64_t>(DTypeSize(t.dtype)) : 0;
+  }
 
   // The element byte size of result `r` of `dispatch`; 0 when unknown.
   int64_t ElementBytes(ir::Operation* dispatch, unsigned r) {
@@ -372,7 +437,8 @@ class EmplaceAllocationsPass : public ir::Pass {
     ir::Operation* def = src->defining_op();
     if (!def || !def->is(OpCode::kStreamAsyncDispatch)) return "the source is " + SourceKind(src);
     if (def->parent_block() != block) return "the producer is in another block (outside the region holding the concat)";
-    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position, last_read_after);
+    std::string why = OtherReadsConflict(src, p.copy, p.offset, concat_pos, position, last_read_after,
+                                         [&](ir::Operation* d, unsigned k) { return OperandBytes(d, k); });
     if (!why.empty()) return why;
     if (def->ints_attr("tied_operands").at(src->index()) >= 0) return "the producer already writes that result in place";
     if (position.at(def) > concat_pos) return "the producer runs after the concat's first update";
@@ -444,9 +510,10 @@ class EmplaceAllocationsPass : public ir::Pass {
       // The target, when it is a result, must not start before a consumed
       // argument's last read (TakesDonorStorage).
       if (refused.empty()) {
-        size_t first = at;
-        for (const Piece& p : pieces) first = std::min(first, position.at(p.source->defining_op()));
-        std::string lost = TakesDonorStorage(concat->result(0), concat->ints_attr("sizes").at(0), block, first, position);
+        const int64_t size = concat->ints_attr("sizes").at(0);
+        std::vector<analysis::ByteAccess> placed;
+        for (const Piece& p : pieces) placed.push_back({p.source->defining_op(), p.offset, p.offset + p.length});
+        std::string lost = TakesDonorStorage(concat->result(0), size, block, {{concat, 0, size}}, placed, position);
         if (!lost.empty()) refused = "concat stays a dispatch: " + lost;
       }
       if (!refused.empty()) {
@@ -562,9 +629,20 @@ class EmplaceAllocationsPass : public ir::Pass {
     // A target that is a result keeps a consumed argument's storage
     // (TakesDonorStorage): the concat copies stay.
     {
+      std::vector<analysis::ByteAccess> unplaced, writes;
+      std::set<ir::Operation*> placed_updates;
+      for (const Placement& p : placed) {
+        placed_updates.insert(p.update);
+        writes.push_back({p.producer, p.update->int_attr("offset"),
+                          p.update->int_attr("offset") + p.update->int_attr("length")});
+      }
+      for (ir::Operation* u : chain) {
+        analysis::ByteAccess w{u, u->int_attr("offset"), u->int_attr("offset") + u->int_attr("length")};
+        unplaced.push_back(w);
+        if (!placed_updates.count(u)) writes.push_back(w);
+      }
       std::string lost =
-          TakesDonorStorage(chain.back()->result(0), alloca->int_attr("size"), block,
-                                           position.at(placed.front().producer), position);
+          TakesDonorStorage(chain.back()->result(0), alloca->int_attr("size"), block, unplaced, writes, position);
       if (!lost.empty()) {
         for (const Placement& p : placed) ctx.Remark(p.update, "concat copy kept: " + lost);
         return;
@@ -610,17 +688,37 @@ class EmplaceAllocationsPass : public ir::Pass {
       d->set_attr("result_element_offsets", ir::Attribute(element_offsets));
       cur = d->result(r);
       // Reads of the result before or after the concat now read its
-      // subrange of the target: a view at an aligned offset
-      // (OtherReadsConflict), made before the first of them.
-      if (!placed[i].reads.empty()) {
-        ir::Operation* first = placed[i].reads.front().user;
-        for (const ir::Use& rd : placed[i].reads)
+      // subrange of the target (OtherReadsConflict): through a view from
+      // the byte the read starts at aligned down to 256, made before the
+      // first of them, the reader indexing the tensor inside it at an
+      // element offset (slice_views.cc); a view of the result (a slice at
+      // `o` bytes into it) becomes that view of the target.
+      const int64_t at = ranges[i].first;
+      std::vector<ir::Use> direct;
+      for (const ir::Use& rd : placed[i].reads) {
+        ir::Operation* u = rd.user;
+        if (!u->is(OpCode::kStreamAsyncSlice) || rd.operand_index != 0) {
+          direct.push_back(rd);
+          continue;
+        }
+        const int64_t start = at + u->int_attr("offset"), base = start - start % kBindingAlignment;
+        u->set_attr("length", ir::Attribute(start + u->int_attr("length") - base));
+        u->set_attr("offset", ir::Attribute(base));
+        for (const ir::Use& v : u->result(0)->uses()) AddElementOffset(v.user, v.operand_index, start - base);
+      }
+      if (!direct.empty()) {
+        ir::Operation* first = direct.front().user;
+        for (const ir::Use& rd : direct)
           if (position.at(rd.user) < position.at(first)) first = rd.user;
+        const int64_t base = at - at % kBindingAlignment;
         ir::Operation* view = ir::Builder::Before(first).Create(
             "stream.async.slice", {cur}, {ir::Type::Resource(ir::Lifetime::kTransient)},
-            {{"offset", ir::Attribute(ranges[i].first)}, {"length", ir::Attribute(ranges[i].second)}});
+            {{"offset", ir::Attribute(base)}, {"length", ir::Attribute(at + ranges[i].second - base)}});
         view->set_loc(d->loc());
-        for (const ir::Use& rd : placed[i].reads) rd.user->SetOperand(rd.operand_index, view->result(0));
+        for (const ir::Use& rd : direct) {
+          rd.user->SetOperand(rd.operand_index, view->result(0));
+          AddElementOffset(rd.user, rd.operand_index, at - base);
+        }
       }
     }
     for (const ir::Use& u : alloca_uses) u.user->SetOperand(u.operand_index, cur);

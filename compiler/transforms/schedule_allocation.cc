@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/donation.h"
 #include "compiler/analysis/liveness.h"
 #include "compiler/analysis/resource_usage.h"
 #include "compiler/analysis/resource_values.h"
@@ -567,25 +568,63 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
   if (!multi_block_)  // step order is not execution order
     for (auto& owned : body->ops())
       if (owned->is(OpCode::kStreamTensorImport) && owned->bool_attr("consume")) consume_imports.push_back(owned.get());
+  // The imports that could donate to each escaping value, then one donor
+  // each (analysis::MatchDonors: a maximum matching, greedy where that
+  // donates to every value). The matching matters for in-place concats written piece by
+  // piece (silero_vad --consume=h --consume=c: hn's pieces may go into h or
+  // c, cn's only into h, since each of cn's producers reads c's bytes under
+  // its piece: hn takes c and cn takes h).
+  auto step_of = [&](ir::Operation* op) -> int64_t {
+    auto at = init_copy_step.find(op);
+    return at == init_copy_step.end() ? -1 : at->second;
+  };
+  std::map<ir::Value*, std::vector<ir::Operation*>> donors_for;
   for (ir::Value* r : externals) {
-    StorageSlot s;
-    s.length = SizeOf(r);
-    ir::Operation* donor = nullptr;
+    const int64_t length = SizeOf(r);
     // A value made inside a loop (one moved into a call's consumed operand
     // on every trip) takes no donor: a donor gives one buffer per call, and
     // the callee may keep or free it after the first trip.
     bool in_loop = false;
     for (ir::Operation* p = r->is_block_argument() ? nullptr : r->defining_op()->parent_op(); p; p = p->parent_op())
       in_loop = in_loop || p->is(OpCode::kScfFor) || p->is(OpCode::kScfWhile);
-    for (ir::Operation* imp : in_loop ? std::vector<ir::Operation*>{} : consume_imports) {
+    if (in_loop) continue;
+    // An in-place concat's target (--emplace-allocations) is written piece
+    // by piece, each placed producer at its own step: an import read after
+    // a piece is written still donates when the read covers other bytes
+    // (analysis/donation.h). Any other value is written whole at its
+    // definition.
+    analysis::ChainWrites pieces = analysis::WritesInto(r, length);
+    for (ir::Operation* imp : consume_imports) {
       ir::Value* iv = imp->result(0);
       if (donors_used.count(iv) || written.count(iv) || escaping.count(iv)) continue;
-      if (imp->int_attr("size") < s.length) continue;
-      auto last = import_last_use.find(iv);
-      if (last != import_last_use.end() && last->second >= def_step[r]) continue;
-      donor = imp;
-      break;
+      if (imp->int_attr("size") < length) continue;
+      if (pieces.ok) {
+        if (analysis::FirstConflict(analysis::ReadsOf(iv, imp->int_attr("size")), pieces.writes, step_of)) continue;
+      } else {
+        auto last = import_last_use.find(iv);
+        if (last != import_last_use.end() && last->second >= def_step[r]) continue;
+      }
+      donors_for[r].push_back(imp);
     }
+  }
+  std::map<ir::Value*, ir::Operation*> donor_of;
+  {
+    std::vector<std::vector<int>> candidates;
+    for (ir::Value* r : externals) {
+      candidates.emplace_back();
+      for (ir::Operation* imp : donors_for[r])
+        candidates.back().push_back(static_cast<int>(
+            std::find(consume_imports.begin(), consume_imports.end(), imp) - consume_imports.begin()));
+    }
+    std::vector<int> match = analysis::MatchDonors(candidates);
+    for (size_t i = 0; i < externals.size(); ++i)
+      if (match[i] >= 0) donor_of[externals[i]] = consume_imports[static_cast<size_t>(match[i])];
+  }
+  for (ir::Value* r : externals) {
+    StorageSlot s;
+    s.length = SizeOf(r);
+    auto matched = donor_of.find(r);
+    ir::Operation* donor = matched == donor_of.end() ? nullptr : matched->second;
     if (donor) {
       donors_used.insert(donor->result(0));
       s.kind = StorageSlot::kDonated;

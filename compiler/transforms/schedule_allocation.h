@@ -27,8 +27,13 @@
 //     bytes live at one step, the arena's lower bound.
 //  5. Consumed arguments written in place: taken at their first write (or
 //     before a loop whose carried storage they are); escaping values take a
-//     consumed argument's buffer that is not read again (donated), the
-//     caller's output storage for the result they back, or a cached slot.
+//     consumed argument's buffer that is not read again once they are
+//     written (donated; an in-place concat's target is written piece by
+//     piece, and a read of the argument's other bytes may follow a piece:
+//     analysis/donation.h), one argument per value by a maximum matching
+//     (each value first takes the first free argument in program order),
+//     else the caller's output storage for the result they back, or a
+//     cached slot.
 //  6. Parallel copies: an edge whose operand lives in another destination
 //     of the same edge copies it through a temporary first.
 //

@@ -392,5 +392,104 @@ TEST(EmplaceAllocationsTest, LastPieceReadAfterTheConcatInABranchIsPlaced) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+// Piecewise donation (silero_vad's hn with --consume=h): h is consumed and
+// y = concat(a, b) is returned, the size of h, so h's buffer can hold y.
+// Each piece's producer is placed into y, and y's piece 0 ([0, 256)) is
+// written before h's bytes [256, 512) are read (by m, which needs a), but
+// each piece only after every read of h's bytes under it. So y still takes
+// h's storage and the concat dispatch goes:
+//   s0 = sum(h[0]); a = x + s0; m = h[1] + a; s1 = sum(m); b = a + s1
+// (s0 and s1 are [1, 1] reductions: a and b do not fuse into them). Values
+// are small integers, so every sum is exact in any order. Two invokes, the
+// second fed the first's y as h.
+const char* kDonatedPieces = R"(
+"func.func"() ({
+^bb0(%h: tensor<2x64xf32>, %x: tensor<1x64xf32>):
+  %h0 = "tensor.slice"(%h) {starts = [0, 0]} : (tensor<2x64xf32>) -> tensor<1x64xf32>
+  %h1 = "tensor.slice"(%h) {starts = [1, 0]} : (tensor<2x64xf32>) -> tensor<1x64xf32>
+  %s0 = "tensor.reduce"(%h0) {axes = [1], keepdims = true, kind = "sum"} : (tensor<1x64xf32>) -> tensor<1x1xf32>
+  %a = "tensor.add"(%x, %s0) : (tensor<1x64xf32>, tensor<1x1xf32>) -> tensor<1x64xf32>
+  %m = "tensor.add"(%h1, %a) : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<1x64xf32>
+  %s1 = "tensor.reduce"(%m) {axes = [1], keepdims = true, kind = "sum"} : (tensor<1x64xf32>) -> tensor<1x1xf32>
+  %b = "tensor.add"(%a, %s1) : (tensor<1x64xf32>, tensor<1x1xf32>) -> tensor<1x64xf32>
+  %y = "tensor.concat"(%a, %b) {axis = 0 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<2x64xf32>
+  "func.return"(%y) : (tensor<2x64xf32>) -> ()
+}) {sym_name = "main", arg_ownership = ["consume", "consume"]} : () -> ()
+)";
+
+TEST(EmplaceAllocationsTest, ConsumedArgumentHoldsTheTargetPieceByPiece) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kDonatedPieces, false, &report), "");
+  EXPECT_EQ(report.dispatches, 5) << "s0, a, m, s1, b; no concat dispatch";
+  EXPECT_EQ(report.ir_copies, 0);
+  std::vector<float> h(128), x(64);
+  for (int i = 0; i < 64; ++i) {
+    h[i] = static_cast<float>(i % 5 - 2);
+    h[64 + i] = static_cast<float>(i % 7 - 3);
+    x[i] = static_cast<float>(i % 3 - 1);
+  }
+  for (int call = 0; call < 2; ++call) {
+    // By hand: the formulas above, in the same float arithmetic (exact).
+    float s0 = 0, s1 = 0;
+    for (int i = 0; i < 64; ++i) s0 += h[i];
+    std::vector<float> want(128);
+    for (int i = 0; i < 64; ++i) {
+      want[i] = x[i] + s0;
+      s1 += h[64 + i] + want[i];
+    }
+    for (int i = 0; i < 64; ++i) want[64 + i] = want[i] + s1;
+    std::vector<HostTensor> out;
+    kiln_device_stats_t d{};
+    ASSERT_EQ(s.Invoke("main", {F32({2, 64}, h), F32({1, 64}, x)}, &out, &d, /*consume=*/true), "") << call;
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<float> y = Values(out[0]);
+    ASSERT_EQ(y.size(), 128u);
+    for (int i = 0; i < 128; ++i) EXPECT_EQ(y[i], want[i]) << "call " << call << " element " << i;
+    EXPECT_EQ(d.dispatches, 5u) << call;
+    EXPECT_EQ(d.copies, 0u) << call;
+    h = y;
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// A piece also read through views before the concat (silero_vad's
+// Concat_131, a reflect pad written as a concat): x = -x0 ([1, 1, 8]) and
+// two reversed slices of it, y = concat(x[3:0:-1], x, x[6:3:-1]) along
+// axis 2 ([1, 1, 14]). x is placed at byte 12 of y; the slices read it
+// there through a view of y from byte 0 at an element offset, and are
+// placed themselves at bytes 0 and 44. By hand:
+//   y = [x3, x2, x1, x0 .. x7, x6, x5, x4]
+const char* kReflect = R"(
+"func.func"() ({
+^bb0(%x0: tensor<1x1x8xf32>):
+  %x = "tensor.neg"(%x0) : (tensor<1x1x8xf32>) -> tensor<1x1x8xf32>
+  %l = "tensor.slice"(%x) {starts = [0, 0, 3], strides = [1, 1, -1]} : (tensor<1x1x8xf32>) -> tensor<1x1x3xf32>
+  %r = "tensor.slice"(%x) {starts = [0, 0, 6], strides = [1, 1, -1]} : (tensor<1x1x8xf32>) -> tensor<1x1x3xf32>
+  %y = "tensor.concat"(%l, %x, %r) {axis = 2 : i64} : (tensor<1x1x3xf32>, tensor<1x1x8xf32>, tensor<1x1x3xf32>) -> tensor<1x1x14xf32>
+  "func.return"(%y) : (tensor<1x1x14xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(EmplaceAllocationsTest, PieceReadThroughViewsAtAnUnalignedOffsetIsPlaced) {
+  Session s;
+  backend::EmitReport report;
+  ASSERT_EQ(s.Load(kReflect, false, &report), "");
+  EXPECT_EQ(report.dispatches, 3) << "neg and the two reversed slices; no concat dispatch";
+  EXPECT_EQ(report.ir_copies, 0);
+  std::vector<float> x0 = Ramp(8, 0.5f, -1.75f);
+  std::vector<HostTensor> out;
+  kiln_device_stats_t d{};
+  ASSERT_EQ(s.Invoke("main", {F32({1, 1, 8}, x0)}, &out, &d), "");
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> y = Values(out[0]);
+  ASSERT_EQ(y.size(), 14u);
+  const int from[14] = {3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7, 6, 5, 4};
+  for (int i = 0; i < 14; ++i) EXPECT_EQ(y[i], -x0[from[i]]) << i;
+  EXPECT_EQ(d.dispatches, 3u);
+  EXPECT_EQ(d.copies, 0u);
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::e2e
