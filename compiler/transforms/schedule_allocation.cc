@@ -567,7 +567,16 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
   if (!multi_block_)  // step order is not execution order
     for (auto& owned : body->ops())
       if (owned->is(OpCode::kStreamTensorImport) && owned->bool_attr("consume")) consume_imports.push_back(owned.get());
+  // Result copies a later result of one value shares with the first
+  // (--materialize-result-copies' `shared_result`), planned after the rest:
+  // their storage names the first result's.
+  std::vector<ir::Value*> shared_copies;
   for (ir::Value* r : externals) {
+    ir::Operation* def = r->is_block_argument() ? nullptr : r->defining_op();
+    if (def && def->is(OpCode::kStreamAsyncClone) && def->has_attr("shared_result") && result_of[r].size() == 1) {
+      shared_copies.push_back(r);
+      continue;
+    }
     StorageSlot s;
     s.length = SizeOf(r);
     ir::Operation* donor = nullptr;
@@ -597,6 +606,26 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
     } else {
       s.kind = StorageSlot::kCached;
       s.slot = slot++;
+    }
+    plan_.values[r] = ValueStorage{NewStorage(s), 0};
+  }
+  for (ir::Value* r : shared_copies) {
+    StorageSlot s;
+    s.kind = StorageSlot::kOutput;
+    s.index = result_of[r][0];
+    s.slot = slot++;
+    s.length = SizeOf(r);
+    // The first result's copy, when it is one result's own storage (else a
+    // copy of its own, as any result: conservative).
+    ir::Operation* ret = body->terminator();
+    int64_t k = r->defining_op()->int_attr("shared_result", -1);
+    ir::Operation* exp = k >= 0 && k < static_cast<int64_t>(ret->num_operands())
+                             ? ret->operand(static_cast<unsigned>(k))->defining_op() : nullptr;
+    auto first = exp && exp->is(OpCode::kStreamTensorExport) ? plan_.values.find(exp->operand(0)) : plan_.values.end();
+    if (first != plan_.values.end() && first->second.offset == 0) {
+      StorageSlot::Kind fk = plan_.storages[static_cast<size_t>(first->second.id)].kind;
+      if (fk == StorageSlot::kOutput || fk == StorageSlot::kCached || fk == StorageSlot::kDonated)
+        s.first = first->second.id;
     }
     plan_.values[r] = ValueStorage{NewStorage(s), 0};
   }
