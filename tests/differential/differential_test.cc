@@ -99,7 +99,11 @@ std::string Compile(const GeneratedProgram& p, bool disable_elision, Build* buil
 // stay alive during the second, so cached result storage must not be reused
 // under them. Copies are counted by kiln_device_stats around each invoke
 // only (device-wide: the whole call tree, callee module included).
-std::string Execute(const Build& build, const GeneratedProgram& p, int invokes, BuildRun* run) {
+// `output_storage[r]`: result r gets caller output storage
+// (KILN_ARG_OUTPUT_STORAGE, a fresh zero-filled f32 tensor of
+// p.expected[r]'s length per invoke); results without it, all by default.
+std::string Execute(const Build& build, const GeneratedProgram& p, int invokes, BuildRun* run,
+                    const std::vector<bool>& output_storage = {}) {
   kiln_device_t device = e2e::SharedDevice();
   if (!device) return "no Vulkan device";
   std::string error;
@@ -137,8 +141,18 @@ std::string Execute(const Build& build, const GeneratedProgram& p, int invokes, 
         if (keep) held.push_back(t);  // the call releases the consumed reference
         args.push_back({t, p.consume[i] ? KILN_ARG_CONSUME : KILN_ARG_BORROW, 0});
       }
+      for (size_t r = 0; r < output_storage.size() && error.empty(); ++r) {
+        if (!output_storage[r]) continue;
+        std::vector<float> zeros(p.expected[r].size(), 0.0f);
+        int64_t dims[1] = {static_cast<int64_t>(zeros.size())};
+        kiln_tensor_t t = nullptr;
+        s = kiln_tensor_create(device, KILN_DTYPE_F32, 1, dims, zeros.data(), zeros.size() * 4, &t);
+        if (s) { error = TakeError(s, "output storage"); break; }
+        held.push_back(t);
+        args.push_back({t, KILN_ARG_OUTPUT_STORAGE, static_cast<int32_t>(r)});
+      }
       if (!error.empty()) {
-        for (size_t i = 0; i < args.size(); ++i)
+        for (size_t i = 0; i < p.inputs.size() && i < args.size(); ++i)
           if (p.consume[i]) kiln_tensor_release(args[i].tensor);  // never handed to a call
         break;
       }
@@ -537,6 +551,63 @@ TEST(DifferentialRegressionTest, ConsumedArgumentCopyYieldedInAFunctionWithBranc
   p.consume = {true};
   p.expected = {std::vector<float>(64, -2.0f)};
   RunRegression(p, /*atol=*/0, /*check_copies=*/true);
+}
+
+// Seed 7812, minimised: under --topology=unified the host-to-gpu transfer of
+// the borrowed x is elided, and one slice of it is returned twice. The
+// non-elided build copies once (the transfer, into a cached buffer) and
+// returns that buffer twice; the runtime then copies it into each output
+// storage the caller supplies (FinishOutputStorage): 1, 2 or 3 copies for
+// none, one or both results with output storage. materialize-result-copies
+// cloned each result out of x: 2 copies per invoke whatever the caller
+// supplies (2 vs 1 without output storage). Now the second result's clone
+// shares the first's (`shared_result`): it is made only into output storage
+// the caller supplies for it, or when result 0 is in the caller's storage
+// (result 1 must not alias it): 1 copy without output storage, 2 with it
+// for either or both results. x[i] = i / 2: both results are x[8..24) =
+// 4, 4.5, ..., 11.5 (slice offset 32 bytes = element 8, 16 elements).
+TEST(DifferentialRegressionTest, OneValueReturnedTwiceSharesItsResultCopy) {
+  GeneratedProgram p;
+  p.kir = R"(
+"kiln.topology"() {spec = "unified"} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<64xf32>):
+  %x = "stream.tensor.import"(%arg0) {consume = false, size = 256 : i64} : (tensor<64xf32>) -> !stream.resource<external>
+  %t = "stream.async.transfer"(%x) {affinity = "gpu", size = 256 : i64, source_affinity = "host"} : (!stream.resource<external>) -> !stream.resource<external>
+  %s = "stream.async.slice"(%t) {length = 64 : i64, offset = 32 : i64} : (!stream.resource<external>) -> !stream.resource<external>
+  %e0 = "stream.tensor.export"(%s) {size = 64 : i64} : (!stream.resource<external>) -> tensor<16xf32>
+  %e1 = "stream.tensor.export"(%s) {size = 64 : i64} : (!stream.resource<external>) -> tensor<16xf32>
+  "func.return"(%e0, %e1) : (tensor<16xf32>, tensor<16xf32>) -> ()
+}) {arg_ownership = ["borrow"], sym_name = "main"} : () -> ()
+)";
+  std::vector<float> x(64), want(16);
+  for (int i = 0; i < 64; ++i) x[i] = 0.5f * static_cast<float>(i);
+  for (int i = 0; i < 16; ++i) want[i] = 4.0f + 0.5f * static_cast<float>(i);
+  p.inputs = {x};
+  p.consume = {false};
+  p.expected = {want, want};
+  struct Case {
+    std::vector<bool> output_storage;  // per result
+    uint64_t elided, naive;            // copies per invoke
+  } cases[] = {{{}, 1, 1}, {{true, true}, 2, 3}, {{true, false}, 2, 2}, {{false, true}, 2, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.output_storage.empty() ? std::string("no output storage")
+                                          : "output storage for result 0: " + std::to_string(c.output_storage[0]) +
+                                                ", result 1: " + std::to_string(c.output_storage[1]));
+    for (bool disable : {false, true}) {
+      SCOPED_TRACE(disable ? "non-elided build" : "elided build");
+      Build build;
+      ASSERT_EQ(Compile(p, disable, &build), "");
+      BuildRun run;
+      ASSERT_EQ(Execute(build, p, 2, &run, c.output_storage), "");
+      for (int inv = 0; inv < 2; ++inv) {
+        for (size_t r = 0; r < 2; ++r)
+          EXPECT_EQ(e2e::Compare(run.outputs[inv][r], F32(want), 0, 0), "") << "invoke " << inv << " result " << r;
+        EXPECT_EQ(run.copies[inv], disable ? c.naive : c.elided) << "invoke " << inv;
+      }
+    }
+  }
+  EXPECT_EQ(e2e::ValidationMessages(), 0u);
 }
 
 // The generator is deterministic: the same seed gives the same program.
