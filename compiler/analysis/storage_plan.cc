@@ -218,7 +218,8 @@ StatusOr<StoragePlan> ReadStoragePlan(ir::Operation* func) {
                  s.kind == StorageSlot::kDonated || s.kind == StorageSlot::kOutput) && s.index < 0) ||
                ((s.kind == StorageSlot::kOutput || s.kind == StorageSlot::kCached ||
                  s.kind == StorageSlot::kTemporary) && s.slot < 0) ||
-               (s.kind == StorageSlot::kOutput && s.first >= static_cast<int64_t>(plan.storages.size()));
+               (s.kind == StorageSlot::kOutput &&
+                (s.first < -1 || s.first >= static_cast<int64_t>(plan.storages.size())));
     if (bad)
       return InvalidArgumentError("storage plan of @%s: storage %zu (%s) has missing or negative fields",
                                   func->str_attr("sym_name").c_str(), plan.storages.size(), kind->c_str());
