@@ -133,7 +133,13 @@ void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& i
           if (root && root != c) all = false;
           root = c;
         } else {
-          all = allow_fresh && !loop && FreshRootYielded(in[k], op->region(static_cast<unsigned>(k))->block(0));
+          // A value that views no root's storage is copied in at its yield
+          // like a fresh one (differential seed 44636: a transfer round trip
+          // elided to the consumed import).
+          ir::Value* vr = RootOf(in[k]);
+          all = allow_fresh && !loop &&
+                (FreshRootYielded(in[k], op->region(static_cast<unsigned>(k))->block(0)) ||
+                 (!family.count(vr) && !is_root(vr)));
         }
       }
       if (!all || !root || claimed.count(root) || SizeOf(root) != SizeOf(r)) continue;
