@@ -18,20 +18,8 @@
 // global snapshot), a consumed argument (ownership goes back to the
 // caller), host values.
 //
-// One value returned by several results (`return %s, %s`): one copy is
-// enough where the caller supplies no output storage, and the results may
-// share it, as they would share any other buffer returned twice (the
-// non-elided build of `%t = transfer(%x); %s = slice(%t)` copies once at
-// the transfer and returns that buffer twice: differential seed 7812). The
-// first such result's clone is the group's first copy; each later result's
-// clone carries `shared_result = k`, k the first result's index:
-// --schedule-allocation then backs it with the caller's output storage for
-// its result when supplied, and otherwise with the one buffer the group's
-// results without output storage share, so its copy is made only when it
-// writes storage nothing else holds (storage_plan.h, "output" with a
-// group). Copies at run time for n results, s of them with output storage:
-// s + 1 (s when s = n), never more than one clone per result. Two values of
-// one root (two slices of one argument) are two copies.
+// One value returned by several results gets one clone per result here;
+// --share-result-copies (next in the pipeline) lets them share one copy.
 //
 // Before:
 //   %c = "stream.async.constant"() {size = 16 : i64, value = ...}
@@ -39,12 +27,6 @@
 // After:
 //   %k = "stream.async.clone"(%c) {size = 16 : i64} : (...) -> !stream.resource<external>
 //   %e = "stream.tensor.export"(%k) {size = 16 : i64}
-// The same value returned twice (results 0 and 1), after:
-//   %k0 = "stream.async.clone"(%s) {size = 64 : i64}
-//   %e0 = "stream.tensor.export"(%k0)
-//   %k1 = "stream.async.clone"(%s) {shared_result = 0 : i64, size = 64 : i64}
-//   %e1 = "stream.tensor.export"(%k1)
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -77,9 +59,7 @@ int CopyResults(ir::Operation* func, ir::PassContext& ctx) {
   for (auto& block : func->region(0)->blocks()) {
     ir::Operation* ret = block->terminator();
     if (!ret || !ret->is(OpCode::kFuncReturn)) continue;
-    std::map<ir::Value*, unsigned> first_result;  // value -> the first result that copies it
-    for (unsigned k = 0; k < ret->num_operands(); ++k) {
-      ir::Value* r = ret->operand(k);
+    for (ir::Value* r : ret->operands()) {
       ir::Operation* exp = r->defining_op();
       if (!exp || !exp->is(OpCode::kStreamTensorExport) || exp->num_operands() != 1) continue;
       ir::Value* v = exp->operand(0);
@@ -91,16 +71,8 @@ int CopyResults(ir::Operation* func, ir::PassContext& ctx) {
       b.set_loc(exp->loc());
       ir::Operation* clone = b.Create("stream.async.clone", {v}, {ir::Type::Resource(ir::Lifetime::kExternal)},
                                       {{"size", ir::Attribute(size)}});
-      auto [first, inserted] = first_result.emplace(v, k);
-      if (!inserted) {
-        clone->set_attr("shared_result", ir::Attribute(static_cast<int64_t>(first->second)));
-        ctx.Remark(exp, std::string("result copy: ") + why + "; result " + std::to_string(k) +
-                            " shares result " + std::to_string(first->second) +
-                            "'s copy unless the caller supplies output storage for one of them");
-      } else {
-        ctx.Remark(exp, std::string("result copy: ") + why);
-      }
       exp->SetOperand(0, clone->result(0));
+      ctx.Remark(exp, std::string("result copy: ") + why);
       ++copies;
     }
   }

@@ -108,8 +108,9 @@ std::map<ir::Operation*, size_t> PositionsIn(ir::Block* block) {
 // The rule of ValuesInConsumedImports / ValuesInCarriedArguments over the
 // ops of `block`: roots are the values `is_root` accepts (each also counts
 // as living in its own storage). With `allow_fresh`, an scf.if /
-// index_switch branch may also yield a fresh value it made (copied into the
-// shared storage at its yield, once the branch has read what it needs).
+// index_switch branch may also yield a fresh value it made, or any value
+// that views no root's storage (copied into the shared storage at its
+// yield, once the branch has read what it needs).
 void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& is_root, bool allow_fresh,
                       std::map<ir::Value*, ir::Value*>* shares) {
   std::map<ir::Value*, std::vector<ir::Value*>> family = FamiliesOf(block, is_root);
