@@ -150,6 +150,7 @@ void WriteStoragePlan(ir::Operation* func, const StoragePlan& plan) {
       case StorageSlot::kArena: e.insert(e.end(), {ir::Attribute(s.offset), ir::Attribute(s.length)}); break;
       case StorageSlot::kOutput:
         e.insert(e.end(), {ir::Attribute(s.index), ir::Attribute(s.slot), ir::Attribute(s.length)});
+        if (s.first >= 0) e.push_back(ir::Attribute(s.first));
         break;
       case StorageSlot::kCached:
       case StorageSlot::kTemporary: e.insert(e.end(), {ir::Attribute(s.slot), ir::Attribute(s.length)}); break;
@@ -202,7 +203,10 @@ StatusOr<StoragePlan> ReadStoragePlan(ir::Operation* func) {
         if (const std::string* g = l.size() > 1 ? std::get_if<std::string>(&l[1].value) : nullptr) s.global = *g;
         break;
       case StorageSlot::kArena: s.offset = IntAt(l, 1), s.length = IntAt(l, 2); break;
-      case StorageSlot::kOutput: s.index = IntAt(l, 1), s.slot = IntAt(l, 2), s.length = IntAt(l, 3); break;
+      case StorageSlot::kOutput:
+        s.index = IntAt(l, 1), s.slot = IntAt(l, 2), s.length = IntAt(l, 3);
+        if (l.size() > 4) s.first = IntAt(l, 4);
+        break;
       case StorageSlot::kCached:
       case StorageSlot::kTemporary: s.slot = IntAt(l, 1), s.length = IntAt(l, 2); break;
       case StorageSlot::kDonated: s.index = IntAt(l, 1), s.length = IntAt(l, 2); break;
@@ -213,7 +217,9 @@ StatusOr<StoragePlan> ReadStoragePlan(ir::Operation* func) {
                ((s.kind == StorageSlot::kArgument || s.kind == StorageSlot::kTaken ||
                  s.kind == StorageSlot::kDonated || s.kind == StorageSlot::kOutput) && s.index < 0) ||
                ((s.kind == StorageSlot::kOutput || s.kind == StorageSlot::kCached ||
-                 s.kind == StorageSlot::kTemporary) && s.slot < 0);
+                 s.kind == StorageSlot::kTemporary) && s.slot < 0) ||
+               (s.kind == StorageSlot::kOutput &&
+                (s.first < -1 || s.first >= static_cast<int64_t>(plan.storages.size())));
     if (bad)
       return InvalidArgumentError("storage plan of @%s: storage %zu (%s) has missing or negative fields",
                                   func->str_attr("sym_name").c_str(), plan.storages.size(), kind->c_str());

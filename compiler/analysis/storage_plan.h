@@ -19,6 +19,19 @@
 //     ["output", k, slot, length] backs result k: the caller's output storage
 //                              when it supplies one, else allocation-cache
 //                              slot `slot`
+//     ["output", k, slot, length, first]  result k's copy of a value that
+//                              the result backed by storage `first` (an
+//                              earlier id) returns too
+//                              (--materialize-result-copies'
+//                              `shared_result`): the caller's output storage
+//                              for result k when it supplies one; else the
+//                              one buffer the group's results without output
+//                              storage share: `first`'s when it is not the
+//                              caller's output storage, else the first
+//                              member's slot `slot`. The copy into it is
+//                              made only where no earlier member wrote that
+//                              shared buffer (the backend guards it with a
+//                              flag)
 //     ["cached", slot, length] an escaping value: allocation-cache slot
 //     ["donated", k, length]   an escaping value written into consumed
 //                              argument k's buffer when the caller hands it
@@ -67,6 +80,7 @@ struct StorageSlot {
   int64_t slot = -1;    // allocation-cache slot (kOutput, kCached, kTemporary)
   int64_t offset = 0;   // byte offset in the arena (kArena)
   int64_t length = 0;   // bytes (kArena, kOutput, kCached, kDonated, kTemporary)
+  int64_t first = -1;   // kOutput of a group of results of one value: the group's first storage id
   std::string global;   // kGlobal: the symbol
   // Whether the storage's base offset is only known at run time.
   bool dynamic_offset() const {

@@ -75,6 +75,7 @@ TEST(StoragePlanTest, RoundTripsThroughTheIrAndItsText) {
   EXPECT_EQ(plan.value().storages[1].length, 16);
   EXPECT_EQ(plan.value().storages[2].kind, StorageSlot::kOutput);
   EXPECT_EQ(plan.value().storages[2].slot, 1);
+  EXPECT_EQ(plan.value().storages[2].first, -1);
   EXPECT_EQ(plan.value().arena_size, 512);
   EXPECT_EQ(plan.value().live_bytes_peak, 256);
   ASSERT_EQ(plan.value().values.size(), 3u);
@@ -117,6 +118,15 @@ TEST(StoragePlanTest, MalformedPlansAreNamedErrors) {
          f->set_attr("storages",
                      ir::MakeListAttr({ir::MakeListAttr({ir::Attribute(std::string("arena")), ir::Attribute(int64_t{0}),
                                                          ir::Attribute(int64_t{-16})})}));
+       },
+       "missing or negative fields"},
+      {"a result-copy group's first storage that is not an earlier one",
+       [](ir::Operation* f) {
+         auto out = [](int64_t first) {
+           return ir::MakeListAttr({ir::Attribute(std::string("output")), ir::Attribute(int64_t{0}),
+                                    ir::Attribute(int64_t{1}), ir::Attribute(int64_t{16}), ir::Attribute(first)});
+         };
+         f->set_attr("storages", ir::MakeListAttr({out(0)}));
        },
        "missing or negative fields"},
   };

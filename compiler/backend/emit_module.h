@@ -65,6 +65,12 @@ struct EmitReport {
   // it must flow into. The runtime's own copies (take_or_clone of a consumed
   // argument the caller still shares) are not counted.
   int ir_copies = 0;
+  // Result copies that a group of results of one value shares
+  // (--materialize-result-copies' `shared_result`; not in ir_copies): made
+  // only into output storage the caller supplies, or where the results
+  // sharing the copy are all in the caller's output storage. kiln_invoke
+  // without output storage makes none of them.
+  int output_storage_copies = 0;
 };
 
 // Errors: kUnimplemented for ops that cannot be lowered (named, with loc);

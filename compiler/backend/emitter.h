@@ -71,6 +71,11 @@ struct Storage {
   uint16_t offset_reg = 0;
   int64_t offset = 0;          // static byte offset
   int64_t length = 0;          // bytes
+  // A result copy shared by a group of results of one value (storage_plan.h
+  // "output" with `first`): i32 register that is 1 where the copy into this
+  // storage must be made, 0 where it is another result's buffer already
+  // (0: no such flag, the copy is always made).
+  uint16_t copy_flag = 0;
 };
 
 
@@ -246,6 +251,16 @@ class FunctionEmitter {
   int64_t command_index_ = 0;
   std::string barrier_error_;
   std::vector<Storage> slot_storage_;  // per plan storage id: its registers (barriers name them)
+  // Result-copy groups (storage_plan.h "output" with `first`), by the first
+  // storage id: the buffer the results without output storage share, and
+  // whether one was written already (i32 1/0).
+  struct SharedResult {
+    uint16_t buffer = 0, offset = 0, valid = 0;
+  };
+  std::map<int, SharedResult> shared_results_;
+  std::map<int, uint16_t> has_output_storage_;  // "output" storage id -> i32: the caller supplied it
+  StatusOr<SharedResult*> SharedResultOf(int first, const std::vector<Storage>& slots,
+                                         const analysis::StoragePlan& plan);
   Status EmitDispatch(ir::Operation* op, uint16_t cmd);
   // A new ref register holding a buffer view of `s` (buffer, offset) with
   // `type`'s dtype and shape (kBufferViewCreate): how a tensor is handed to a

@@ -165,7 +165,26 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   if (n == OpCode::kStreamAsyncClone || n == OpCode::kStreamAsyncTransfer || n == OpCode::kStreamAsyncUpdate ||
       n == OpCode::kStreamAsyncCopy)
     ++m_.report().ir_copies;
-  if (n == OpCode::kStreamAsyncClone || n == OpCode::kStreamAsyncTransfer) {
+  if (n == OpCode::kStreamAsyncClone && storage_.at(op->result(0)).copy_flag) {
+    // A result copy shared by a group of results (storage_plan.h "output"
+    // with `first`): made only where its storage is not the buffer an
+    // earlier result's copy wrote. Barriers are written either way (they
+    // may order later commands too), and every register is set before the
+    // branch.
+    const Storage& from = storage_.at(op->operand(0));
+    const Storage& to = storage_.at(op->result(0));
+    WriteBarriers(cmd);
+    std::vector<Reg> args = {Reg::Ref(cmd),          Reg::Ref(from.buffer), Reg::I32(OffsetReg(from)),
+                             Reg::Ref(to.buffer),    Reg::I32(OffsetReg(to)),
+                             Reg::I32(ConstReg(op->int_attr("size")))};
+    vm::Label copy = enc.NewLabel(), done = enc.NewLabel();
+    enc.CondBr(to.copy_flag, copy, done);
+    enc.Bind(copy);
+    enc.CallImport(HalImport::kCommandBufferCopy, args, {});
+    enc.Bind(done);
+    --m_.report().ir_copies;
+    ++m_.report().output_storage_copies;
+  } else if (n == OpCode::kStreamAsyncClone || n == OpCode::kStreamAsyncTransfer) {
     RecordCopy(cmd, storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
   } else if (n == OpCode::kStreamAsyncUpdate) {
     Storage dst = storage_.at(op->result(0));

@@ -8,6 +8,38 @@
 
 namespace kiln::backend {
 
+// The registers of the result-copy group whose first storage is `first`
+// (storage_plan.h "output" with `first`), made at its first member: the
+// first storage is the buffer the results without output storage share,
+// unless it is the caller's output storage for its own result.
+StatusOr<FunctionEmitter::SharedResult*> FunctionEmitter::SharedResultOf(int first, const std::vector<Storage>& slots,
+                                                                        const analysis::StoragePlan& plan) {
+  using Slot = analysis::StorageSlot;
+  auto it = shared_results_.find(first);
+  if (it != shared_results_.end()) return &it->second;
+  const Slot& f = plan.storages[static_cast<size_t>(first)];
+  if (f.kind != Slot::kOutput && f.kind != Slot::kCached && f.kind != Slot::kDonated)
+    return InvalidArgumentError("emit: a shared result copy names storage %d (%s), which backs no result", first,
+                                analysis::StorageKindName(f.kind));
+  const Storage& fs = slots[static_cast<size_t>(first)];
+  SharedResult g;
+  g.buffer = NewRef();
+  g.offset = NewI32();
+  g.valid = NewI32();
+  enc.MovRef(g.buffer, fs.buffer);
+  enc.MovI32(g.offset, fs.dynamic_offset ? fs.offset_reg : ConstReg(0));
+  enc.ConstI32(g.valid, 1);
+  auto has = has_output_storage_.find(first);
+  if (has != has_output_storage_.end()) {  // the caller's storage: no member may share it
+    vm::Label caller = enc.NewLabel(), join = enc.NewLabel();
+    enc.CondBr(has->second, caller, join);
+    enc.Bind(caller);
+    enc.ConstI32(g.valid, 0);
+    enc.Bind(join);
+  }
+  return &shared_results_.emplace(first, g).first->second;
+}
+
 Status FunctionEmitter::AssignStorage(ir::Block* body) {
   KILN_ASSIGN_OR_RETURN(analysis::StoragePlan plan, analysis::ReadStoragePlan(func_));
   using Slot = analysis::StorageSlot;
@@ -92,9 +124,23 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
         s.group = NewGroup();
         s.dynamic_offset = true;
         s.offset_reg = NewI32();
+        // A member of a result-copy group (`first`), without output storage:
+        // the buffer the group's results share when one is written already
+        // (copy_flag 0: its copy is skipped), else a cached buffer that
+        // becomes the shared one:
+        //   ... else if (group.valid) {buf, off} = group, flag = 0
+        //            else {buf, off} = group = {cached, 0}, valid = 1, flag = 1
         uint16_t k = ConstReg(p.index), slot_reg = ConstReg(p.slot);
         uint16_t size_reg = ConstReg(AlignUp(p.length, 16)), kind_reg = ConstReg(1), zero = ConstReg(0);
         uint16_t view = NewRef(), has_view = NewI32();
+        SharedResult* group = nullptr;
+        if (p.first >= 0) {
+          if (p.first >= static_cast<int64_t>(id))
+            return InvalidArgumentError("emit: storage %zu shares a result copy with a later storage %lld", id,
+                                        static_cast<long long>(p.first));
+          KILN_ASSIGN_OR_RETURN(group, SharedResultOf(static_cast<int>(p.first), slots, plan));
+          s.copy_flag = NewI32();
+        }
         vm::Label use = enc.NewLabel(), fresh = enc.NewLabel(), join = enc.NewLabel();
         enc.CallImport(HalImport::kBufferViewOutputStorage, {Reg::I32(k)}, {Reg::Ref(view)});
         enc.CmpNzRef(has_view, view);
@@ -102,13 +148,31 @@ Status FunctionEmitter::AssignStorage(ir::Block* body) {
         enc.Bind(use);
         enc.CallImport(HalImport::kBufferViewBuffer, {Reg::Ref(view)}, {Reg::Ref(s.buffer)});
         enc.CallImport(HalImport::kBufferViewOffset, {Reg::Ref(view)}, {Reg::I32(s.offset_reg)});
+        if (group) enc.ConstI32(s.copy_flag, 1);
         enc.Br(join);
         enc.Bind(fresh);
+        if (group) {
+          vm::Label share = enc.NewLabel(), own = enc.NewLabel();
+          enc.CondBr(group->valid, share, own);
+          enc.Bind(share);
+          enc.MovRef(s.buffer, group->buffer);
+          enc.MovI32(s.offset_reg, group->offset);
+          enc.ConstI32(s.copy_flag, 0);
+          enc.Br(join);
+          enc.Bind(own);
+        }
         enc.CallImport(HalImport::kAllocatorAllocateCached, {Reg::I32(slot_reg), Reg::I32(size_reg), Reg::I32(kind_reg)},
                        {Reg::Ref(s.buffer)});
         enc.MovI32(s.offset_reg, zero);
+        if (group) {
+          enc.ConstI32(s.copy_flag, 1);
+          enc.MovRef(group->buffer, s.buffer);
+          enc.MovI32(group->offset, s.offset_reg);
+          enc.ConstI32(group->valid, 1);
+        }
         enc.Bind(join);
         enc.ConstRefZero(view);  // drop the extra reference to the caller's view
+        has_output_storage_[static_cast<int>(id)] = has_view;
         break;
       }
       case Slot::kCached:

@@ -182,14 +182,19 @@ int main(int argc, char** argv) {
     // Copies that survive elision, with the analysis' reason; the final
     // program's clones are counted so a copy without a remark still shows.
     // (clone, transfer, update and copy: each records one copy command).
-    int copies = 0;
+    // A result copy shared by results of one value (`shared_result`) is
+    // made only into output storage the caller supplies: counted apart.
+    int copies = 0, shared = 0;
     using kiln::ir::OpCode;
     for (kiln::ir::Operation* f : module->functions())
       f->Walk([&](kiln::ir::Operation* op) {
-        copies += op->is(OpCode::kStreamAsyncClone) || op->is(OpCode::kStreamAsyncTransfer) ||
-                  op->is(OpCode::kStreamAsyncUpdate) || op->is(OpCode::kStreamAsyncCopy);
+        bool is_shared = op->is(OpCode::kStreamAsyncClone) && op->has_attr("shared_result");
+        shared += is_shared;
+        copies += !is_shared && (op->is(OpCode::kStreamAsyncClone) || op->is(OpCode::kStreamAsyncTransfer) ||
+                                 op->is(OpCode::kStreamAsyncUpdate) || op->is(OpCode::kStreamAsyncCopy));
       });
     std::printf("copies in the final program: %d\n", copies);
+    if (shared) std::printf("result copies made only into caller output storage: %d\n", shared);
     // The reasons the pipeline's last copy elision gave (on the program
     // before scheduling, whose values read as written); without elision
     // (--no-elision), the analysis run once on the final program.

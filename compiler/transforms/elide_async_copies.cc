@@ -230,9 +230,21 @@ bool IsGlobalStateUpdate(ir::Operation* clone) {
 // the same copy plus, possibly, another (differential seeds 30115: another
 // region yields another value; 31547: the scf.if is nested in another
 // one). On true, *why says why the result cannot share the storage.
+// The source may also be the result of a loop whose carried storage is the
+// import's (ValuesInConsumedImports: the loop takes the import before its
+// first trip), e.g. a zero-trip scf.while over it: the same holds of it
+// (differential seed 43190).
 bool RemovalMovesCopyToYield(ir::Operation* clone, std::string* why) {
   ir::Value* src = clone->operand(0);
   ir::Operation* imp = src->is_block_argument() ? nullptr : src->defining_op();
+  ir::Value* import_value = src;  // the consumed import whose storage src lives in
+  if (imp && (imp->is(ir::OpCode::kScfWhile) || imp->is(ir::OpCode::kScfFor)) && imp->parent_block()) {
+    std::map<ir::Value*, ir::Value*> carried = ValuesInConsumedImports(imp->parent_block());
+    auto it = carried.find(src);
+    if (it == carried.end()) return false;
+    import_value = it->second;
+    imp = import_value->is_block_argument() ? nullptr : import_value->defining_op();
+  }
   if (!imp || !imp->is(ir::OpCode::kStreamTensorImport) || !imp->bool_attr("consume")) return false;
   ir::Block* block = clone->parent_block();
   ir::Value* v = clone->result(0);
@@ -274,7 +286,7 @@ bool RemovalMovesCopyToYield(ir::Operation* clone, std::string* why) {
     std::map<ir::Value*, ir::Value*> in_imports = ValuesInConsumedImports(body);
     use.user->SetOperand(use.operand_index, clone->result(0));
     auto it = in_imports.find(region_op->result(position));
-    shares = it != in_imports.end() && it->second == src;
+    shares = it != in_imports.end() && it->second == import_value;
   }
   if (shares) return false;
   // The reason, for the remark.
@@ -282,7 +294,8 @@ bool RemovalMovesCopyToYield(ir::Operation* clone, std::string* why) {
   for (unsigned r = 0; r < region_op->num_regions(); ++r) {
     if (region_op->region(r)->empty() || region_op->region(r)->block(0) == block) continue;
     ir::Operation* y = region_op->region(r)->block(0)->terminator();
-    if (y && position < y->num_operands() && analysis::RootOf(y->operand(position)) != src) other_value = true;
+    ir::Value* root = y && position < y->num_operands() ? analysis::RootOf(y->operand(position)) : nullptr;
+    if (root && root != src && root != import_value) other_value = true;
   }
   const std::string op_name = region_op->name();
   if (other_value) {
@@ -293,6 +306,8 @@ bool RemovalMovesCopyToYield(ir::Operation* clone, std::string* why) {
     *why = "the consumed argument is imported inside a region";
   } else if (region_op->parent_block() != body) {
     *why = "the " + op_name + " is nested in another region";
+  } else if (src != import_value) {
+    *why = "the value is the result of a loop carried in the consumed argument's storage";
   } else {
     *why = "the consumed argument is read after the " + op_name + " or by a call";
   }

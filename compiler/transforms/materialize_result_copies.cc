@@ -18,6 +18,9 @@
 // global snapshot), a consumed argument (ownership goes back to the
 // caller), host values.
 //
+// One value returned by several results gets one clone per result here;
+// --share-result-copies (next in the pipeline) lets them share one copy.
+//
 // Before:
 //   %c = "stream.async.constant"() {size = 16 : i64, value = ...}
 //   %e = "stream.tensor.export"(%c) {size = 16 : i64}

@@ -26,6 +26,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("demote-f32-to-f16", CreateDemoteF32ToF16Pass);
   ir::RegisterPass("lower-timeline", CreateLowerTimelinePass);
   ir::RegisterPass("materialize-result-copies", CreateMaterializeResultCopiesPass);
+  ir::RegisterPass("share-result-copies", CreateShareResultCopiesPass);
   ir::RegisterPass("schedule-allocation", CreateScheduleAllocationPass);
   ir::RegisterPass("materialize-edge-copies", CreateMaterializeEdgeCopiesPass);
   ir::RegisterPass("place-barriers", CreatePlaceBarriersPass);

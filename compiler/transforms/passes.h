@@ -91,6 +91,7 @@ std::unique_ptr<ir::Pass> CreateLowerTimelinePass();
 // living in the constant pool, a global or a borrowed argument are cloned
 // before their export (fresh storage the caller owns).
 std::unique_ptr<ir::Pass> CreateMaterializeResultCopiesPass();
+std::unique_ptr<ir::Pass> CreateShareResultCopiesPass();
 
 // --schedule-allocation (schedule_allocation.h): every resource's storage
 // (arena slot, result, donated or taken argument, global, coalesced edge),

@@ -47,6 +47,9 @@ const std::vector<std::string>& AllocationPipeline() {
       // Results living in the constant pool, a global or a borrowed
       // argument are cloned into storage the caller owns.
       "materialize-result-copies",
+      // Results of one value share one copy where the caller supplies no
+      // output storage (a copy elision: --no-elision skips it).
+      "share-result-copies",
       // Where every resource lives: arena slots, results, donated and taken
       // arguments, coalesced edges, parallel-copy temporaries.
       "schedule-allocation",
@@ -84,7 +87,8 @@ Status RunPasses(ir::Module& module, const std::vector<std::string>& flags, cons
   RegisterAllPasses();
   for (const std::string& flag : flags) {
     if (options.disable_elision && (flag == "elide-async-copies" || flag == "elide-transfers" ||
-                                     flag == "elide-dead-writes" || flag == "infer-argument-ownership")) continue;
+                                     flag == "elide-dead-writes" || flag == "infer-argument-ownership" ||
+                                     flag == "share-result-copies")) continue;
     std::unique_ptr<ir::Pass> pass = ir::CreatePass(flag);
     if (!pass) return InvalidArgumentError("unknown pass '%s'", flag.c_str());
     size_t first_remark = ctx.remarks.size();

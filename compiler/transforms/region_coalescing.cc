@@ -108,8 +108,9 @@ std::map<ir::Operation*, size_t> PositionsIn(ir::Block* block) {
 // The rule of ValuesInConsumedImports / ValuesInCarriedArguments over the
 // ops of `block`: roots are the values `is_root` accepts (each also counts
 // as living in its own storage). With `allow_fresh`, an scf.if /
-// index_switch branch may also yield a fresh value it made (copied into the
-// shared storage at its yield, once the branch has read what it needs).
+// index_switch branch may also yield a fresh value it made, or any value
+// that views no root's storage (copied into the shared storage at its
+// yield, once the branch has read what it needs).
 void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& is_root, bool allow_fresh,
                       std::map<ir::Value*, ir::Value*>* shares) {
   std::map<ir::Value*, std::vector<ir::Value*>> family = FamiliesOf(block, is_root);
@@ -133,7 +134,13 @@ void ShareRootStorage(ir::Block* block, const std::function<bool(ir::Value*)>& i
           if (root && root != c) all = false;
           root = c;
         } else {
-          all = allow_fresh && !loop && FreshRootYielded(in[k], op->region(static_cast<unsigned>(k))->block(0));
+          // A value that views no root's storage is copied in at its yield
+          // like a fresh one (differential seed 44636: a transfer round trip
+          // elided to the consumed import).
+          ir::Value* vr = RootOf(in[k]);
+          all = allow_fresh && !loop &&
+                (FreshRootYielded(in[k], op->region(static_cast<unsigned>(k))->block(0)) ||
+                 (!family.count(vr) && !is_root(vr)));
         }
       }
       if (!all || !root || claimed.count(root) || SizeOf(root) != SizeOf(r)) continue;

@@ -30,7 +30,8 @@ std::map<ir::Value*, ir::Value*> ValuesInConsumedImports(ir::Block* body);
 // The same inside the body of every scf.for of `body`: an scf.if /
 // index_switch result in a loop body whose incoming values are the carried
 // argument or in-place updates of it (a branch may also yield a fresh value,
-// copied in at its yield) lives in the carried storage, so neither the
+// or any value that views no carried storage, copied in at its yield) lives
+// in the carried storage, so neither the
 // yield nor the loop's back edge copies; likewise a nested loop's carried
 // value. Mapped to the carried argument.
 std::map<ir::Value*, ir::Value*> ValuesInCarriedArguments(ir::Block* body);

@@ -568,6 +568,14 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
   if (!multi_block_)  // step order is not execution order
     for (auto& owned : body->ops())
       if (owned->is(OpCode::kStreamTensorImport) && owned->bool_attr("consume")) consume_imports.push_back(owned.get());
+  // Result copies a later result of one value shares with the first
+  // (--materialize-result-copies' `shared_result`), planned after the rest:
+  // their storage names the first result's.
+  std::vector<ir::Value*> shared_copies;
+  auto shares_result_copy = [&](ir::Value* r) {
+    ir::Operation* def = r->is_block_argument() ? nullptr : r->defining_op();
+    return def && def->is(OpCode::kStreamAsyncClone) && def->has_attr("shared_result") && result_of[r].size() == 1;
+  };
   // The imports that could donate to each escaping value, then one donor
   // each (analysis::MatchDonors: a maximum matching, greedy where that
   // donates to every value). The matching matters for in-place concats written piece by
@@ -580,6 +588,10 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
   };
   std::map<ir::Value*, std::vector<ir::Operation*>> donors_for;
   for (ir::Value* r : externals) {
+    if (shares_result_copy(r)) {
+      shared_copies.push_back(r);
+      continue;
+    }
     const int64_t length = SizeOf(r);
     // A value made inside a loop (one moved into a call's consumed operand
     // on every trip) takes no donor: a donor gives one buffer per call, and
@@ -621,6 +633,7 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
       if (match[i] >= 0) donor_of[externals[i]] = consume_imports[static_cast<size_t>(match[i])];
   }
   for (ir::Value* r : externals) {
+    if (shares_result_copy(r)) continue;
     StorageSlot s;
     s.length = SizeOf(r);
     auto matched = donor_of.find(r);
@@ -636,6 +649,26 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
     } else {
       s.kind = StorageSlot::kCached;
       s.slot = slot++;
+    }
+    plan_.values[r] = ValueStorage{NewStorage(s), 0};
+  }
+  for (ir::Value* r : shared_copies) {
+    StorageSlot s;
+    s.kind = StorageSlot::kOutput;
+    s.index = result_of[r][0];
+    s.slot = slot++;
+    s.length = SizeOf(r);
+    // The first result's copy, when it is one result's own storage (else a
+    // copy of its own, as any result: conservative).
+    ir::Operation* ret = body->terminator();
+    int64_t k = r->defining_op()->int_attr("shared_result", -1);
+    ir::Operation* exp = k >= 0 && k < static_cast<int64_t>(ret->num_operands())
+                             ? ret->operand(static_cast<unsigned>(k))->defining_op() : nullptr;
+    auto first = exp && exp->is(OpCode::kStreamTensorExport) ? plan_.values.find(exp->operand(0)) : plan_.values.end();
+    if (first != plan_.values.end() && first->second.offset == 0) {
+      StorageSlot::Kind fk = plan_.storages[static_cast<size_t>(first->second.id)].kind;
+      if (fk == StorageSlot::kOutput || fk == StorageSlot::kCached || fk == StorageSlot::kDonated)
+        s.first = first->second.id;
     }
     plan_.values[r] = ValueStorage{NewStorage(s), 0};
   }
