@@ -1,6 +1,7 @@
 #include "compiler/transforms/transient_planner.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 namespace kiln::transforms {
@@ -9,6 +10,9 @@ namespace {
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) & ~(a - 1); }
 
 enum class Fit { kFirst, kBest };
+
+// Shuffled orders tried when the sorted ones miss the lower bound.
+constexpr int kShuffledPasses = 64;
 
 // One greedy pass: visit requests in `order`, put each at the offset `fit`
 // picks among the gaps left by the already placed requests whose lifetimes
@@ -48,6 +52,19 @@ TransientPlan Greedy(const std::vector<TransientRequest>& requests, const std::v
   return plan;
 }
 
+// The most aligned bytes live at one step: no plan is smaller.
+int64_t LiveBound(const std::vector<TransientRequest>& requests, const std::vector<int64_t>& sizes) {
+  std::vector<std::pair<int64_t, int64_t>> events;  // (step, +size at first use / -size after last)
+  for (size_t i = 0; i < requests.size(); ++i) {
+    events.push_back({requests[i].first_use, sizes[i]});
+    events.push_back({static_cast<int64_t>(requests[i].last_use) + 1, -sizes[i]});
+  }
+  std::sort(events.begin(), events.end());  // at one step, frees (negative) first
+  int64_t live = 0, peak = 0;
+  for (const auto& [step, d] : events) peak = std::max(peak, live += d);
+  return peak;
+}
+
 }  // namespace
 
 TransientPlan PlanTransients(const std::vector<TransientRequest>& requests, int64_t alignment) {
@@ -72,12 +89,30 @@ TransientPlan PlanTransients(const std::vector<TransientRequest>& requests, int6
                    [&](size_t a, size_t b) { return sizes[a] * span(a) > sizes[b] * span(b); });
   TransientPlan best;
   bool have = false;
-  for (Fit fit : {Fit::kFirst, Fit::kBest})
-    for (const std::vector<size_t>& order : orders) {
+  auto consider = [&](const std::vector<size_t>& order) {
+    for (Fit fit : {Fit::kFirst, Fit::kBest}) {
       TransientPlan plan = Greedy(requests, sizes, order, fit);
       if (!have || plan.arena_size < best.arena_size) best = std::move(plan);
       have = true;
     }
+  };
+  for (const std::vector<size_t>& order : orders) consider(order);
+  // Still above the lower bound: shuffled orders, which escape the ties
+  // every sorted order shares (PaddleOCR cls: a 24 KiB value live across
+  // two pairs of 150 KiB ones fits below them only when placed first; one
+  // shuffled order in 16 finds its 324 KiB bound, sorted orders 348 KiB).
+  // A fixed-seed xorshift and our own Fisher-Yates keep plans identical on
+  // every host and standard library; stops at the bound.
+  const int64_t bound = LiveBound(requests, sizes);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  std::vector<size_t> order = orders[0];
+  for (int pass = 0; pass < kShuffledPasses && best.arena_size > bound; ++pass) {
+    for (size_t i = order.size(); i > 1; --i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::swap(order[i - 1], order[x % i]);
+    }
+    consider(order);
+  }
   return best;
 }
 
