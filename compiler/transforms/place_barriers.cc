@@ -53,9 +53,11 @@ struct Range {
 
 class Placer {
  public:
-  Placer(ir::Module& module, ir::Operation* func, const StoragePlan& plan) : func_(func), plan_(plan) {
-    for (auto& top : module.body()->ops())
-      if (top->is(OpCode::kUtilGlobal)) global_sizes_[top->str_attr("sym_name")] = top->int_attr("size", 0);
+  // `global_sizes`: the byte size of each util.global of the module (found
+  // once per module: a walk of the module per function was quadratic in
+  // the number of functions).
+  Placer(const std::map<std::string, int64_t>& global_sizes, ir::Operation* func, const StoragePlan& plan)
+      : func_(func), plan_(plan), global_sizes_(global_sizes) {
     for (size_t id = 0; id < plan.storages.size(); ++id) {
       const StorageSlot& s = plan.storages[id];
       if (s.kind == StorageSlot::kGlobal) global_ids_[s.global] = static_cast<int>(id);
@@ -488,7 +490,7 @@ class Placer {
 
   ir::Operation* func_;
   const StoragePlan& plan_;
-  std::map<std::string, int64_t> global_sizes_;
+  const std::map<std::string, int64_t>& global_sizes_;
   std::map<std::string, int> global_ids_;
   std::set<ir::Value*> droppable_;
   std::vector<Range> reads_, writes_;
@@ -509,6 +511,9 @@ class PlaceBarriersPass : public ir::Pass {
   }
   Status Run(ir::Module& module, ir::PassContext& ctx) override {
     (void)ctx;
+    std::map<std::string, int64_t> global_sizes;
+    for (auto& top : module.body()->ops())
+      if (top->is(OpCode::kUtilGlobal)) global_sizes[top->str_attr("sym_name")] = top->int_attr("size", 0);
     for (ir::Operation* func : module.functions()) {
       if (!func->list_attr("storages")) continue;  // no plan: nothing to order
       // Idempotent: barriers placed earlier are placed again.
@@ -522,7 +527,7 @@ class PlaceBarriersPass : public ir::Pass {
         Status error = plan.status();
         return error.Annotate("function @" + func->str_attr("sym_name"));
       }
-      Placer placer(module, func, plan.value());
+      Placer placer(global_sizes, func, plan.value());
       KILN_RETURN_IF_ERROR(placer.Run());
     }
     return OkStatus();

@@ -3,9 +3,10 @@
 //
 // Decides the barriers between the device commands of every function and
 // writes each one into the IR as a `stream.cmd.barrier` op carrying the byte
-// ranges it covers. The backend (compiler/backend/) writes each barrier op
-// out as one hal.command_buffer.barrier (one VkBufferMemoryBarrier per
-// range) and decides nothing.
+// ranges it covers, and the barriers before the host's reads (`host = true`,
+// below). The backend (compiler/backend/) writes each barrier op out as one
+// hal.command_buffer.barrier (host: hal.command_buffer.host_barrier; one
+// VkBufferMemoryBarrier per range) and decides nothing.
 //
 // Byte ranges: derived on demand from the storage plan
 // (compiler/analysis/storage_plan.h) rather than written as attributes on
