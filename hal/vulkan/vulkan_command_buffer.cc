@@ -263,8 +263,9 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
 }
 
 Status VulkanCommandBuffer::RecordBufferBarriers(const BufferBarrier* barriers, uint32_t count,
-                                                 VkAccessFlags dst_access,
-                                                 VkPipelineStageFlags dst_stage) {
+                                                 bool host) {
+  KILN_RETURN_IF_ERROR(CheckRecording(host ? "HostReadBarrier" : "Barrier"));
+  if (host) host_reads_declared_ = true;
   if (count == 0) return OkStatus();
   if (!barriers) return InvalidArgumentError("Barrier: barriers is null");
   scratch_barriers_.clear();
@@ -277,7 +278,7 @@ Status VulkanCommandBuffer::RecordBufferBarriers(const BufferBarrier* barriers, 
     VkBufferMemoryBarrier barrier = {};
     barrier.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
     barrier.srcAccessMask = kDeviceWrites;
-    barrier.dstAccessMask = dst_access;
+    barrier.dstAccessMask = host ? VK_ACCESS_HOST_READ_BIT : kDeviceAccesses;
     barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
     barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
     barrier.buffer = buffer->handle();
@@ -294,27 +295,21 @@ Status VulkanCommandBuffer::RecordBufferBarriers(const BufferBarrier* barriers, 
       g_barrier_observer(g_barrier_observer_user, scratch_barriers_.data(),
                          static_cast<uint32_t>(scratch_barriers_.size()));
 #endif
-    device_->syms().vkCmdPipelineBarrier(command_buffer_, kDeviceStages, dst_stage, 0, 0, nullptr,
-                                         static_cast<uint32_t>(scratch_barriers_.size()),
+    device_->syms().vkCmdPipelineBarrier(command_buffer_, kDeviceStages,
+                                         host ? VK_PIPELINE_STAGE_HOST_BIT : kDeviceStages, 0, 0,
+                                         nullptr, static_cast<uint32_t>(scratch_barriers_.size()),
                                          scratch_barriers_.data(), 0, nullptr);
   }
+  if (!host) ++device_->stats().barriers;
   return OkStatus();
 }
 
 Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t count) {
-  KILN_RETURN_IF_ERROR(CheckRecording("Barrier"));
-  if (count == 0) return OkStatus();
-  KILN_RETURN_IF_ERROR(RecordBufferBarriers(barriers, count, kDeviceAccesses, kDeviceStages));
-  ++device_->stats().barriers;
-  return OkStatus();
+  return RecordBufferBarriers(barriers, count, /*host=*/false);
 }
 
 Status VulkanCommandBuffer::HostReadBarrier(const BufferBarrier* barriers, uint32_t count) {
-  KILN_RETURN_IF_ERROR(CheckRecording("HostReadBarrier"));
-  KILN_RETURN_IF_ERROR(
-      RecordBufferBarriers(barriers, count, VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_HOST_BIT));
-  host_reads_declared_ = true;
-  return OkStatus();
+  return RecordBufferBarriers(barriers, count, /*host=*/true);
 }
 
 Status VulkanCommandBuffer::ExecutionBarrier() {

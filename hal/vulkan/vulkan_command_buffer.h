@@ -124,10 +124,10 @@ class VulkanCommandBuffer final : public CommandBuffer {
   Status AllocateDescriptorSet(VkDescriptorSetLayout layout, uint32_t binding_count,
                                VkDescriptorSet* out_set);
   void RetainBuffer(Buffer* buffer);
-  // Barrier and HostReadBarrier: one VkBufferMemoryBarrier per non-empty
-  // range, device writes -> `dst_access` at `dst_stage`.
-  Status RecordBufferBarriers(const BufferBarrier* barriers, uint32_t count, VkAccessFlags dst_access,
-                              VkPipelineStageFlags dst_stage);
+  // Barrier (host false: device writes -> device accesses, counted) and
+  // HostReadBarrier (host true: -> HOST_READ at the HOST stage, declares the
+  // host reads): one VkBufferMemoryBarrier per non-empty range.
+  Status RecordBufferBarriers(const BufferBarrier* barriers, uint32_t count, bool host);
   void RetainExecutable(Executable* executable);
   // Recording state, pool ownership and range checks; retains `pool`.
   Status CheckQueryPool(const char* op, QueryPool* pool, uint32_t first, uint32_t count);
