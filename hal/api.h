@@ -232,6 +232,17 @@ class CommandBuffer : public RefObject {
   virtual Status Barrier(const BufferBarrier* barriers, uint32_t count) = 0;
   // Full execution + memory barrier (used when ranges are unknown).
   virtual Status ExecutionBarrier() = 0;
+  // Declares what the host reads once this submission's signal has been
+  // waited on: records device writes -> host read barriers (Vulkan: one
+  // VkBufferMemoryBarrier to VK_ACCESS_HOST_READ_BIT per range) for exactly
+  // the given byte ranges, and none when `count` is 0. A command buffer that
+  // called it (any count, since creation or Reset) gets nothing more at
+  // End(); one that never did gets one global device-writes -> host-read
+  // memory barrier at End() when it recorded commands (callers that do not
+  // know their ranges: tests, tools). Compiled modules declare (the
+  // compiler's host barriers, compiler/transforms/place_barriers.h).
+  // Retains each named buffer until Reset. Errors: as Barrier.
+  virtual Status HostReadBarrier(const BufferBarrier* barriers, uint32_t count) = 0;
   virtual Status CopyBuffer(Buffer* source, uint64_t source_offset, Buffer* target,
                             uint64_t target_offset, uint64_t length) = 0;
   // Fills `length` bytes (multiple of 4) with the 32-bit `pattern`.

@@ -126,7 +126,7 @@ export function parseInputShape(spec) {
   return { name: spec.slice(0, eq), shape: dims };
 }
 
-function readGolden(dir) {
+export function readGolden(dir) {
   const gdir = path.join(REPO_ROOT, 'tests', 'golden', dir);
   const modelFile = fs.readFileSync(path.join(gdir, 'model.txt'), 'utf8').split('\n')[0].trim();
   const modelsDir = process.env.KILN_MODELS_DIR || path.join(REPO_ROOT, '.cache', 'models');

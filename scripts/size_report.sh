@@ -129,7 +129,15 @@ set -euo pipefail
 # the texel binding checks (hal/command_checks.cc: alignment, whole texels,
 # maxTexelBufferElements, known kind, read-only) and the SPIR-V layout
 # check's texel-buffer rule with their messages: +3,630 B, 156,119 B measured.
-budget_messages=156200
+# Raised 156200 -> 156750 for host-read barriers over exact ranges (issue 13
+# item 3: the last whole-memory barrier, End()'s device -> host one, became
+# a compiler decision): hal.command_buffer.host_barrier (import table entry,
+# its case in the hal module, the static-commands allowlist), the HAL's
+# CommandBuffer::HostReadBarrier and the declaration flag End() checks
+# (hal/vulkan, Barrier and HostReadBarrier sharing one recorder), the
+# declarations at command-buffer creation, the initializer upload and staged
+# copies: +590 B, 156,709 B measured (156,119 B before, same tree).
+budget_messages=156750
 # The budget of the code-only build (KILN_SIZE_STATUS_MESSAGES=OFF, i.e. the
 # runtime built with KILN_STATUS_MESSAGES=OFF: statuses keep their code and
 # drop their message, IREE's IREE_STATUS_MODE=0, which IREE's size-optimized
@@ -141,7 +149,9 @@ budget_messages=156200
 # semaphore wait above: 116,506 B.
 # Raised 116550 -> 119200 for the texel-buffer bindings above: +2,606 B,
 # 119,112 B measured (within issue 16's 120 KiB).
-budget_codes=119200
+# Raised 119200 -> 119700 for the host-read barriers above: +540 B,
+# 119,652 B measured.
+budget_codes=119700
 if [ "${KILN_SIZE_STATUS_MESSAGES:-ON}" = OFF ]; then
   budget="${KILN_SIZE_BUDGET:-$budget_codes}"
 else

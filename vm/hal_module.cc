@@ -294,6 +294,9 @@ StatusOr<Ref<hal::Buffer>> HalModule::AllocateInitialized(const uint8_t* data, s
   // A pooled command buffer (AcquireCommandBuffer counts any it creates).
   KILN_ASSIGN_OR_RETURN(Ref<CommandBufferState> cb, AcquireCommandBuffer());
   KILN_RETURN_IF_ERROR(cb->command_buffer->CopyBuffer(staging.get(), 0, buffer.get(), 0, size));
+  // The host cannot map `buffer` (it reads it through a staged copy): no
+  // host-read barrier.
+  KILN_RETURN_IF_ERROR(cb->command_buffer->HostReadBarrier(nullptr, 0));
   KILN_RETURN_IF_ERROR(ExecuteAndWait(cb.get()));
   return buffer;
 }
@@ -440,6 +443,9 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
     }
     case HalImport::kCommandBufferCreate: {
       KILN_ASSIGN_OR_RETURN(Ref<CommandBufferState> state, AcquireCommandBuffer());
+      // Compiled code declares what the host reads (host_barrier): nothing
+      // else needs a device -> host barrier.
+      KILN_RETURN_IF_ERROR(state->command_buffer->HostReadBarrier(nullptr, 0));
       call.SetRef(0, RefValue::Adopt(RefType::kCommandBuffer, std::move(state)));
       return OkStatus();
     }
@@ -514,10 +520,13 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
       cb->push_constant_words = 0;
       return OkStatus();
     }
-    case HalImport::kCommandBufferBarrier: {
+    case HalImport::kCommandBufferBarrier:
+    case HalImport::kCommandBufferHostBarrier: {
+      const bool host = id == HalImport::kCommandBufferHostBarrier;
       CommandBufferState* cb;
       KILN_RETURN_IF_ERROR(GetCommandBuffer(call.ArgRef(0), &cb));
       size_t count = (call.args.size() - 1) / 3;
+      if (host && count == 0) return OkStatus();
       if (count == 0) return cb->command_buffer->ExecutionBarrier();
       if (barriers_.capacity() < count) CountHostAllocation();
       barriers_.resize(count);
@@ -535,6 +544,7 @@ Status HalModule::Call(HalImport id, const ImportCall& call,
         uint64_t len = length ? static_cast<uint64_t>(length) : buf.size - offset;
         barriers_[live++] = hal::BufferBarrier{buf.buffer, buf.base + offset, len};
       }
+      if (host) return cb->command_buffer->HostReadBarrier(barriers_.data(), static_cast<uint32_t>(live));
       if (live == 0) return cb->command_buffer->ExecutionBarrier();
       return cb->command_buffer->Barrier(barriers_.data(), static_cast<uint32_t>(live));
     }

@@ -16,6 +16,10 @@ Status CopyStaged(hal::Device* device, hal::Buffer* buffer, uint64_t offset, voi
   KILN_ASSIGN_OR_RETURN(Ref<hal::CommandBuffer> cb, device->CreateCommandBuffer());
   KILN_RETURN_IF_ERROR(to_device ? cb->CopyBuffer(staging.get(), 0, buffer, offset, length)
                                  : cb->CopyBuffer(buffer, offset, staging.get(), 0, length));
+  // The host reads the staging buffer after a download, nothing after an
+  // upload (it cannot map `buffer`).
+  const hal::BufferBarrier read = {staging.get(), 0, length};
+  KILN_RETURN_IF_ERROR(cb->HostReadBarrier(&read, to_device ? 0 : 1));
   KILN_RETURN_IF_ERROR(cb->End());
   KILN_RETURN_IF_ERROR(device->QueueExecute(cb.get(), nullptr, 0, &signal, 1));
   KILN_RETURN_IF_ERROR(signal.semaphore->Wait(signal.value, UINT64_MAX));

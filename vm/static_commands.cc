@@ -15,7 +15,7 @@ bool AllowedImport(std::string_view name) {
       "hal.command_buffer.copy",       "hal.command_buffer.fill",
       "hal.command_buffer.execute",    "hal.buffer_view.output_storage",
       "hal.allocator.allocate_cached", "hal.buffer_view.take_or_allocate",
-      "hal.buffer_view.take_or_clone",
+      "hal.buffer_view.take_or_clone", "hal.command_buffer.host_barrier",
   };
   for (const char* a : kAllowed) {
     if (name == a) return true;

@@ -10,7 +10,7 @@
 //     only change in the initializer);
 //   - call these native imports: buffer_view.buffer / offset / create,
 //     executable.lookup, command_buffer.create / push_constants / dispatch /
-//     barrier / copy / fill / execute, and the ownership imports
+//     barrier / host_barrier / copy / fill / execute, and the ownership imports
 //     buffer_view.output_storage, allocator.allocate_cached,
 //     buffer_view.take_or_allocate, buffer_view.take_or_clone.
 // No CALL or import of a bytecode function, no host read of device data

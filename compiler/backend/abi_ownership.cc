@@ -62,6 +62,7 @@ Status FunctionEmitter::EmitReturn(ir::Operation* ret, uint16_t cmd) {
   }
   // Submit without blocking; "final" (1): the invocation's signal fence rides
   // on this submission (kiln_invoke_async), a synchronous invoke waits once.
+  WriteHostBarriers(cmd);  // what the host reads once it has waited
   enc.CallImport(HalImport::kCommandBufferExecute, {Reg::Ref(cmd), Reg::I32(ConstReg(1))}, {});
   std::vector<Reg> ret_regs;
   for (auto& [t, s] : results) ret_regs.push_back(Reg::Ref(CreateView(s, t)));

@@ -41,30 +41,46 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const s
   return static_cast<uint16_t>(p.shader);
 }
 
+void FunctionEmitter::WriteBarrier(ir::Operation* barrier, uint16_t cmd) {
+  std::vector<int64_t> ranges = barrier->ints_attr("ranges");
+  std::vector<Reg> bargs = {Reg::Ref(cmd)};
+  for (size_t i = 0; i + 2 < ranges.size(); i += 3) {
+    if (ranges[i] < 0 || static_cast<size_t>(ranges[i]) >= slot_storage_.size()) {
+      if (barrier_error_.empty()) barrier_error_ = "a stream.cmd.barrier names storage " + std::to_string(ranges[i]) +
+                                                   ", which the plan does not have (" + barrier->loc() + ")";
+      continue;
+    }
+    // A storage whose base is known only at run time (an argument view, a
+    // call result, output storage): the range's offset is relative to it.
+    Storage at = slot_storage_[static_cast<size_t>(ranges[i])];
+    bargs.push_back(Reg::Ref(at.buffer));
+    at.offset = at.dynamic_offset ? at.offset + ranges[i + 1] : ranges[i + 1];
+    bargs.push_back(Reg::I32(OffsetReg(at)));
+    bargs.push_back(Reg::I32(ConstReg(ranges[i + 2])));  // 0: to the end
+  }
+  enc.CallImport(barrier->bool_attr("host") ? HalImport::kCommandBufferHostBarrier : HalImport::kCommandBufferBarrier,
+                 bargs, {});
+}
+
 void FunctionEmitter::WriteBarriers(uint16_t cmd) {
   unsubmitted_work_ = true;  // the caller records a command next
-  while (!active_barriers_.empty() && active_barriers_.front()->int_attr("command", 0) == command_index_) {
-    ir::Operation* barrier = active_barriers_.front();
+  while (!active_barriers_.empty() && !active_barriers_.front()->bool_attr("host") &&
+         active_barriers_.front()->int_attr("command", 0) == command_index_) {
+    WriteBarrier(active_barriers_.front(), cmd);
     active_barriers_.erase(active_barriers_.begin());
-    std::vector<int64_t> ranges = barrier->ints_attr("ranges");
-    std::vector<Reg> bargs = {Reg::Ref(cmd)};
-    for (size_t i = 0; i + 2 < ranges.size(); i += 3) {
-      if (ranges[i] < 0 || static_cast<size_t>(ranges[i]) >= slot_storage_.size()) {
-        if (barrier_error_.empty()) barrier_error_ = "a stream.cmd.barrier names storage " + std::to_string(ranges[i]) +
-                                                     ", which the plan does not have (" + barrier->loc() + ")";
-        continue;
-      }
-      // A storage whose base is known only at run time (an argument view, a
-      // call result, output storage): the range's offset is relative to it.
-      Storage at = slot_storage_[static_cast<size_t>(ranges[i])];
-      bargs.push_back(Reg::Ref(at.buffer));
-      at.offset = at.dynamic_offset ? at.offset + ranges[i + 1] : ranges[i + 1];
-      bargs.push_back(Reg::I32(OffsetReg(at)));
-      bargs.push_back(Reg::I32(ConstReg(ranges[i + 2])));  // 0: to the end
-    }
-    enc.CallImport(HalImport::kCommandBufferBarrier, bargs, {});
   }
   ++command_index_;
+}
+
+void FunctionEmitter::WriteHostBarriers(uint16_t cmd) {
+  for (size_t i = 0; i < active_barriers_.size();) {
+    if (!active_barriers_[i]->bool_attr("host")) {
+      ++i;
+      continue;
+    }
+    WriteBarrier(active_barriers_[i], cmd);
+    active_barriers_.erase(active_barriers_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
 }
 
 Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {

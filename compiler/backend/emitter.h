@@ -245,6 +245,11 @@ class FunctionEmitter {
     command_index_ = 0;
   }
   void WriteBarriers(uint16_t cmd);
+  // The host barriers (`host = true`) placed before the current op, written
+  // right before the submission it makes (a func.return's execute, a
+  // stream.async.load's execute_and_wait) as hal.command_buffer.host_barrier.
+  void WriteHostBarriers(uint16_t cmd);
+  void WriteBarrier(ir::Operation* barrier, uint16_t cmd);  // one barrier op's import call
   std::vector<ir::Operation*> incoming_barriers_;  // recorded since the last BeginOp
   std::vector<ir::Operation*> active_barriers_;    // placed before barrier_op_, not yet written
   ir::Operation* barrier_op_ = nullptr;

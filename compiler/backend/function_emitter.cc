@@ -152,6 +152,7 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
     if (width == 8 && op->str_attr("dtype") == "i64") width = 4;
     if (width != 1 && width != 2 && width != 4)
       return UnimplementedError("emit: stream.async.load of %s (%s)", op->str_attr("dtype").c_str(), op->loc().c_str());
+    WriteHostBarriers(cmd);  // the loaded bytes
     enc.CallImport(HalImport::kCommandBufferExecuteAndWait, {Reg::Ref(cmd)}, {});
     enc.CallImport(HalImport::kCommandBufferCreate, {}, {Reg::Ref(cmd)});
     uint16_t r = NewI32();

@@ -269,6 +269,12 @@ int main(int argc, char** argv) {
     std::printf("barriers: %lld\nbarrier_ranges: %lld\nbarrier_bytes: %lld\nbarrier_whole_buffer_ranges: %lld\n",
                 static_cast<long long>(barriers.barriers), static_cast<long long>(barriers.ranges),
                 static_cast<long long>(barriers.bytes), static_cast<long long>(barriers.whole_buffer_ranges));
+    // Host barriers (device writes -> host reads: results, loaded bytes).
+    std::printf("host_barriers: %lld\nhost_barrier_ranges: %lld\nhost_barrier_bytes: %lld\n"
+                "host_barrier_whole_buffer_ranges: %lld\n",
+                static_cast<long long>(barriers.host_barriers), static_cast<long long>(barriers.host_ranges),
+                static_cast<long long>(barriers.host_bytes),
+                static_cast<long long>(barriers.host_whole_buffer_ranges));
   }
   return 0;
 }

@@ -5,6 +5,8 @@
 // backend's recording used to (FunctionEmitter::Sync, before this pass).
 #include "compiler/transforms/place_barriers.h"
 
+#include "base/dtype.h"
+
 #include <algorithm>
 #include <climits>
 #include <functional>
@@ -51,9 +53,11 @@ struct Range {
 
 class Placer {
  public:
-  Placer(ir::Module& module, ir::Operation* func, const StoragePlan& plan) : func_(func), plan_(plan) {
-    for (auto& top : module.body()->ops())
-      if (top->is(OpCode::kUtilGlobal)) global_sizes_[top->str_attr("sym_name")] = top->int_attr("size", 0);
+  // `global_sizes`: the byte size of each util.global of the module (found
+  // once per module: a walk of the module per function was quadratic in
+  // the number of functions).
+  Placer(const std::map<std::string, int64_t>& global_sizes, ir::Operation* func, const StoragePlan& plan)
+      : func_(func), plan_(plan), global_sizes_(global_sizes) {
     for (size_t id = 0; id < plan.storages.size(); ++id) {
       const StorageSlot& s = plan.storages[id];
       if (s.kind == StorageSlot::kGlobal) global_ids_[s.global] = static_cast<int>(id);
@@ -71,8 +75,7 @@ class Placer {
     ir::Block* body = region->block(0);
     multi_block_ = region->num_blocks() > 1;
     if (!multi_block_) {
-      for (ir::Operation* op : OpsOf(body))
-        if (!op->is(OpCode::kFuncReturn)) Record(op);
+      for (ir::Operation* op : OpsOf(body)) op->is(OpCode::kFuncReturn) ? Return(op) : Record(op);
       return OkStatus();
     }
     std::vector<ir::Block*> all;
@@ -86,6 +89,7 @@ class Placer {
       ir::Operation* t = b->terminator();
       for (ir::Operation* op : OpsOf(b))
         if (op != t) Record(op);
+      if (t && t->is(OpCode::kFuncReturn)) Return(t);
     }
     return OkStatus();
   }
@@ -212,7 +216,57 @@ class Placer {
     for (const Range& r : reads)
       if (r.group != kPoolGroup) reads_.push_back(r);
     writes_.insert(writes_.end(), writes.begin(), writes.end());
+    written_.insert(written_.end(), writes.begin(), writes.end());
     ++command_;
+  }
+
+  // A host barrier right before `before`: the ranges the host reads once the
+  // submission `before` makes (a func.return's, a stream.async.load's) has
+  // been waited on. None when there are no such ranges.
+  void HostBarrier(ir::Operation* before, const std::vector<Range>& ranges) {
+    if (ranges.empty()) return;
+    std::vector<int64_t> attr;
+    for (const Range& r : ranges) {
+      attr.push_back(r.id);
+      attr.push_back(r.begin);
+      attr.push_back(r.end == INT64_MAX ? 0 : r.end - r.begin);
+    }
+    ir::Builder b = ir::Builder::Before(before);
+    b.set_loc(before->loc());
+    b.Create(analysis::kBarrierOpName, {}, {}, {{"ranges", ir::Attribute(attr)}, {"host", ir::Attribute(true)}});
+  }
+
+  // Whether the device may have written bytes of `r` by the end of this
+  // function: a write recorded anywhere in it (every path, every trip), or
+  // storage written by a callee (a call result). Blocks of a multi-block
+  // body are walked in order, not in the order they run: there, every
+  // range may have been.
+  bool DeviceWritten(const Range& r) const {
+    if (multi_block_ || Slot(r.id).kind == StorageSlot::kCallResult) return true;
+    for (const Range& w : written_)
+      if (w.Overlaps(r)) return true;
+    return false;
+  }
+
+  // func.return of a function the host may call (not private): the host
+  // reads each result the device wrote, once the final submission's signal
+  // has been waited on. A private function's results are read by its
+  // caller's device commands (each command buffer's leading barrier orders
+  // those); a result the device never wrote in this function (a consumed
+  // argument returned as it came) was made host-visible where it was written.
+  void Return(ir::Operation* ret) {
+    if (func_->str_attr("sym_visibility") == "private") return;
+    std::vector<Range> ranges;
+    for (ir::Value* e : ret->operands()) {
+      ir::Operation* exp = e->defining_op();
+      if (!exp || !exp->is(OpCode::kStreamTensorExport) || !Placed(exp->operand(0))) continue;
+      Range r = ValueRange(exp->operand(0));
+      if (r.group == kPoolGroup || !DeviceWritten(r)) continue;
+      bool seen = false;
+      for (const Range& d : ranges) seen |= d.id == r.id && d.begin == r.begin && d.end == r.end;
+      if (!seen) ranges.push_back(r);
+    }
+    HostBarrier(ret, ranges);
   }
 
   // take_or_clone of taken storage `id` before its first write: a possible
@@ -223,6 +277,7 @@ class Placer {
     if (id < 0 || Slot(id).kind != StorageSlot::kTaken || taken_.count(id)) return;
     unsubmitted_ = true;
     writes_.push_back(SlotRange(id, 0, 0));
+    written_.push_back(writes_.back());
     taken_.insert(id);
   }
 
@@ -403,6 +458,16 @@ class Placer {
     // util.global.load is a view of the global and a store finds its value
     // in place (snapshots and stores are clones): neither records a command.
     if (n == OpCode::kStreamAsyncLoad) {  // submit and wait on the host
+      // The host reads the loaded bytes (the backend reads an i64 through
+      // its low 4): a host barrier over exactly them, unless they are the
+      // constant pool's (uploaded before any function ran). Anything else
+      // may have been written on the device, here or before this function.
+      if (Placed(op->operand(0))) {
+        int64_t width = static_cast<int64_t>(DTypeSize(ParseDType(op->str_attr("dtype"))));
+        if (op->str_attr("dtype") == "i64") width = 4;
+        Range r = Sub(ValueRange(op->operand(0)), op->int_attr("offset"), width);
+        if (r.group != kPoolGroup) HostBarrier(op, {r});
+      }
       reads_.clear();
       writes_.clear();
       return;
@@ -425,10 +490,11 @@ class Placer {
 
   ir::Operation* func_;
   const StoragePlan& plan_;
-  std::map<std::string, int64_t> global_sizes_;
+  const std::map<std::string, int64_t>& global_sizes_;
   std::map<std::string, int> global_ids_;
   std::set<ir::Value*> droppable_;
   std::vector<Range> reads_, writes_;
+  std::vector<Range> written_;  // every write recorded so far (host barriers)
   std::set<int> taken_;
   bool unsubmitted_ = false;
   bool multi_block_ = false;
@@ -445,6 +511,9 @@ class PlaceBarriersPass : public ir::Pass {
   }
   Status Run(ir::Module& module, ir::PassContext& ctx) override {
     (void)ctx;
+    std::map<std::string, int64_t> global_sizes;
+    for (auto& top : module.body()->ops())
+      if (top->is(OpCode::kUtilGlobal)) global_sizes[top->str_attr("sym_name")] = top->int_attr("size", 0);
     for (ir::Operation* func : module.functions()) {
       if (!func->list_attr("storages")) continue;  // no plan: nothing to order
       // Idempotent: barriers placed earlier are placed again.
@@ -458,7 +527,7 @@ class PlaceBarriersPass : public ir::Pass {
         Status error = plan.status();
         return error.Annotate("function @" + func->str_attr("sym_name"));
       }
-      Placer placer(module, func, plan.value());
+      Placer placer(global_sizes, func, plan.value());
       KILN_RETURN_IF_ERROR(placer.Run());
     }
     return OkStatus();
@@ -472,8 +541,17 @@ BarrierTotals CountBarriers(ir::Module& module) {
   for (ir::Operation* func : module.functions())
     func->Walk([&](ir::Operation* op) {
       if (!analysis::IsBarrier(op)) return;
-      ++t.barriers;
       std::vector<int64_t> r = op->ints_attr("ranges");
+      if (op->bool_attr("host")) {
+        ++t.host_barriers;
+        for (size_t i = 0; i + 2 < r.size(); i += 3) {
+          ++t.host_ranges;
+          if (r[i + 2] == 0) ++t.host_whole_buffer_ranges;
+          t.host_bytes += r[i + 2];
+        }
+        return;
+      }
+      ++t.barriers;
       for (size_t i = 0; i + 2 < r.size(); i += 3) {
         ++t.ranges;
         if (r[i + 2] == 0) ++t.whole_buffer_ranges;

@@ -3,9 +3,10 @@
 //
 // Decides the barriers between the device commands of every function and
 // writes each one into the IR as a `stream.cmd.barrier` op carrying the byte
-// ranges it covers. The backend (compiler/backend/) writes each barrier op
-// out as one hal.command_buffer.barrier (one VkBufferMemoryBarrier per
-// range) and decides nothing.
+// ranges it covers, and the barriers before the host's reads (`host = true`,
+// below). The backend (compiler/backend/) writes each barrier op out as one
+// hal.command_buffer.barrier (host: hal.command_buffer.host_barrier; one
+// VkBufferMemoryBarrier per range) and decides nothing.
 //
 // Byte ranges: derived on demand from the storage plan
 // (compiler/analysis/storage_plan.h) rather than written as attributes on
@@ -76,6 +77,23 @@
 //   0) is the index of that command among the op's hazard-tracked commands
 //   in recording order (every op records one today).
 //
+// Host barriers: the host reads device memory at two points, and each gets
+// a barrier op with `host = true` right before it, naming exactly the bytes
+// the host reads (the backend writes it as hal.command_buffer.host_barrier,
+// device writes -> HOST_READ, into the command buffer that point submits;
+// command buffers record no other device -> host barrier):
+//  - a stream.async.load: the loaded bytes (an i64: its low 4, as the
+//    backend reads them), unless they are the constant pool's;
+//  - the func.return of a function that is not private: each result's
+//    range (its export's placement) the device wrote in this function (a
+//    write recorded on any path or trip, a take_or_clone, a call result; in
+//    a multi-block body every result).
+// None for a private function's results (its caller's device commands read
+// them, ordered by each command buffer's leading barrier), a result the
+// device did not write here (a consumed argument returned untouched), or a
+// load of the constant pool.
+//   "stream.cmd.barrier"() {host = true, ranges = [id, offset, length, ...]}
+//
 // Must not act: commands that only read; writes to disjoint subranges;
 // reads of the constant pool; functions without a storage plan.
 //
@@ -106,11 +124,16 @@ namespace kiln::transforms {
 // `barriers` ops, `ranges` ranges in all, `bytes` covered by ranges of known
 // length, and `whole_buffer_ranges` ranges that run to the end of their
 // buffer (length 0: a storage of unknown length).
+// The host barriers (`host = true`) are counted apart, in `host_*`.
 struct BarrierTotals {
   int64_t barriers = 0;
   int64_t ranges = 0;
   int64_t bytes = 0;
   int64_t whole_buffer_ranges = 0;
+  int64_t host_barriers = 0;
+  int64_t host_ranges = 0;
+  int64_t host_bytes = 0;
+  int64_t host_whole_buffer_ranges = 0;
 };
 BarrierTotals CountBarriers(ir::Module& module);
 

@@ -1,11 +1,23 @@
 // Memory planning of transients: packs buffers with known lifetimes into one
 // arena so that buffers whose lifetimes do not overlap share bytes.
 //
-// Algorithm: greedy-by-size offset assignment (Pisarchyk & Lee, "Efficient
-// Memory Management for Deep Neural Net Inference", 2020; the "GreedyBySize"
-// planner of TFLite's arena): visit buffers from largest to smallest and put
-// each at the lowest aligned offset that does not overlap any already placed
-// buffer whose lifetime interval intersects its own.
+// Algorithm: greedy offset assignment (Pisarchyk & Lee, "Efficient Memory
+// Management for Deep Neural Net Inference", 2020; the "GreedyBySize"
+// planner of TFLite's arena): visit buffers in some order and put each into
+// a gap between the already placed buffers whose lifetime intervals
+// intersect its own, or above them all. Greedy by size alone (largest first,
+// the lowest gap that fits) leaves gaps: four 1 KiB buffers live over steps
+// [4,4], [0,2], [2,3], [3,5] (at most two at once) get a 3 KiB arena, since
+// [4,4] goes first and splits the bytes the other three could share. So the
+// plan is the smallest of several greedy passes: four orders (by size; by
+// size then longer lifetime; by lifetime then size; by size x lifetime)
+// times two gap choices (the lowest gap that fits, the smallest one: the
+// paper's best fit). That example then gets 2 KiB, its lower bound. While
+// the plan is still above the lower bound (the most bytes live at one step),
+// up to 64 shuffled orders (fixed seed: the same plan on every host) are
+// tried too, stopping at the bound. Greedy by size with the lowest gap is
+// one of the passes, so no plan is larger than it was.
+// Cost: 8 to 136 passes of O(n^2 log n) for n buffers (n is a few hundred).
 #ifndef KILN_COMPILER_TRANSFORMS_TRANSIENT_PLANNER_H_
 #define KILN_COMPILER_TRANSFORMS_TRANSIENT_PLANNER_H_
 

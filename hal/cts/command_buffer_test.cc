@@ -254,6 +254,29 @@ TEST_P(CommandBufferTest, BarrierRetainsTheBuffersItNames) {
   EXPECT_EQ(device()->stats().device_bytes_live, live - 64);
 }
 
+TEST_P(CommandBufferTest, HostReadBarrierNamesExactlyWhatTheHostReads) {
+  // A fill of [16, 48), then the declaration that the host reads exactly
+  // those bytes: the host sees the fill; the declaration retains the buffer
+  // as Barrier does, counts no barrier, and checks its ranges as Barrier.
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<Buffer> buffer, device()->AllocateBuffer(64, MemoryKind::kHostVisible));
+  std::vector<uint8_t> zeros(64, 0);
+  KILN_ASSERT_OK(buffer->Write(0, zeros.data(), 64));
+  KILN_ASSERT_OK_AND_ASSIGN(Ref<CommandBuffer> cb, device()->CreateCommandBuffer());
+  KILN_ASSERT_OK(cb->FillBuffer(buffer.get(), 16, 32, 0x05050505u));
+  BufferBarrier outside{buffer.get(), 48, 32};
+  KILN_EXPECT_CODE(cb->HostReadBarrier(&outside, 1), kOutOfRange);
+  KILN_EXPECT_CODE(cb->HostReadBarrier(nullptr, 1), kInvalidArgument);
+  BufferBarrier read{buffer.get(), 16, 32};
+  KILN_ASSERT_OK(cb->HostReadBarrier(&read, 1));
+  EXPECT_TRUE(cb->Retains(buffer.get()));
+  KILN_ASSERT_OK(cb->End());
+  KILN_EXPECT_CODE(cb->HostReadBarrier(&read, 1), kFailedPrecondition);  // not recording
+  KILN_ASSERT_OK(SubmitAndWait(cb.get()));
+  KILN_ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> got, ReadBytes(buffer.get(), 0, 64));
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(got[i], (i >= 16 && i < 48) ? 0x05 : 0x00) << "byte " << i;
+  EXPECT_EQ(device()->stats().barriers, 0u);
+}
+
 KILN_CTS_INSTANTIATE(CommandBufferTest);
 
 }  // namespace

@@ -129,6 +129,8 @@ class HostCommandBuffer final : public CommandBuffer {
                   const BufferBinding* bindings, uint32_t binding_count) override;
   Status Barrier(const BufferBarrier* barriers, uint32_t count) override;
   Status ExecutionBarrier() override;
+  // Host memory: nothing to make visible; checks and retains as Barrier.
+  Status HostReadBarrier(const BufferBarrier* barriers, uint32_t count) override;
   Status CopyBuffer(Buffer* source, uint64_t source_offset, Buffer* target,
                     uint64_t target_offset, uint64_t length) override;
   Status FillBuffer(Buffer* target, uint64_t offset, uint64_t length, uint32_t pattern) override;
@@ -406,6 +408,12 @@ Status HostCommandBuffer::Dispatch(Executable* executable, uint32_t entry_point,
 }
 
 Status HostCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t count) {
+  KILN_RETURN_IF_ERROR(HostReadBarrier(barriers, count));
+  if (count) ++device_->stats().barriers;
+  return OkStatus();
+}
+
+Status HostCommandBuffer::HostReadBarrier(const BufferBarrier* barriers, uint32_t count) {
   KILN_RETURN_IF_ERROR(CheckRecording("Barrier"));
   if (count == 0) return OkStatus();
   if (!barriers) return InvalidArgumentError("Barrier: barriers is null");
@@ -416,7 +424,6 @@ Status HostCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t count)
                                                              barriers[i].length));
     if (length) RetainBuffer(barriers[i].buffer);
   }
-  ++device_->stats().barriers;
   return OkStatus();
 }
 

@@ -47,6 +47,9 @@ class TimingCommandBuffer final : public CommandBuffer {
     return inner_->Barrier(barriers, count);
   }
   Status ExecutionBarrier() override { return inner_->ExecutionBarrier(); }
+  Status HostReadBarrier(const BufferBarrier* barriers, uint32_t count) override {
+    return inner_->HostReadBarrier(barriers, count);
+  }
   Status CopyBuffer(Buffer* source, uint64_t source_offset, Buffer* target,
                     uint64_t target_offset, uint64_t length) override {
     return inner_->CopyBuffer(source, source_offset, target, target_offset, length);

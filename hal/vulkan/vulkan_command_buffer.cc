@@ -88,6 +88,7 @@ Status VulkanCommandBuffer::Begin() {
                                        &barrier, 0, nullptr, 0, nullptr);
   state_ = State::kRecording;
   has_commands_ = false;
+  host_reads_declared_ = false;
   bound_pipeline_ = VK_NULL_HANDLE;
   return OkStatus();
 }
@@ -261,8 +262,10 @@ Status VulkanCommandBuffer::Dispatch(Executable* executable, uint32_t entry_poin
   return OkStatus();
 }
 
-Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t count) {
-  KILN_RETURN_IF_ERROR(CheckRecording("Barrier"));
+Status VulkanCommandBuffer::RecordBufferBarriers(const BufferBarrier* barriers, uint32_t count,
+                                                 bool host) {
+  KILN_RETURN_IF_ERROR(CheckRecording(host ? "HostReadBarrier" : "Barrier"));
+  if (host) host_reads_declared_ = true;
   if (count == 0) return OkStatus();
   if (!barriers) return InvalidArgumentError("Barrier: barriers is null");
   scratch_barriers_.clear();
@@ -275,7 +278,7 @@ Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t coun
     VkBufferMemoryBarrier barrier = {};
     barrier.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
     barrier.srcAccessMask = kDeviceWrites;
-    barrier.dstAccessMask = kDeviceAccesses;
+    barrier.dstAccessMask = host ? VK_ACCESS_HOST_READ_BIT : kDeviceAccesses;
     barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
     barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
     barrier.buffer = buffer->handle();
@@ -292,13 +295,21 @@ Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t coun
       g_barrier_observer(g_barrier_observer_user, scratch_barriers_.data(),
                          static_cast<uint32_t>(scratch_barriers_.size()));
 #endif
-    device_->syms().vkCmdPipelineBarrier(command_buffer_, kDeviceStages, kDeviceStages, 0, 0,
-                                         nullptr,
-                                         static_cast<uint32_t>(scratch_barriers_.size()),
+    device_->syms().vkCmdPipelineBarrier(command_buffer_, kDeviceStages,
+                                         host ? VK_PIPELINE_STAGE_HOST_BIT : kDeviceStages, 0, 0,
+                                         nullptr, static_cast<uint32_t>(scratch_barriers_.size()),
                                          scratch_barriers_.data(), 0, nullptr);
   }
-  ++device_->stats().barriers;
+  if (!host) ++device_->stats().barriers;
   return OkStatus();
+}
+
+Status VulkanCommandBuffer::Barrier(const BufferBarrier* barriers, uint32_t count) {
+  return RecordBufferBarriers(barriers, count, /*host=*/false);
+}
+
+Status VulkanCommandBuffer::HostReadBarrier(const BufferBarrier* barriers, uint32_t count) {
+  return RecordBufferBarriers(barriers, count, /*host=*/true);
 }
 
 Status VulkanCommandBuffer::ExecutionBarrier() {
@@ -353,9 +364,9 @@ Status VulkanCommandBuffer::FillBuffer(Buffer* target, uint64_t offset, uint64_t
 
 Status VulkanCommandBuffer::End() {
   KILN_RETURN_IF_ERROR(CheckRecording("End"));
-  if (has_commands_) {
-    // Device writes -> host reads: results are readable once the submission's
-    // signal has been waited on.
+  if (has_commands_ && !host_reads_declared_) {
+    // Device writes -> host reads (nothing declared, HostReadBarrier): every
+    // write is readable once the submission's signal has been waited on.
     VkMemoryBarrier barrier = {};
     barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     barrier.srcAccessMask = kDeviceWrites;

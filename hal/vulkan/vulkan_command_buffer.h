@@ -17,12 +17,15 @@
 //    COMPUTE|TRANSFER writes -> COMPUTE|TRANSFER reads/writes, so work in this
 //    command buffer is ordered after, and sees the writes of, everything
 //    submitted earlier on the device's queue.
-//  - End() records a global memory barrier COMPUTE|TRANSFER writes -> HOST
-//    reads, so after the submission's signal is waited on, Buffer::Read sees
-//    the results.
+//  - End() of a command buffer that recorded commands and never declared
+//    its host reads (HostReadBarrier) records a global memory barrier
+//    COMPUTE|TRANSFER writes -> HOST reads, so after the submission's signal
+//    is waited on, Buffer::Read sees every write.
 // Explicit: Barrier() emits one VkBufferMemoryBarrier per range (exact offset
 // and size), ExecutionBarrier() a global VkMemoryBarrier; each call counts 1
-// in Stats::barriers.
+// in Stats::barriers. HostReadBarrier() emits one VkBufferMemoryBarrier per
+// range to HOST_READ at the HOST stage (not counted: like End()'s, it orders
+// no device command) and declares the host reads, so End() adds nothing.
 //
 // Threading: the VkCommandPool is shared per device, so all command buffers
 // of a device must be created, recorded, reset and destroyed from one thread
@@ -44,7 +47,8 @@ namespace kiln::hal::vulkan {
 class VulkanDevice;
 class VulkanBuffer;
 
-// Test hook: `observer` (null: none) is called by every Barrier() with the
+// Test hook: `observer` (null: none) is called by every Barrier() and
+// HostReadBarrier() (dstAccessMask VK_ACCESS_HOST_READ_BIT) with the
 // VkBufferMemoryBarriers it records (absolute offsets and sizes, as passed
 // to vkCmdPipelineBarrier), right before recording them; `user` is passed
 // through. Process-wide and unsynchronized: set it before recording and
@@ -76,6 +80,9 @@ class VulkanCommandBuffer final : public CommandBuffer {
   // records nothing and counts nothing.
   Status Barrier(const BufferBarrier* barriers, uint32_t count) override;
   Status ExecutionBarrier() override;
+  // As Barrier, to host reads; count == 0 records nothing (the declaration
+  // that the host reads nothing of this submission).
+  Status HostReadBarrier(const BufferBarrier* barriers, uint32_t count) override;
   // length 0 is a no-op. Overlapping ranges of one allocation:
   // kInvalidArgument. Counts copies += 1, copy_bytes += length.
   Status CopyBuffer(Buffer* source, uint64_t source_offset, Buffer* target,
@@ -117,6 +124,10 @@ class VulkanCommandBuffer final : public CommandBuffer {
   Status AllocateDescriptorSet(VkDescriptorSetLayout layout, uint32_t binding_count,
                                VkDescriptorSet* out_set);
   void RetainBuffer(Buffer* buffer);
+  // Barrier (host false: device writes -> device accesses, counted) and
+  // HostReadBarrier (host true: -> HOST_READ at the HOST stage, declares the
+  // host reads): one VkBufferMemoryBarrier per non-empty range.
+  Status RecordBufferBarriers(const BufferBarrier* barriers, uint32_t count, bool host);
   void RetainExecutable(Executable* executable);
   // Recording state, pool ownership and range checks; retains `pool`.
   Status CheckQueryPool(const char* op, QueryPool* pool, uint32_t first, uint32_t count);
@@ -125,6 +136,7 @@ class VulkanCommandBuffer final : public CommandBuffer {
   VkCommandBuffer command_buffer_ = VK_NULL_HANDLE;
   State state_ = State::kRecording;
   bool has_commands_ = false;
+  bool host_reads_declared_ = false;  // HostReadBarrier called since Begin
   VkPipeline bound_pipeline_ = VK_NULL_HANDLE;
   uint64_t submission_value_ = 0;  // device timeline value of the last submission
 
