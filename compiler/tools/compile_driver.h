@@ -59,7 +59,8 @@ StatusOr<std::unique_ptr<ir::Module>> LoadModel(const std::string& path, const C
 Status RunPipeline(ir::Module& module, const CompileOptions& options, ir::PassContext& ctx);
 
 // RunPipeline (to the allocated level), then emission, on an imported
-// module.
+// module. The module is lowered in place: compile a fresh import (or
+// parse) each time, never a module CompileModule has already seen.
 StatusOr<std::vector<uint8_t>> CompileModule(ir::Module& module, const CompileOptions& options,
                                              backend::EmitReport* report = nullptr);
 // Loads `path` (LoadModel: ONNX, or a .kir program) and compiles it.
