@@ -190,7 +190,9 @@ function parseArgs(argv) {
   return o;
 }
 
-function run(cmd, args) {
+// Runs `cmd` with `args`; its stdout, or an Error naming the tool, its exit
+// status and the last lines of its stderr.
+export function run(cmd, args) {
   try {
     return execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {

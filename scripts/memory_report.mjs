@@ -2,13 +2,12 @@
 // what the compiler decided (kiln-compile --report) and what one steady
 // invoke did (kiln-run --stats-steady), plus the latency on this machine
 // (kiln-bench, models interleaved round by round).
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { MODELS, median, parseKilnBenchJson, readGolden } from './bench.mjs';
+import { MODELS, median, parseKilnBenchJson, readGolden, run } from './bench.mjs';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // Issue 13 item 5's models (names of bench.mjs MODELS).
@@ -33,13 +32,6 @@ function parseArgs(argv) {
   return o;
 }
 
-function run(cmd, args) {
-  try {
-    return execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (e) {
-    throw new Error(`${path.basename(cmd)} failed (exit ${e.status}): ${String(e.stderr || e.message).trim().split('\n').slice(-5).join('\n')}`);
-  }
-}
 
 // "key: value" lines (kiln-compile --report, kiln-run --stats) -> numbers.
 export function parseCounters(text) {
