@@ -96,13 +96,22 @@ void Observe(void* user, const VkBufferMemoryBarrier* barriers, uint32_t count) 
   calls->push_back(call);
 }
 
+// Compiles and runs `program` on `input` with the barrier observer on: the
+// VkBufferMemoryBarriers of each vkCmdPipelineBarrier go to *calls. Returns
+// CompileTextAndRun's error ("" on success).
+std::string RunRecordingBarriers(const std::string& program, const HostTensor& input, std::vector<HostTensor>* out,
+                                 std::vector<std::vector<Recorded>>* calls) {
+  hal::vulkan::SetBufferBarrierObserverForTesting(Observe, calls);
+  std::string error = CompileTextAndRun(program, {input}, out);
+  hal::vulkan::SetBufferBarrierObserverForTesting(nullptr, nullptr);
+  return error;
+}
+
 TEST(HalBarrierRanges, ConcatOfThreeProducersBarriersExactlyTheirSubranges) {
   std::vector<std::vector<Recorded>> calls;
-  hal::vulkan::SetBufferBarrierObserverForTesting(Observe, &calls);
   std::vector<HostTensor> out;
-  std::string error = CompileTextAndRun(std::string(kArithExecutables) + kAdd3Executable + kConcatOfThree,
-                                        {F32({4}, {1, 2, 3, 4})}, &out);
-  hal::vulkan::SetBufferBarrierObserverForTesting(nullptr, nullptr);
+  std::string error = RunRecordingBarriers(std::string(kArithExecutables) + kAdd3Executable + kConcatOfThree,
+                                           F32({4}, {1, 2, 3, 4}), &out, &calls);
   ASSERT_EQ(error, "");
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(Values(out[0]), (std::vector<float>{2, 6, 12, 20}));
@@ -132,10 +141,9 @@ TEST(HalBarrierRanges, ConcatOfThreeProducersBarriersExactlyTheirSubranges) {
 
 TEST(HalBarrierRanges, HostReadsGetBarriersOverExactlyTheBytesRead) {
   std::vector<std::vector<Recorded>> calls;
-  hal::vulkan::SetBufferBarrierObserverForTesting(Observe, &calls);
   std::vector<HostTensor> out;
-  std::string error = CompileTextAndRun(std::string(kArithExecutables) + kLoadThenBranch, {F32({4}, {1, 2, 3, 4})}, &out);
-  hal::vulkan::SetBufferBarrierObserverForTesting(nullptr, nullptr);
+  std::string error =
+      RunRecordingBarriers(std::string(kArithExecutables) + kLoadThenBranch, F32({4}, {1, 2, 3, 4}), &out, &calls);
   ASSERT_EQ(error, "");
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(Values(out[0]), (std::vector<float>{1, 2, 3, 4}));
