@@ -53,7 +53,12 @@
 //              ReduceLanes; max and sum through shared memory) or one
 //              invocation per row (L == 1); each row's outputs are written
 //              with the epilogue applied.
-// All but pointwise need exactly one anchor and every result to have the
+//   workgroup-staged: a region --fuse-workgroup-stages merged from a chain
+//              of small dispatches (ops marked `workgroup_stage`): one
+//              workgroup computes each marked value into shared memory, a
+//              barrier between stages, then the results
+//              (schedule_staged.cc).
+// All but pointwise and workgroup-staged need exactly one anchor and every result to have the
 // anchor's shape (the epilogue then runs per anchor element); otherwise the
 // dispatch falls back to pointwise (always correct).
 //
@@ -245,7 +250,10 @@ StatusOr<CompiledDispatch> Generator::Run() {
     for (int64_t ax : ReduceAxes(anchor)) count *= ShapeOf(anchor->operand(0))[ax];
     reduce_lanes = ReduceLanes(count, NumElements(ShapeOf(anchor->result())));
   }
-  if (kind == ir::OpCode::kTensorReduce && reduce_lanes > 1) {
+  if (HasStages()) {
+    schedule_comment_ = "workgroup-staged: one workgroup, each stage's value in shared memory";
+    EmitStagedMain();
+  } else if (kind == ir::OpCode::kTensorReduce && reduce_lanes > 1) {
     uint64_t rows = static_cast<uint64_t>(NumElements(ShapeOf(anchor->result())));
     uint64_t per_group = static_cast<uint64_t>(kWorkgroupSize / reduce_lanes);
     KILN_RETURN_IF_ERROR(Grid((rows + per_group - 1) / per_group, &wx, &wy));

@@ -60,6 +60,7 @@ inline double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 #include "compiler/codegen/codegen_conv_tile_test_cases.h"
 #include "compiler/codegen/codegen_conv_transpose_test_cases.h"
 #include "compiler/codegen/codegen_matmul_tile_test_cases.h"
+#include "compiler/codegen/codegen_staged_test_cases.h"
 
 namespace kiln::codegen::testing {
 
@@ -881,6 +882,7 @@ inline std::vector<std::function<Case()>> AllCases() {
   AddConvTileCases(add);
   AddMatmulTileCases(add);
   AddConvTransposeTileCases(add);
+  AddStagedCases(add);
   return cases;
 }
 

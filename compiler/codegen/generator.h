@@ -654,6 +654,22 @@ class Generator {
 
   Status CheckOps();
   void EmitPointwiseMain(uint32_t wx, uint32_t wy);
+  // The pointwise schedule's body for the invocation's `gid`: every result
+  // element gid (results of a smaller shape guarded).
+  void EmitPointwiseStores();
+  // The largest result's element count (the pointwise grid).
+  int64_t PointwiseElements();
+  // workgroup-staged (schedule_staged.cc): one workgroup; each value marked
+  // `workgroup_stage` (fuse_workgroup_stages.cc) is computed over all its
+  // elements into shared memory, in program order, then the results.
+  void EmitStagedMain();
+  // In a stage's loop body, for element `idx` of stage value `v`: each
+  // reduction `v` is computed from whose rows are texel-eligible and a
+  // multiple of 4 long is emitted as a loop of vec4 fetches, and its value
+  // put in the CSE cache for Eval to find.
+  void EmitStageReduceTexels(Value* v, const Idx& idx);
+  // Whether the region holds a value marked `workgroup_stage`.
+  bool HasStages() const;
   // Lanes (a power of two <= kWorkgroupSize) per output for a reduction of
   // `count` elements into `outputs` outputs; 1 means one invocation each.
   static int ReduceLanes(int64_t count, int64_t outputs);
@@ -724,6 +740,9 @@ class Generator {
   int indent_ = 1;
   int counter_ = 0;
   std::vector<std::map<std::string, std::string>> cache_;
+  // Values of earlier stages and the shared array that holds each
+  // (EmitStagedMain); Eval reads them from there.
+  std::map<Value*, std::string> staged_;
   std::set<std::string> helpers_;
   std::string globals_;  // const arrays
   std::map<Operation*, std::string> const_arrays_;

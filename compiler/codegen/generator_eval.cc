@@ -19,7 +19,9 @@ std::string Generator::Eval(Value* v, const Idx& idx) {
   }
   std::string r;
   Operation* op = v->defining_op();
-  if (!op) {
+  if (auto s = staged_.find(v); s != staged_.end()) {
+    r = Decl(CTOf(v), s->second + "[" + Offset(idx, ShapeOf(v)) + "]");
+  } else if (!op) {
     r = EvalArg(v, idx);
   } else {
     using ir::OpCode;

@@ -112,16 +112,25 @@ Status Generator::Grid(uint64_t groups, uint32_t* wx, uint32_t* wy) {
 }
 
 void Generator::EmitPointwiseMain(uint32_t wx, uint32_t wy) {
+  Line("uint gid = " + WorkgroupIndex(wx, wy) + " * " + std::to_string(kWorkgroupSize) +
+       "u + gl_LocalInvocationID.x;");
+  Line("if (gid >= " + std::to_string(PointwiseElements()) + "u) return;");
+  EmitPointwiseStores();
+}
+
+int64_t Generator::PointwiseElements() {
+  int64_t total = 0;
+  for (Value* v : results_) total = std::max(total, NumElements(ShapeOf(v)));
+  return total;
+}
+
+void Generator::EmitPointwiseStores() {
   // Results grouped by shape, in order of first appearance.
   std::vector<Shape> shapes;
   for (Value* v : results_)
     if (std::find(shapes.begin(), shapes.end(), ShapeOf(v)) == shapes.end())
       shapes.push_back(ShapeOf(v));
-  int64_t total = 0;
-  for (const Shape& s : shapes) total = std::max(total, NumElements(s));
-  Line("uint gid = " + WorkgroupIndex(wx, wy) + " * " + std::to_string(kWorkgroupSize) +
-       "u + gl_LocalInvocationID.x;");
-  Line("if (gid >= " + std::to_string(total) + "u) return;");
+  const int64_t total = PointwiseElements();
   for (const Shape& s : shapes) {
     bool guard = NumElements(s) < total;
     Open(guard ? "if (gid < " + std::to_string(NumElements(s)) + "u)" : "");

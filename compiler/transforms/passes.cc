@@ -11,6 +11,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("fold-zero-trip-loops", CreateFoldZeroTripLoopsPass);
   ir::RegisterPass("fold-empty-tensors", CreateFoldEmptyTensorsPass);
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
+  ir::RegisterPass("fuse-workgroup-stages", CreateFuseWorkgroupStagesPass);
   ir::RegisterPass("infer-argument-ownership", CreateInferArgumentOwnershipPass);
   ir::RegisterPass("materialize-copy-on-write", CreateMaterializeCopyOnWritePass);
   ir::RegisterPass("elide-async-copies", CreateElideAsyncCopiesPass);

@@ -30,6 +30,9 @@ std::unique_ptr<ir::Pass> CreateFoldEmptyTensorsPass();
 
 // --fuse-dispatch-regions: groups tensor-level ops into flow.dispatch ops.
 std::unique_ptr<ir::Pass> CreateFuseDispatchRegionsPass();
+// --fuse-workgroup-stages: merges chains of small dispatches into one
+// workgroup that runs them in stages (fuse_workgroup_stages.cc).
+std::unique_ptr<ir::Pass> CreateFuseWorkgroupStagesPass();
 
 // --convert-to-stream: tensors/flow.dispatch -> stream resources and
 // stream.async.dispatch (dispatch bodies outlined into flow.executable ops).

@@ -13,6 +13,8 @@ const std::vector<std::string>& DefaultPipeline() {
       // Zero-element results need no dispatch.
       "fold-empty-tensors",
       "fuse-dispatch-regions",
+      // Chains of small dispatches (squeeze-excite) run as one workgroup.
+      "fuse-workgroup-stages",
       "convert-to-stream",
       "slice-views",
       // Transfers between devices that share memory become aliases of their

@@ -1,0 +1,290 @@
+// Pass: --fuse-workgroup-stages (after --fuse-dispatch-regions)
+//
+// Merges a chain of small dispatches into one dispatch that a single
+// workgroup runs in stages, the intermediate values kept in workgroup shared
+// memory between them (codegen's workgroup-staged schedule, codegen.cc).
+//
+// Why. A dispatch has a fixed cost that does not depend on its size: on a
+// GPU the launch and the barrier after it (a few microseconds), on lavapipe
+// the wake-up of its worker threads (about 40 us per dispatch on this
+// project's 2-core machine, `kiln-bench --per-dispatch`). The squeeze-excite
+// block of MobileNetV3-style models (PP-OCR cls and det) is three such
+// dispatches per block on [C,1,1] values:
+//   s = hard_sigmoid(conv1x1(relu(conv1x1(GlobalAveragePool(x)))))
+// and the two 1x1 convolutions of it hold a few thousand multiply-adds each.
+// One workgroup computes the pooled [C] vector into shared memory, then the
+// squeezed [C/4] vector, then s, with a workgroup barrier between stages:
+// one dispatch instead of three, and no [C] or [C/4] buffer in the arena.
+// This is producer-consumer fusion through on-chip memory, the way fused
+// attention and fused MLP kernels keep their intermediates in shared memory;
+// it is restricted here to chains small enough for one workgroup.
+//
+// Rule. A flow.dispatch P merges into a flow.dispatch C when
+//   - P has one result and every use of it is an operand of C, both in the
+//     same block;
+//   - P's result has at most kMaxStageElements elements, and all values
+//     staged in the merged dispatch together fit kMaxStageBytes of shared
+//     memory (4 bytes per element: stages hold their compute type, f32 or
+//     narrower);
+//   - the merged dispatch does at most kMaxStagedWork units of work (below),
+//     since one workgroup runs all of it;
+//   - every op of both is elementwise, tensor.conv2d, tensor.matmul,
+//     tensor.reduce, tensor.reshape or a constant (evaluated element by
+//     element inside a stage; other anchors keep their own schedules);
+//   - the merged dispatch keeps within kMaxBindings storage buffers.
+// The op that computes P's result is marked `workgroup_stage` (a bool
+// attribute): codegen computes that value over all its elements into shared
+// memory before any later stage reads it. The merged dispatch is P's ops
+// followed by C's, with C's results; it is named after both. A merged
+// dispatch is tried again as a consumer, so a chain of three becomes one.
+//
+// Work units (a bound on one workgroup's arithmetic, not a cost model):
+// multiply-adds of conv2d / matmul, the elements read by reduce, and one per
+// result element of every other op.
+//
+// Must not act: a producer whose result has another user (it is materialized
+// anyway); a consumer that is large (its work would lose the device's
+// parallelism); a producer in another block; an anchor outside the list.
+//
+// Before:
+//   %s = "flow.dispatch"(%x) ({ reduce ... flow.return }) {name = "dispatch_3_reduce"}
+//   %t = "flow.dispatch"(%s, %w) ({ conv2d, relu ... }) {name = "dispatch_4_conv2d_relu"}
+// After:
+//   %t = "flow.dispatch"(%x, %w) ({
+//     %r = "tensor.reduce"(...) {workgroup_stage = true}
+//     %c = "tensor.conv2d"(%r, ...) ...
+//     ... "flow.return"
+//   }) {name = "dispatch_3_reduce_conv2d_relu"}
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/transforms/passes.h"
+
+namespace kiln::transforms {
+namespace {
+
+// One stage value's elements: the squeeze-excite vectors of MobileNetV3
+// (C up to 1,280) with room to spare.
+constexpr int64_t kMaxStageElements = 2048;
+// Shared memory for all staged values of one dispatch. Vulkan guarantees
+// maxComputeSharedMemorySize >= 16 KiB; the reductions of the stages use
+// another 256 B.
+constexpr int64_t kMaxStageBytes = 12 * 1024;
+// One workgroup's work (units above). About 40 us of one lavapipe thread,
+// the cost of the dispatches a merge saves; a GPU's workgroup does it in a
+// few microseconds.
+constexpr int64_t kMaxStagedWork = 65536;
+// As fuse-dispatch-regions: storage buffers per dispatch.
+constexpr size_t kMaxBindings = 8;
+
+int64_t Elements(const ir::Value* v) {
+  const ir::Type& t = v->type();
+  if (!t.is_tensor()) return -1;
+  int64_t n = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// Work units of one op, or -1 when the op may not run inside a stage.
+int64_t OpWork(const ir::Operation* op) {
+  using ir::OpCode;
+  const int64_t out = op->num_results() == 1 ? Elements(op->result()) : -1;
+  if (out < 0) return -1;
+  if (ir::Traits(op).is_elementwise() || op->is(OpCode::kTensorReshape) || op->is(OpCode::kTensorConstant))
+    return out;
+  if (op->is(OpCode::kTensorReduce)) return Elements(op->operand(0));
+  if (op->is(OpCode::kTensorConv2d)) {
+    const ir::Type& w = op->operand(1)->type();
+    if (w.shape.size() != 4) return -1;
+    return out * w.shape[1] * w.shape[2] * w.shape[3];
+  }
+  if (op->is(OpCode::kTensorMatmul)) {
+    const ir::Type& a = op->operand(0)->type();
+    if (a.shape.empty()) return -1;
+    return out * a.shape.back();
+  }
+  return -1;
+}
+
+// Work units of a dispatch's region, or -1 when an op may not be staged.
+int64_t DispatchWork(ir::Operation* dispatch) {
+  int64_t total = 0;
+  ir::Block* body = dispatch->region(0)->block(0);
+  for (auto& owned : body->ops()) {
+    ir::Operation* op = owned.get();
+    if (op == body->terminator()) continue;
+    const int64_t w = OpWork(op);
+    if (w < 0) return -1;
+    total += w;
+  }
+  return total;
+}
+
+// Bytes of the values already staged in a dispatch's region.
+int64_t StagedBytes(ir::Operation* dispatch) {
+  int64_t bytes = 0;
+  for (auto& owned : dispatch->region(0)->block(0)->ops())
+    if (owned->bool_attr("workgroup_stage")) bytes += 4 * Elements(owned->result());
+  return bytes;
+}
+
+std::vector<ir::Value*> MergedOperands(ir::Operation* producer, ir::Operation* consumer) {
+  std::vector<ir::Value*> out;
+  auto add = [&](ir::Value* v) {
+    for (ir::Value* o : out)
+      if (o == v) return;
+    out.push_back(v);
+  };
+  for (ir::Value* v : producer->operands()) add(v);
+  for (ir::Value* v : consumer->operands())
+    if (v != producer->result(0)) add(v);
+  return out;
+}
+
+// "dispatch_3_reduce" + "dispatch_4_conv2d_relu" -> "dispatch_3_reduce_conv2d_relu".
+std::string MergedName(ir::Operation* producer, ir::Operation* consumer) {
+  std::string p = producer->str_attr("name", "dispatch");
+  std::string c = consumer->str_attr("name", "dispatch");
+  // Drop "dispatch_<n>" from the consumer's name.
+  size_t cut = 0;
+  if (c.rfind("dispatch_", 0) == 0) {
+    cut = c.find('_', 9);
+    cut = cut == std::string::npos ? c.size() : cut;
+  }
+  return p + c.substr(cut);
+}
+
+// Builds the merged dispatch before `consumer`, moves both regions' ops into
+// it, erases the two and returns the merged dispatch.
+ir::Operation* Merge(ir::Operation* producer, ir::Operation* consumer) {
+  ir::Value* staged_result = producer->result(0);
+  std::vector<ir::Value*> operands = MergedOperands(producer, consumer);
+  std::vector<ir::Type> result_types;
+  for (ir::Value* r : consumer->results()) result_types.push_back(r->type());
+  auto locs = std::make_shared<ir::AttrList>();
+  for (ir::Operation* d : {producer, consumer})
+    if (const ir::AttrList* l = d->list_attr("locs"))
+      locs->insert(locs->end(), l->begin(), l->end());
+  ir::Builder b = ir::Builder::Before(consumer);
+  b.set_loc(consumer->loc());
+  ir::Operation* merged = b.Create("flow.dispatch", operands, result_types,
+                                   {{"name", ir::Attribute(MergedName(producer, consumer))},
+                                    {"locs", ir::Attribute(locs)}},
+                                   /*num_regions=*/1);
+  ir::Block* inner = merged->region(0)->AddBlock();
+  std::vector<ir::Value*> args;
+  for (ir::Value* v : operands) args.push_back(inner->AddArgument(v->type()));
+  auto arg_for = [&](ir::Value* outer) -> ir::Value* {
+    for (size_t i = 0; i < operands.size(); ++i)
+      if (operands[i] == outer) return args[i];
+    return nullptr;
+  };
+
+  // The producer's ops, its block arguments replaced by the merged ones.
+  ir::Block* pbody = producer->region(0)->block(0);
+  for (unsigned i = 0; i < pbody->num_arguments(); ++i)
+    pbody->argument(i)->ReplaceAllUsesWith(arg_for(producer->operand(i)));
+  ir::Operation* pret = pbody->terminator();
+  ir::Value* staged = pret->operand(0);
+  std::vector<ir::Operation*> pops;
+  for (auto& owned : pbody->ops())
+    if (owned.get() != pret) pops.push_back(owned.get());
+  for (ir::Operation* op : pops) inner->Append(pbody->Remove(op));
+  staged->defining_op()->set_attr("workgroup_stage", ir::Attribute(true));
+
+  // The consumer's ops; its argument for the producer's result reads the
+  // staged value.
+  ir::Block* cbody = consumer->region(0)->block(0);
+  for (unsigned i = 0; i < cbody->num_arguments(); ++i)
+    cbody->argument(i)->ReplaceAllUsesWith(consumer->operand(i) == staged_result
+                                               ? staged
+                                               : arg_for(consumer->operand(i)));
+  std::vector<ir::Operation*> cops;
+  for (auto& owned : cbody->ops()) cops.push_back(owned.get());
+  for (ir::Operation* op : cops) inner->Append(cbody->Remove(op));
+
+  for (unsigned i = 0; i < consumer->num_results(); ++i)
+    consumer->result(i)->ReplaceAllUsesWith(merged->result(i));
+  consumer->Erase();
+  producer->Erase();
+  return merged;
+}
+
+// Whether `producer` (the definer of one of `consumer`'s operands) may merge
+// into `consumer`.
+bool CanMerge(ir::Operation* producer, ir::Operation* consumer) {
+  if (!producer->is(ir::OpCode::kFlowDispatch) || producer->parent_block() != consumer->parent_block())
+    return false;
+  if (producer->num_results() != 1 || producer->num_regions() != 1 || producer->region(0)->num_blocks() != 1)
+    return false;
+  ir::Value* v = producer->result(0);
+  for (const ir::Use& u : v->uses())
+    if (u.user != consumer) return false;
+  ir::Operation* pret = producer->region(0)->block(0)->terminator();
+  if (!pret || pret->num_operands() != 1 || !pret->operand(0)->defining_op()) return false;
+  const int64_t elements = Elements(v);
+  if (elements < 0 || elements > kMaxStageElements) return false;
+  if (StagedBytes(producer) + StagedBytes(consumer) + 4 * elements > kMaxStageBytes) return false;
+  const int64_t pw = DispatchWork(producer), cw = DispatchWork(consumer);
+  if (pw < 0 || cw < 0 || pw + cw > kMaxStagedWork) return false;
+  return MergedOperands(producer, consumer).size() + consumer->num_results() <= kMaxBindings;
+}
+
+class FuseWorkgroupStagesPass : public ir::Pass {
+ public:
+  const char* flag() const override { return "fuse-workgroup-stages"; }
+  const char* description() const override {
+    return "Merge chains of small dispatches into one workgroup that runs them in stages";
+  }
+
+  Status Run(ir::Module& module, ir::PassContext& ctx) override {
+    (void)ctx;
+    for (ir::Operation* func : module.functions()) {
+      if (func->num_regions() == 0 || func->region(0)->empty()) continue;
+      std::vector<ir::Block*> blocks;
+      for (auto& b : func->region(0)->blocks()) CollectBlocks(b.get(), &blocks);
+      for (ir::Block* block : blocks) {
+        // Producers precede their consumers, so a forward walk visits every
+        // producer before its consumer: only ops already passed are erased.
+        std::vector<ir::Operation*> ops;
+        for (auto& owned : block->ops())
+          if (owned->is(ir::OpCode::kFlowDispatch)) ops.push_back(owned.get());
+        for (ir::Operation* consumer : ops) {
+          for (bool merged = true; merged;) {
+            merged = false;
+            for (ir::Value* v : consumer->operands()) {
+              ir::Operation* producer = v->defining_op();
+              if (!producer || !CanMerge(producer, consumer)) continue;
+              consumer = Merge(producer, consumer);
+              merged = true;
+              break;
+            }
+          }
+        }
+      }
+    }
+    return OkStatus();
+  }
+
+ private:
+  static void CollectBlocks(ir::Block* block, std::vector<ir::Block*>* out) {
+    out->push_back(block);
+    for (auto& op : block->ops()) {
+      if (op->is(ir::OpCode::kFlowDispatch)) continue;
+      for (unsigned r = 0; r < op->num_regions(); ++r)
+        for (auto& b : op->region(r)->blocks()) CollectBlocks(b.get(), out);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Pass> CreateFuseWorkgroupStagesPass() {
+  return std::make_unique<FuseWorkgroupStagesPass>();
+}
+
+}  // namespace kiln::transforms
