@@ -162,6 +162,11 @@ struct EntryPointInfo {
   // binding_kinds[b]: BindingKind of binding b. Empty or shorter than
   // binding_count: the rest are storage buffers. A texel binding is read-only.
   HostVector<BindingKind> binding_kinds;
+  // fma() must round once on this device too (the module's
+  // EntryPoint.exact_fma): a driver that splits fma() gets the executable's
+  // SPIR-V with an exact emulation spliced in (hal/vulkan
+  // exact_fma_splice.h) when any entry point asks for it.
+  bool exact_fma = true;
 
   BindingKind kind(uint32_t binding) const {
     return binding < binding_kinds.size() ? binding_kinds[binding] : BindingKind::kStorageBuffer;

@@ -28,7 +28,11 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const s
   // A dispatch with an f16-arithmetic variant shares its executable with
   // dispatches whose variants also differ only in constants (shader_dedupe.h
   // specializes both modules).
-  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, compiled.push_constants, compiled.spirv_f16);
+  // Exact and split-fma dispatches never share an executable: the runtime
+  // splices the exact emulation per executable (EntryPoint.exact_fma).
+  std::vector<uint32_t> key = compiled.push_constants;
+  key.push_back(compiled.exact_fma ? 1u : 0u);
+  ShaderDeduper::Placement p = shaders_.Add(compiled.spirv, key, compiled.spirv_f16);
   if (p.shader == executables_.size()) executables_.push_back({compiled, {}, {}, {}});
   ExecutableEntry& e = executables_[p.shader];
   if (p.entry == e.debug_names.size()) {

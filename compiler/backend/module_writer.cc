@@ -286,7 +286,7 @@ StatusOr<std::vector<uint8_t>> ModuleEmitter::Emit(ir::Module& module) {
                                                static_cast<uint32_t>(c.push_constants.size() * 4), &wg,
                                                e.macs[k],
                                                specializations[k].empty() ? nullptr : &specializations[k],
-                                               kinds.empty() ? nullptr : &kinds));
+                                               kinds.empty() ? nullptr : &kinds, c.exact_fma));
     report_->entry_points += static_cast<int>(eps.size());
     exes.push_back(fb::CreateExecutable(fbb, fbb.CreateVector(spirv), fbb.CreateVector(eps),
                                         fbb.CreateVectorOfStrings(e.locs),

@@ -77,6 +77,10 @@ struct CompiledDispatch {
   bool requires_8bit_storage = false;  // storageBuffer8BitAccess + shaderInt8 (i8/u8/i1 buffers)
   bool requires_16bit_storage = false; // storageBuffer16BitAccess (f16/bf16/i16/u16 buffers)
   bool requires_float64 = false;       // shaderFloat64 (an f64 tensor is touched)
+  // The dispatch's fma() must round once on every device: the flow.dispatch's
+  // `exact_fma` attribute (compiler/transforms/mark_exact_fma.cc). A CPU
+  // driver then gets the exact emulation at load (EntryPoint.exact_fma).
+  bool exact_fma = false;
 };
 
 // Vulkan's guaranteed minimum of maxTexelBufferElements: an operand of at

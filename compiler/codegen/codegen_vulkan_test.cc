@@ -233,9 +233,12 @@ TEST(ExactFmaSpliceTest, RewritesFmaIntoValidSpirv) {
 }
 
 // Runs one case with a single f32 result on `dev`; its bit patterns.
-std::vector<uint32_t> RunF32Case(hal::Device* dev, const Case& c, const CompiledDispatch& cd) {
+// `exact_fma`: the entry point's EntryPointInfo::exact_fma.
+std::vector<uint32_t> RunF32Case(hal::Device* dev, const Case& c, const CompiledDispatch& cd,
+                                 bool exact_fma = true) {
   std::vector<uint32_t> result;
   hal::EntryPointInfo ep;
+  ep.exact_fma = exact_fma;
   ep.name = cd.entry_point;
   ep.binding_count = cd.binding_count;
   for (int i = 0; i < 3; ++i) ep.workgroup_size[i] = cd.workgroup_size[i];
@@ -314,6 +317,58 @@ TEST(ExactFmaSpliceTest, MidpointCasesOnTheDevice) {
     setenv("KILN_EXACT_FMA", restore.c_str(), 1);
   else
     unsetenv("KILN_EXACT_FMA");
+}
+
+// An entry point whose module says it may round twice
+// (EntryPointInfo::exact_fma = false, compiler/transforms/mark_exact_fma.cc)
+// is not spliced on a device that splices: on lavapipe with the exact body
+// it gives the driver's own split multiply-add, bit for bit what the same
+// shader gives with the emulation off (KILN_EXACT_FMA=0), and misses
+// midpoint cases; the same entry point marked exact equals fmaf.
+TEST(ExactFmaSpliceTest, EntryPointsThatMayRoundTwiceAreNotSpliced) {
+  Case c("");
+  for (auto& f : AllCases()) {
+    Case k = f();
+    if (k.name == "matmul_exact_fma_midpoints") c = std::move(k);
+  }
+  ASSERT_EQ(c.name, "matmul_exact_fma_midpoints");
+  auto compiled = CompileDispatch(c.dispatch, c.options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  std::vector<uint32_t> want;
+  for (double v : c.expected[0].v) {
+    float x = static_cast<float>(v);
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    want.push_back(u);
+  }
+  const char* saved = std::getenv("KILN_EXACT_FMA");
+  const std::string restore = saved ? saved : "";
+  std::vector<uint32_t> split, marked_split, marked_exact;
+  for (const char* env : {"0", "exact"}) {
+    setenv("KILN_EXACT_FMA", env, 1);
+    auto d = hal::CreateDevice("vulkan", hal::DeviceOptions{});
+    if (!d.ok()) GTEST_SKIP() << "no Vulkan device";
+    bool f64 = false;
+    for (const HostString& f : d.value()->info().features) f64 |= f == "shaderFloat64";
+    const bool cpu = std::string(d.value()->info().name.c_str()).find("llvmpipe") != std::string::npos;
+    if (!cpu || !f64) GTEST_SKIP() << "needs lavapipe (splits fma(), has shaderFloat64)";
+    if (std::string(env) == "0") {
+      split = RunF32Case(d.value().get(), c, compiled.value(), true);
+    } else {
+      marked_split = RunF32Case(d.value().get(), c, compiled.value(), false);
+      marked_exact = RunF32Case(d.value().get(), c, compiled.value(), true);
+    }
+  }
+  if (saved)
+    setenv("KILN_EXACT_FMA", restore.c_str(), 1);
+  else
+    unsetenv("KILN_EXACT_FMA");
+  ASSERT_EQ(split.size(), want.size());
+  EXPECT_EQ(marked_split, split);
+  EXPECT_EQ(marked_exact, want);
+  int misses = 0;
+  for (size_t i = 0; i < split.size(); ++i) misses += split[i] != want[i];
+  EXPECT_GT(misses, 0);
 }
 
 std::string CaseName(const ::testing::TestParamInfo<int>& info) {

@@ -49,6 +49,10 @@ Status ApplyCompileFlag(const std::string& flag, CompileOptions* options) {
     // Kept so existing build scripts still work: every module now carries
     // GLSL fma() alone, and the runtime makes it exact on CPU drivers
     // (hal/vulkan/exact_fma_splice.h).
+  } else if (Value(flag, "--exact-fma", &v)) {
+    if (v != "state" && v != "all" && v != "none")
+      return InvalidArgumentError("bad --exact-fma '%s' (want state, all or none)", v.c_str());
+    options->pipeline.exact_fma = v;
   } else if (flag == "--unroll-in-module") {
     options->emit.codegen.unroll_in_module = true;
   } else if (flag == "--no-texels") {

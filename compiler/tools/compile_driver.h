@@ -35,7 +35,7 @@ struct CompileOptions {
 // Applies one compile flag, as kiln-compile spells it, to `options`:
 // --input-shape=NAME=DIMS, --constant-input=NAME=V, --sequence-input=NAME=[..],
 // --consume=NAME, --topology=unified|discrete|FILE, --no-elision, --fuse-pad,
-// --module-name=NAME, --precision=f32|f16, --unroll-in-module (and --native-fma, accepted and
+// --module-name=NAME, --precision=f32|f16, --exact-fma=state|all|none, --unroll-in-module (and --native-fma, accepted and
 // ignored: modules always carry fma()). The flags that change the module, shared
 // by kiln-compile and the compiler library (include/kiln/kiln_compiler.h), in
 // the way IREE's embedding API takes its session flags as strings.

@@ -6,7 +6,7 @@
 //                [--topology=unified|discrete|FILE]
 //                [--emit=kiln|kir-tensor|kir-stream|kir-alloc] [--explain-copies] [--no-elision]
 //                [--print-ir-after-all] [--dump-glsl=FILE] [--report]
-//                [--module-name=NAME] [--precision=f32|f16]
+//                [--module-name=NAME] [--precision=f32|f16] [--exact-fma=state|all|none]
 //                [--no-f16-arithmetic] [--fuse-pad] [--unroll-in-module] [--no-texels]
 //
 // --fuse-pad (opt-in): a constant Pad of a dispatch's result whose interior
@@ -104,6 +104,7 @@ const kiln::tools::FlagTable kFlags = {
         {"--module-name", "NAME", "the module's name, which other modules import it by"},
         {"--native-fma", nullptr, "accepted and ignored (modules always use fma(); exact on CPU drivers at load)"},
         {"--precision", "f32|f16", "f16: store weights and activations as f16 (ABI unchanged)"},
+        {"--exact-fma", "state|all|none", "dispatches that multiply-add rounded once on CPU drivers too (default state: those carried state depends on)"},
         {"--no-f16-arithmetic", nullptr, "no float16_t variants of all-f16 elementwise dispatches"},
         {"--unroll-in-module", nullptr, "unroll register-block loops in the module (default: the driver unrolls them)"},
         {"--no-texels", nullptr, "bind every operand as a storage buffer (default: conv blocks read vec4 texels where shapes allow)"},

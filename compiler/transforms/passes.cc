@@ -12,6 +12,7 @@ void RegisterAllPasses() {
   ir::RegisterPass("fold-empty-tensors", CreateFoldEmptyTensorsPass);
   ir::RegisterPass("fuse-dispatch-regions", CreateFuseDispatchRegionsPass);
   ir::RegisterPass("fuse-workgroup-stages", CreateFuseWorkgroupStagesPass);
+  ir::RegisterPassWithOption("mark-exact-fma", CreateMarkExactFmaPass);
   ir::RegisterPass("infer-argument-ownership", CreateInferArgumentOwnershipPass);
   ir::RegisterPass("materialize-copy-on-write", CreateMaterializeCopyOnWritePass);
   ir::RegisterPass("elide-async-copies", CreateElideAsyncCopiesPass);

@@ -33,6 +33,9 @@ std::unique_ptr<ir::Pass> CreateFuseDispatchRegionsPass();
 // --fuse-workgroup-stages: merges chains of small dispatches into one
 // workgroup that runs them in stages (fuse_workgroup_stages.cc).
 std::unique_ptr<ir::Pass> CreateFuseWorkgroupStagesPass();
+// --mark-exact-fma=state|all|none: marks the dispatches that multiply-add
+// with one rounding on every device (mark_exact_fma.cc).
+std::unique_ptr<ir::Pass> CreateMarkExactFmaPass(const std::string& policy);
 
 // --convert-to-stream: tensors/flow.dispatch -> stream resources and
 // stream.async.dispatch (dispatch bodies outlined into flow.executable ops).

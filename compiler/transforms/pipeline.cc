@@ -78,6 +78,7 @@ std::vector<std::string> PipelineFor(const PipelineOptions& options) {
     // which emplace-allocations then places into the producer.
     if (options.fuse_pad && flag == "emplace-allocations") flags.push_back("fuse-pad");
     flags.push_back(flag);
+    if (flag == "fuse-workgroup-stages") flags.push_back("mark-exact-fma=" + options.exact_fma);
   }
   if (options.level == Level::kAllocated)
     flags.insert(flags.end(), AllocationPipeline().begin(), AllocationPipeline().end());

@@ -32,6 +32,10 @@ struct PipelineOptions {
   // which places the producer into the padded target's interior
   // (compiler/transforms/fuse_pad.cc; kiln-compile --fuse-pad).
   bool fuse_pad = false;
+  // Which dispatches multiply-add with one rounding on CPU drivers too:
+  // --mark-exact-fma=POLICY right after --fuse-workgroup-stages
+  // (compiler/transforms/mark_exact_fma.cc; kiln-compile --exact-fma).
+  std::string exact_fma = "state";
   // What the caller compiles for, written into the module by the first
   // passes of the pipeline: --mark-consumed-arguments=NAME for each name
   // (kiln-compile --consume=NAME), then --set-topology=SPEC when the spec is

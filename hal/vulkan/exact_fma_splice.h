@@ -7,8 +7,11 @@
 // runs it as one fused instruction. A CPU driver such as lavapipe splits
 // every fma into a multiply and an add (llvmpipe's NIR option lower_ffma32),
 // which rounds twice, and a model that amplifies the difference (silero_vad's
-// recurrent state) drifts. On such a device (VulkanDevice::exact_fma) the
-// runtime rewrites, before the driver sees the module, every f32 Fma into a
+// recurrent state) drifts. On such a device (VulkanDevice::exact_fma), in
+// an executable one of whose entry points asks for it (EntryPointInfo::
+// exact_fma: the compiler's --mark-exact-fma decision, by default the
+// dispatches carried state depends on), the runtime rewrites, before the
+// driver sees the module, every f32 Fma into a
 // call of one function it appends, whose body is an exact emulation; the
 // driver inlines it (Mesa inlines every function). The module carries only
 // fma(): a GPU pays nothing for the emulation, in bytes or instructions.

@@ -76,12 +76,15 @@ StatusOr<Ref<VulkanExecutable>> VulkanExecutable::Create(
 
   const VulkanDeviceSyms& vk = device->syms();
   VkDevice handle = device->handle();
-  // A driver that splits fma() gets an exact emulation of it (exact_fma_splice.h);
+  // A driver that splits fma() gets an exact emulation of it (exact_fma_splice.h)
+  // where an entry point asks for one rounding (EntryPointInfo::exact_fma);
   // the spliced copy lives until the driver has made its shader module.
   HostVector<uint32_t> spliced_words;
   uint32_t spliced = 0;
 #if !defined(KILN_CPU_DRIVER_FMA) || KILN_CPU_DRIVER_FMA
-  if (device->exact_fma()) {
+  bool exact = false;
+  for (const EntryPointInfo& entry : entry_points) exact = exact || entry.exact_fma;
+  if (exact && device->exact_fma()) {
     KILN_RETURN_IF_ERROR(SpliceExactFma(spirv, word_count, device->exact_fma_body(),
                                         &spliced_words, &spliced));
   }

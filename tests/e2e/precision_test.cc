@@ -108,6 +108,10 @@ TEST_P(F16PrecisionTest, MatchesOnnxRuntimeFp32AtTheStatedTolerance) {
   ASSERT_EQ(ReadGolden(dir, "output_", &expected), "");
   driver::CompileOptions f16;
   f16.pipeline.precision_f16 = true;
+  // The stated tolerance is for a GPU's arithmetic (fma() rounded once);
+  // lavapipe computes so only where the module asks (--exact-fma). With its
+  // split multiply-adds rec's error is 0.0505 of 1, just over the bound.
+  f16.pipeline.exact_fma = "all";
   auto bytes = CompileGolden(model, dir, f16);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   ASSERT_EQ(RunModule(bytes.value(), inputs, &outputs), "");
