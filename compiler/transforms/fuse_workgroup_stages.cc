@@ -44,7 +44,12 @@
 //
 // Must not act: a producer whose result has another user (it is materialized
 // anyway); a consumer that is large (its work would lose the device's
-// parallelism); a producer in another block; an anchor outside the list.
+// parallelism); a producer in another block; an anchor outside the list; a
+// producer that reads a `consume` argument of its function (directly or
+// through slices, reshapes and dispatches of one slice). The last keeps a donation: the consumer's
+// result may be placed into that argument's buffer (emplace-allocations,
+// analysis/donation.h), which needs its producer not to read those bytes,
+// as the merged dispatch would.
 //
 // Before:
 //   %s = "flow.dispatch"(%x) ({ reduce ... flow.return }) {name = "dispatch_3_reduce"}
@@ -214,6 +219,27 @@ ir::Operation* Merge(ir::Operation* producer, ir::Operation* consumer) {
   return merged;
 }
 
+// Whether `v` is, or is a slice or reshape of, an argument of its function
+// marked `consume` in arg_ownership.
+bool ReadsConsumedArgument(ir::Value* v) {
+  while (ir::Operation* def = v->defining_op()) {
+    if (def->is(ir::OpCode::kFlowDispatch) && def->num_operands() >= 1) {
+      // A dispatch of one slice (slice-views makes it a view later).
+      ir::Block* body = def->region(0)->block(0);
+      if (body->ops().size() != 2 || !body->ops().front()->is(ir::OpCode::kTensorSlice)) return false;
+      v = def->operand(0);
+      continue;
+    }
+    if (!def->is(ir::OpCode::kTensorSlice) && !def->is(ir::OpCode::kTensorReshape)) return false;
+    v = def->operand(0);
+  }
+  ir::Block* block = v->parent_block();
+  ir::Operation* func = block ? block->parent_op() : nullptr;
+  if (!func || !func->is(ir::OpCode::kFuncFunc) || func->region(0)->block(0) != block) return false;
+  const std::vector<std::string> ownership = func->strs_attr("arg_ownership");
+  return v->index() < ownership.size() && ownership[v->index()] == "consume";
+}
+
 // Whether `producer` (the definer of one of `consumer`'s operands) may merge
 // into `consumer`.
 bool CanMerge(ir::Operation* producer, ir::Operation* consumer) {
@@ -221,6 +247,8 @@ bool CanMerge(ir::Operation* producer, ir::Operation* consumer) {
     return false;
   if (producer->num_results() != 1 || producer->num_regions() != 1 || producer->region(0)->num_blocks() != 1)
     return false;
+  for (ir::Value* operand : producer->operands())
+    if (ReadsConsumedArgument(operand)) return false;
   ir::Value* v = producer->result(0);
   for (const ir::Use& u : v->uses())
     if (u.user != consumer) return false;
