@@ -789,6 +789,60 @@ TEST(DifferentialRegressionTest, ConsumedArgumentStoredToAGlobalIsStillUpdatedIn
   EXPECT_EQ(e2e::ValidationMessages(), 0u);
 }
 
+// `return %t, slice(%t)`, %t = transfer(%x) of a borrowed x, elided
+// (unified topology): materialize-result-copies cloned each result out of
+// x, 2 copies per invoke where the non-elided build makes 1 (the transfer,
+// result 1 a view of its buffer). Now result 1 is the same slice of result
+// 0's copy (share-result-copies): 1 copy without output storage; with
+// output storage for result 1 the runtime copies the view into it
+// (FinishOutputStorage), as in the non-elided build: 2. Per case
+// (elided, non-elided): none (1, 1), both (2, 2), result 0 only (1, 1),
+// result 1 only (2, 2); before the fix the elided build made 2 in each.
+// x[i] = i / 2: result 0 = x, result 1 = x[8..24) (byte offset 32).
+TEST(DifferentialRegressionTest, ViewOfAReturnedTransferSharesItsResultCopy) {
+  GeneratedProgram p;
+  p.kir = R"(
+"kiln.topology"() {spec = "unified"} : () -> ()
+"func.func"() ({
+^bb0(%arg0: tensor<64xf32>):
+  %x = "stream.tensor.import"(%arg0) {consume = false, size = 256 : i64} : (tensor<64xf32>) -> !stream.resource<external>
+  %t = "stream.async.transfer"(%x) {affinity = "gpu", size = 256 : i64, source_affinity = "host"} : (!stream.resource<external>) -> !stream.resource<external>
+  %s = "stream.async.slice"(%t) {length = 64 : i64, offset = 32 : i64} : (!stream.resource<external>) -> !stream.resource<external>
+  %e0 = "stream.tensor.export"(%t) {size = 256 : i64} : (!stream.resource<external>) -> tensor<64xf32>
+  %e1 = "stream.tensor.export"(%s) {size = 64 : i64} : (!stream.resource<external>) -> tensor<16xf32>
+  "func.return"(%e0, %e1) : (tensor<64xf32>, tensor<16xf32>) -> ()
+}) {arg_ownership = ["borrow"], sym_name = "main"} : () -> ()
+)";
+  std::vector<float> x(64), part(16);
+  for (int i = 0; i < 64; ++i) x[i] = 0.5f * static_cast<float>(i);
+  for (int i = 0; i < 16; ++i) part[i] = 4.0f + 0.5f * static_cast<float>(i);
+  p.inputs = {x};
+  p.consume = {false};
+  p.expected = {x, part};
+  struct Case {
+    std::vector<bool> output_storage;  // per result
+    uint64_t elided, naive;            // copies per invoke
+  } cases[] = {{{}, 1, 1}, {{true, true}, 2, 2}, {{true, false}, 1, 1}, {{false, true}, 2, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.output_storage.empty() ? std::string("no output storage")
+                                          : "output storage for result 0: " + std::to_string(c.output_storage[0]) +
+                                                ", result 1: " + std::to_string(c.output_storage[1]));
+    for (bool disable : {false, true}) {
+      SCOPED_TRACE(disable ? "non-elided build" : "elided build");
+      Build build;
+      ASSERT_EQ(Compile(p, disable, &build), "");
+      BuildRun run;
+      ASSERT_EQ(Execute(build, p, 2, &run, c.output_storage), "");
+      for (int inv = 0; inv < 2; ++inv) {
+        for (size_t r = 0; r < 2; ++r)
+          EXPECT_EQ(e2e::Compare(run.outputs[inv][r], F32(p.expected[r]), 0, 0), "") << "invoke " << inv << " result " << r;
+        EXPECT_EQ(run.copies[inv], disable ? c.naive : c.elided) << "invoke " << inv;
+      }
+    }
+  }
+  EXPECT_EQ(e2e::ValidationMessages(), 0u);
+}
+
 // KILN_DIFF_KIR=FILE (and KILN_DIFF_LIB_KIR=FILE for a callee module
 // `lib`): compiles a dumped or hand-edited program both ways, runs both
 // builds twice (as ElidedMatchesNaive does, without a host reference) and
