@@ -267,44 +267,52 @@ std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::
     for (ir::Value* r : op->results()) {
       if (r->type().kind != ir::TypeKind::kResource) continue;
       std::vector<ir::Value*> in = IncomingOf(op, r->index());
-      // Exactly one region yields a value from outside the op.
-      int outer_region = -1;
-      ir::Value* root = nullptr;
+      // The regions that yield a value from outside the op, in order; the
+      // first whose value passes the checks below is written into the
+      // result (the others copy at their yields, as they would anyway:
+      // differential seed 46092, where elision made a second region yield
+      // an outer value and neither was placed).
+      std::vector<std::pair<int, ir::Value*>> outer;  // (region, root)
       for (size_t k = 0; k < in.size(); ++k) {
         ir::Value* rv = TiedChainRoot(in[k]);
         ir::Operation* def = rv->defining_op();
         if (!def || AncestorIn(body, def) == op) continue;  // made in a region
-        if (outer_region >= 0) { outer_region = -2; break; }
-        outer_region = static_cast<int>(k);
-        root = rv;
+        outer.push_back({static_cast<int>(k), rv});
       }
-      if (outer_region < 0 || !root) continue;
-      ir::Operation* def = root->defining_op();
-      if (def->parent_block() != body || ir::Traits(def).level != ir::OpLevel::kStream ||
-          !ir::AllocatesFresh(*def, root->index()) || escaping.count(root) || into.count(root) ||
-          SizeOf(root) != SizeOf(r))
-        continue;
-      // Nobody else reads the root's storage once the result may be written
-      // into it: no use in another region of the op (its yield is written
-      // there), none after the op.
-      bool safe = true;
-      for (ir::Value* v : family[root])
-        for (const ir::Use& u : v->uses()) {
-          if (IsLifetimeOp(u.user)) continue;
-          ir::Operation* top = AncestorIn(body, u.user);
-          if (!top) { safe = false; continue; }
-          if (top == op) {
-            if (u.user == op) { safe = false; continue; }
-            ir::Operation* x = u.user;
-            while (x->parent_op() != op) x = x->parent_op();
-            // The region holding the use.
-            ir::Region* reg = x->parent_block()->parent();
-            if (reg != op->region(static_cast<unsigned>(outer_region))) safe = false;
-          } else if (position.at(top) > position.at(op)) {
-            safe = false;
+      for (auto [outer_region, root] : outer) {
+        // One root yielded by two regions (or twice) stays where it is.
+        int times = 0;
+        for (auto& o : outer) times += o.second == root;
+        ir::Operation* def = root->defining_op();
+        if (times > 1 || def->parent_block() != body || ir::Traits(def).level != ir::OpLevel::kStream ||
+            !ir::AllocatesFresh(*def, root->index()) || escaping.count(root) || into.count(root) ||
+            SizeOf(root) != SizeOf(r))
+          continue;
+        // Nobody else reads the root's storage once the result may be written
+        // into it: no use in another region of the op (its yield is written
+        // there), none after the op.
+        bool safe = true;
+        for (ir::Value* v : family[root])
+          for (const ir::Use& u : v->uses()) {
+            if (IsLifetimeOp(u.user)) continue;
+            ir::Operation* top = AncestorIn(body, u.user);
+            if (!top) { safe = false; continue; }
+            if (top == op) {
+              if (u.user == op) { safe = false; continue; }
+              ir::Operation* x = u.user;
+              while (x->parent_op() != op) x = x->parent_op();
+              // The region holding the use.
+              ir::Region* reg = x->parent_block()->parent();
+              if (reg != op->region(static_cast<unsigned>(outer_region))) safe = false;
+            } else if (position.at(top) > position.at(op)) {
+              safe = false;
+            }
           }
+        if (safe) {
+          into[root] = r;
+          break;
         }
-      if (safe) into[root] = r;
+      }
     }
   }
   return into;

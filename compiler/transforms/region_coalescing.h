@@ -45,7 +45,10 @@ ir::Value* FreshRootYielded(ir::Value* v, ir::Block* branch);
 // mapped to the op's result: the value is written straight into the
 // result's storage from its definition on, so that region's yield copies
 // nothing, when nothing reads it after the op or in the other regions
-// (which write their own yields there) and it does not escape.
+// (which write their own yields there) and it does not escape. When several
+// regions yield values from outside the op, the first of them (region
+// order) that qualifies is placed; the others copy at their yields. A root
+// yielded by more than one region is not placed.
 std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::set<ir::Value*>& escaping);
 // In a function body with branches (cf.br / cf.cond_br): block arguments
 // that share their incoming value's storage (copy coalescing), mapped to
