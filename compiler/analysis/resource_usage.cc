@@ -504,11 +504,66 @@ std::vector<ir::Value*> ContentAliases(ir::Value* v, const ir::Operation* skip_f
   return out;
 }
 
+namespace {
+// May x name bytes of a module global's buffer? Its storage root, followed
+// back through tied ops, slices, awaits and flow edges, is a
+// util.global.load (or something the analysis does not model). Otherwise x
+// lives in storage the function owns or borrows (an argument, a constant, a
+// fresh allocation, a call result), never the global's, and a store of x
+// is a copy into the global's buffer (--materialize-edge-copies: "global
+// store of a value that does not live in the global").
+bool MayViewGlobal(Value* x, std::unordered_set<Value*>& seen) {
+  if (!seen.insert(x).second) return false;  // a cycle adds no new root
+  if (seen.size() > 256) return true;
+  if (x->is_block_argument()) {
+    Block* b = x->parent_block();
+    Operation* owner = b->parent_op();
+    if (owner && owner->is(OpCode::kFuncFunc) && b == owner->region(0)->block(0)) return false;
+  } else {
+    Operation* def = x->defining_op();
+    const OpCode n = def->code();
+    if (n == OpCode::kUtilGlobalLoad) return true;
+    if (n == OpCode::kStreamTensorImport || n == OpCode::kStreamAsyncConstant) return false;
+    if (n == OpCode::kFuncCall) {  // fresh storage, or a consumed operand handed back
+      for (unsigned i = 0; i < def->num_operands(); ++i)
+        if (IsConsumedCallOperand(def, i) && MayViewGlobal(def->operand(i), seen)) return true;
+      return false;
+    }
+    if (n == OpCode::kStreamTimepointAwait)
+      return x->index() + 1 >= def->num_operands() || MayViewGlobal(def->operand(x->index() + 1), seen);
+    if (n == OpCode::kStreamAsyncSlice) return MayViewGlobal(def->operand(0), seen);
+    const ir::OpInfo& traits = ir::Traits(def);
+    if (traits.level == ir::OpLevel::kStream && traits.storage == ir::ResultStorage::kFresh &&
+        traits.tie == ir::Tie::kNone)
+      return false;
+    if (traits.tie != ir::Tie::kNone) {
+      int tied = TiedOperandOfResult(def, x->index());
+      return tied >= 0 && MayViewGlobal(def->operand(static_cast<unsigned>(tied)), seen);
+    }
+    if (def->num_regions() == 0) return true;  // unknown aliasing
+  }
+  bool modelled = true;
+  std::vector<FlowEdge> in = IncomingValues(x, &modelled);
+  if (!modelled) return true;
+  for (const FlowEdge& e : in)
+    if (MayViewGlobal(e.value, seen)) return true;
+  return false;
+}
+}  // namespace
+
 Observer FindLaterObserver(ir::Value* v, ir::Operation* point, const ir::Operation* skip_flows_at) {
   std::vector<Value*> aliases = ContentAliases(v, skip_flows_at, point);
+  // A store of a value that may live in the global's buffer escapes: later
+  // loads of the global view those bytes. Any other store copies the value
+  // into the global's buffer where it runs: a read there, like any use
+  // (differential seed 44163).
+  auto escapes_at_store = [](Value* x) {
+    std::unordered_set<Value*> seen;
+    return MayViewGlobal(x, seen);
+  };
   for (Value* x : aliases)
     for (const ir::Use& u : x->uses())
-      if (u.user->is(OpCode::kUtilGlobalStore) ||
+      if ((u.user->is(OpCode::kUtilGlobalStore) && escapes_at_store(x)) ||
           (u.user->is(OpCode::kFuncCall) && IsConsumedCallOperand(u.user, u.operand_index)))
         return Observer{Observer::Kind::kEscape, u.user, nullptr};
   for (Value* x : aliases)

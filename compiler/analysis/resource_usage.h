@@ -37,9 +37,12 @@
 //    enclosing region op (scf.if, index_switch: a sibling branch is never
 //    "later"), or, when the alias is defined outside an enclosing scf.for /
 //    scf.while, any op of that loop (a later trip). Passing a value through a
-//    branch, yield or loop init is a use. A value stored to a global or
-//    passed to a `consume` parameter of a call escapes: it is always
-//    observed. A borrowed call operand is a read at the call.
+//    branch, yield or loop init is a use. A value passed to a `consume`
+//    parameter of a call escapes: it is always observed; so does one stored
+//    to a global when it may live in a global's buffer (its storage root is
+//    a util.global.load: the state update in place). Any other store copies
+//    the value into the global (--materialize-edge-copies) and is a read at
+//    the store, as a borrowed call operand is a read at the call.
 #ifndef KILN_COMPILER_ANALYSIS_RESOURCE_USAGE_H_
 #define KILN_COMPILER_ANALYSIS_RESOURCE_USAGE_H_
 
@@ -116,7 +119,7 @@ struct Observer {
     kNone,
     kLaterUse,   // `op` uses an alias later in program order
     kLaterTrip,  // `op` uses an alias defined outside `loop` in a later trip
-    kEscape,     // an alias is stored to a global / passed to a call (`op`)
+    kEscape,     // an alias is stored to a global it may live in / passed to a call (`op`)
   };
   Kind kind = Kind::kNone;
   ir::Operation* op = nullptr;

@@ -324,9 +324,17 @@ class Interpreter {
       }
       env_[op->result(0)] = Slot{globals_[g], 0};
     } else if (n == "util.global.store") {
+      // The store copies the value into the global's buffer where it runs
+      // (--materialize-edge-copies), unless it is that buffer already (a
+      // state update in place): later writes of the value do not reach the
+      // global.
       int b = Get(op->operand(0)).buffer;
-      bufs_[b].protect = "global";
-      globals_[op->str_attr("global")] = b;
+      auto g = globals_.find(op->str_attr("global"));
+      if (g == globals_.end() || g->second != b) {
+        b = NewBuffer(in[0]);
+        bufs_[b].protect = "global";
+        globals_[op->str_attr("global")] = b;
+      }
     } else if (n == "stream.async.dispatch" || n == "stream.async.update" ||
                n == "stream.async.copy" || n == "stream.async.fill") {
       uint64_t h = Mix(HashStr(n + op->str_attr("entry")), op->int_attr("pattern"));

@@ -213,7 +213,8 @@ int main(int argc, char** argv) {
       if (r.find("kept copy") != std::string::npos) std::printf("%s\n", r.c_str());
     for (const std::string& r : ctx.remarks)
       if (r.find("transfer kept") != std::string::npos || r.find("edge copy:") != std::string::npos ||
-          r.find("result copy:") != std::string::npos || r.find("concat copy kept") != std::string::npos ||
+          r.find("result copy:") != std::string::npos || r.find("result view:") != std::string::npos ||
+          r.find("concat copy kept") != std::string::npos ||
           r.find("concat stays a dispatch") != std::string::npos ||
           r.find("pad stays a dispatch") != std::string::npos)  // --fuse-pad's refusals
         std::printf("%s\n", r.c_str());

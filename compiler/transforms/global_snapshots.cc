@@ -73,4 +73,32 @@ std::set<ir::Value*> GlobalSnapshots(ir::Operation* func) {
   return snapshots;
 }
 
+// util.global.load gets its global's byte size (`size`), which its storage
+// (a view of the global, or a snapshot) is sized by. Errors: a load or store
+// naming no util.global, a global without a positive `size`.
+Status SizeGlobalLoads(ir::Module& module) {
+  std::map<std::string, int64_t> sizes;
+  for (auto& owned : module.body()->ops())
+    if (owned->is(OpCode::kUtilGlobal)) sizes[owned->str_attr("sym_name")] = owned->int_attr("size", -1);
+  Status status;
+  for (ir::Operation* func : module.functions())
+    func->Walk([&](ir::Operation* op) {
+      if (!status.ok() || (!op->is(OpCode::kUtilGlobalLoad) && !op->is(OpCode::kUtilGlobalStore))) return;
+      const std::string sym = op->str_attr("global");
+      auto it = sizes.find(sym);
+      if (it == sizes.end()) {
+        status = InvalidArgumentError("schedule-allocation: %s names no util.global @%s (%s)", op->name().c_str(),
+                                      sym.c_str(), op->loc().c_str());
+        return;
+      }
+      if (it->second <= 0) {
+        status = InvalidArgumentError("schedule-allocation: util.global @%s needs a positive byte `size` attribute",
+                                      sym.c_str());
+        return;
+      }
+      if (op->is(OpCode::kUtilGlobalLoad)) op->set_attr("size", ir::Attribute(it->second));
+    });
+  return status;
+}
+
 }  // namespace kiln::transforms

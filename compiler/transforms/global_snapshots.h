@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "base/status.h"
 #include "compiler/ir/ir.h"
 
 namespace kiln::transforms {
@@ -18,6 +19,13 @@ namespace kiln::transforms {
 // Returns the results of the util.global.load ops of `func` that need a
 // snapshot.
 std::set<ir::Value*> GlobalSnapshots(ir::Operation* func);
+
+// Sets each util.global.load's `size` to its global's byte size (the
+// util.global's `size`), which the load's storage (a view of the global, or
+// a snapshot) is sized by; run by --schedule-allocation before it plans.
+// Errors (kInvalidArgument): a load or store naming no util.global, a
+// global without a positive `size`.
+Status SizeGlobalLoads(ir::Module& module);
 
 }  // namespace kiln::transforms
 

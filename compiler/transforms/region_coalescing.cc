@@ -11,6 +11,8 @@
 #include "compiler/transforms/region_coalescing.h"
 
 #include <functional>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "compiler/analysis/resource_usage.h"
@@ -25,6 +27,39 @@ using analysis::SizeOf;
 using analysis::TiedValue;
 using ir::OpCode;
 namespace {
+
+// Pre-order walk of every op of `func`: the entry block, then the other
+// blocks of a body with branches, each with its nested regions.
+template <typename F>
+void WalkFunction(ir::Operation* func, F&& f) {
+  for (auto& b : func->region(0)->blocks())
+    for (auto& owned : b->ops()) owned->Walk(f);
+}
+
+// Whether every use of `v` but the yield `y` is a read-only view: a
+// stream.async.slice in y's block whose uses are untied dispatch operands
+// or lifetime ops (an in-place concat's piece read again through its
+// subrange of the target, --emplace-allocations). Such reads run before
+// the yield, while `v` already lives in the region result's storage, and
+// never write it, so `v` can still be written straight into that storage.
+bool OnlyYieldAndViewReads(ir::Value* v, ir::Operation* y) {
+  int yields = 0;
+  for (const ir::Use& u : v->uses()) {
+    if (u.user == y) {
+      ++yields;
+      continue;
+    }
+    if (!u.user->is(OpCode::kStreamAsyncSlice) || u.user->parent_block() != y->parent_block()) return false;
+    for (const ir::Use& r : u.user->result(0)->uses()) {
+      if (IsLifetimeOp(r.user)) continue;
+      if (!r.user->is(OpCode::kStreamAsyncDispatch)) return false;
+      for (int64_t t : r.user->ints_attr("tied_operands"))
+        if (t == static_cast<int64_t>(r.operand_index)) return false;
+    }
+  }
+  return yields == 1;
+}
+
 
 // The op of `body` that is `op` or contains it (nullptr when `op` is not in
 // `body`).
@@ -232,44 +267,52 @@ std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::
     for (ir::Value* r : op->results()) {
       if (r->type().kind != ir::TypeKind::kResource) continue;
       std::vector<ir::Value*> in = IncomingOf(op, r->index());
-      // Exactly one region yields a value from outside the op.
-      int outer_region = -1;
-      ir::Value* root = nullptr;
+      // The regions that yield a value from outside the op, in order; the
+      // first whose value passes the checks below is written into the
+      // result (the others copy at their yields, as they would anyway:
+      // differential seed 46092, where elision made a second region yield
+      // an outer value and neither was placed).
+      std::vector<std::pair<int, ir::Value*>> outer;  // (region, root)
       for (size_t k = 0; k < in.size(); ++k) {
         ir::Value* rv = TiedChainRoot(in[k]);
         ir::Operation* def = rv->defining_op();
         if (!def || AncestorIn(body, def) == op) continue;  // made in a region
-        if (outer_region >= 0) { outer_region = -2; break; }
-        outer_region = static_cast<int>(k);
-        root = rv;
+        outer.push_back({static_cast<int>(k), rv});
       }
-      if (outer_region < 0 || !root) continue;
-      ir::Operation* def = root->defining_op();
-      if (def->parent_block() != body || ir::Traits(def).level != ir::OpLevel::kStream ||
-          !ir::AllocatesFresh(*def, root->index()) || escaping.count(root) || into.count(root) ||
-          SizeOf(root) != SizeOf(r))
-        continue;
-      // Nobody else reads the root's storage once the result may be written
-      // into it: no use in another region of the op (its yield is written
-      // there), none after the op.
-      bool safe = true;
-      for (ir::Value* v : family[root])
-        for (const ir::Use& u : v->uses()) {
-          if (IsLifetimeOp(u.user)) continue;
-          ir::Operation* top = AncestorIn(body, u.user);
-          if (!top) { safe = false; continue; }
-          if (top == op) {
-            if (u.user == op) { safe = false; continue; }
-            ir::Operation* x = u.user;
-            while (x->parent_op() != op) x = x->parent_op();
-            // The region holding the use.
-            ir::Region* reg = x->parent_block()->parent();
-            if (reg != op->region(static_cast<unsigned>(outer_region))) safe = false;
-          } else if (position.at(top) > position.at(op)) {
-            safe = false;
+      for (auto [outer_region, root] : outer) {
+        // One root yielded by two regions (or twice) stays where it is.
+        int times = 0;
+        for (auto& o : outer) times += o.second == root;
+        ir::Operation* def = root->defining_op();
+        if (times > 1 || def->parent_block() != body || ir::Traits(def).level != ir::OpLevel::kStream ||
+            !ir::AllocatesFresh(*def, root->index()) || escaping.count(root) || into.count(root) ||
+            SizeOf(root) != SizeOf(r))
+          continue;
+        // Nobody else reads the root's storage once the result may be written
+        // into it: no use in another region of the op (its yield is written
+        // there), none after the op.
+        bool safe = true;
+        for (ir::Value* v : family[root])
+          for (const ir::Use& u : v->uses()) {
+            if (IsLifetimeOp(u.user)) continue;
+            ir::Operation* top = AncestorIn(body, u.user);
+            if (!top) { safe = false; continue; }
+            if (top == op) {
+              if (u.user == op) { safe = false; continue; }
+              ir::Operation* x = u.user;
+              while (x->parent_op() != op) x = x->parent_op();
+              // The region holding the use.
+              ir::Region* reg = x->parent_block()->parent();
+              if (reg != op->region(static_cast<unsigned>(outer_region))) safe = false;
+            } else if (position.at(top) > position.at(op)) {
+              safe = false;
+            }
           }
+        if (safe) {
+          into[root] = r;
+          break;
         }
-      if (safe) into[root] = r;
+      }
     }
   }
   return into;
@@ -319,6 +362,84 @@ std::map<ir::Value*, ir::Value*> BlockArgumentsSharingStorage(ir::Operation* fun
     }
   }
   return coalesced;
+}
+
+std::map<ir::Value*, ir::Value*> FreshValuesYieldedIntoResults(ir::Operation* func,
+                                                               const std::set<ir::Value*>& escaping,
+                                                               const std::map<ir::Value*, ir::Value*>& shares_root) {
+  std::map<ir::Value*, ir::Value*> yield_into;
+  WalkFunction(func, [&](ir::Operation* op) {
+    if (!op->is(OpCode::kScfIf) && !op->is(OpCode::kScfIndexSwitch)) return;
+    for (unsigned r = 0; r < op->num_regions(); ++r) {
+      if (op->region(r)->empty()) continue;
+      ir::Block* b = op->region(r)->block(0);
+      ir::Operation* y = b->terminator();
+      if (!y || !y->is(OpCode::kScfYield)) continue;
+      for (unsigned i = 0; i < y->num_operands(); ++i) {
+        ir::Value* v = y->operand(i);
+        // Not into a result that shares a carried value's storage: the branch
+        // may read that value while it computes `v` (copied at the yield).
+        if (!OnlyYieldAndViewReads(v, y) || shares_root.count(op->result(i))) continue;
+        ir::Value* root = FreshRootYielded(v, b);
+        if (root && !escaping.count(root) && !yield_into.count(root)) yield_into[root] = op->result(i);
+      }
+    }
+  });
+  return yield_into;
+}
+
+std::map<ir::Value*, ir::Operation*> InitialCopiesIntoCarriedStorage(ir::Operation* func,
+                                                                     const std::set<ir::Value*>& escaping,
+                                                                     std::map<ir::Value*, ir::Value*>* yield_into) {
+  std::map<ir::Value*, ir::Operation*> init_copy_of;
+  WalkFunction(func, [&](ir::Operation* op) {
+    if (!op->is(OpCode::kStreamAsyncClone) || op->num_results() != 1) return;
+    ir::Value* v = op->result(0);
+    if (escaping.count(v) || yield_into->count(v)) return;
+    // Its one use besides lifetime ops (a retain: the loop result may be
+    // the init when no trip runs; a dealloca after the loop).
+    ir::Operation* user = nullptr;
+    unsigned k = 0;
+    for (const ir::Use& u : v->uses()) {
+      if (IsLifetimeOp(u.user)) continue;
+      if (user) return;
+      user = u.user;
+      k = u.operand_index;
+    }
+    if (!user || user->parent_block() != op->parent_block()) return;
+    ir::Value* target = nullptr;
+    if (user->is(OpCode::kScfFor) && k >= 3 && k - 3 < user->num_results()) {
+      target = user->result(k - 3);
+    } else if (user->is(OpCode::kScfWhile) && user->num_regions() == 2 && !user->region(0)->empty()) {
+      ir::Block* before = user->region(0)->block(0);
+      ir::Operation* cond = before->terminator();
+      if (k >= before->num_arguments()) return;
+      ir::Value* a = before->argument(k);
+      bool forwarded = cond && 1 + k < cond->num_operands() && cond->operand(1 + k) == a && k < user->num_results();
+      target = forwarded ? user->result(k) : a;
+    } else if (user->is(OpCode::kCfBr) || user->is(OpCode::kCfCondBr)) {
+      // Only a branch from a block the target block cannot reach: the
+      // target's arguments hold nothing yet (its block has not run), so
+      // writing one early clobbers no live value.
+      std::vector<ir::Value*> t = analysis::FlowTargets(user, k);
+      if (t.size() != 1 || !t[0]->is_block_argument()) return;
+      std::set<ir::Block*> seen;
+      std::vector<ir::Block*> work = {t[0]->parent_block()};
+      while (!work.empty()) {
+        ir::Block* b = work.back();
+        work.pop_back();
+        if (ir::Operation* term = b->terminator())
+          for (ir::Block* succ : term->successors())
+            if (succ && seen.insert(succ).second) work.push_back(succ);
+      }
+      if (seen.count(user->parent_block())) return;
+      target = t[0];
+    }
+    if (!target || target->type().kind != ir::TypeKind::kResource || init_copy_of.count(target)) return;
+    (*yield_into)[v] = target;
+    init_copy_of[target] = op;
+  });
+  return init_copy_of;
 }
 
 }  // namespace kiln::transforms

@@ -45,7 +45,10 @@ ir::Value* FreshRootYielded(ir::Value* v, ir::Block* branch);
 // mapped to the op's result: the value is written straight into the
 // result's storage from its definition on, so that region's yield copies
 // nothing, when nothing reads it after the op or in the other regions
-// (which write their own yields there) and it does not escape.
+// (which write their own yields there) and it does not escape. When several
+// regions yield values from outside the op, the first of them (region
+// order) that qualifies is placed; the others copy at their yields. A root
+// yielded by more than one region is not placed.
 std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::set<ir::Value*>& escaping);
 // In a function body with branches (cf.br / cf.cond_br): block arguments
 // that share their incoming value's storage (copy coalescing), mapped to
@@ -66,6 +69,32 @@ std::map<ir::Value*, ir::Value*> OuterValuesYielded(ir::Block* body, const std::
 // the elision pass proved unobserved, which FindLaterObserver covers.
 std::map<ir::Value*, ir::Value*> BlockArgumentsSharingStorage(ir::Operation* func, const std::set<ir::Value*>& excluded,
                                                               const std::function<bool(ir::Value*)>& has_own_storage);
+
+// A fresh value a branch of an scf.if / scf.index_switch of `func` creates
+// only to yield it, directly or through in-place updates in the branch (a
+// clone the branch then mutates), mapped from its fresh root
+// (FreshRootYielded) to the op's result: it is written straight into the
+// result's storage, so the yield copies nothing. Not when the value has
+// uses other than the yield and read-only views in the yield's block, when
+// its root is in `escaping`, or when the result shares a carried value's
+// storage (`shares_root`: the branch may read that value while it computes
+// `v`). The first region (program order) claiming a root keeps it.
+std::map<ir::Value*, ir::Value*> FreshValuesYieldedIntoResults(ir::Operation* func,
+                                                               const std::set<ir::Value*>& escaping,
+                                                               const std::map<ir::Value*, ir::Value*>& shares_root);
+// Copies made only to be a loop's initial value (elide-async-copies hoists
+// the copy of a borrowed, constant or still-live initial value out of the
+// loop): a stream.async.clone of `func`, not in `escaping` or *yield_into,
+// whose one use besides lifetime ops, in its block, is an scf.for init,
+// an scf.while operand or a branch operand into a block that cannot reach
+// the branch's block. The copy is written straight into the carried storage
+// (scf.for result i, scf.while "before" argument i, or result i when the
+// condition forwards it at its own position, or the block argument): added
+// to *yield_into (copy -> carried value); returned mapped from the carried
+// value to the copy (one copy per carried value).
+std::map<ir::Value*, ir::Operation*> InitialCopiesIntoCarriedStorage(ir::Operation* func,
+                                                                     const std::set<ir::Value*>& escaping,
+                                                                     std::map<ir::Value*, ir::Value*>* yield_into);
 
 }  // namespace kiln::transforms
 

@@ -19,6 +19,7 @@
 #include "compiler/transforms/global_snapshots.h"
 #include "compiler/transforms/passes.h"
 #include "compiler/transforms/region_coalescing.h"
+#include "compiler/transforms/edge_temporaries.h"
 #include "compiler/transforms/transient_planner.h"
 
 namespace kiln::transforms {
@@ -94,30 +95,6 @@ int64_t LiveBytesPeak(const std::vector<TransientRequest>& reqs) {
   int64_t live = 0, peak = 0;
   for (auto& [step, d] : delta) peak = std::max(peak, live += d);
   return peak;
-}
-
-// Whether every use of `v` but the yield `y` is a read-only view: a
-// stream.async.slice in y's block whose uses are untied dispatch operands
-// or lifetime ops (an in-place concat's piece read again through its
-// subrange of the target, --emplace-allocations). Such reads run before
-// the yield, while `v` already lives in the region result's storage, and
-// never write it, so `v` can still be written straight into that storage.
-bool OnlyYieldAndViewReads(ir::Value* v, ir::Operation* y) {
-  int yields = 0;
-  for (const ir::Use& u : v->uses()) {
-    if (u.user == y) {
-      ++yields;
-      continue;
-    }
-    if (!u.user->is(OpCode::kStreamAsyncSlice) || u.user->parent_block() != y->parent_block()) return false;
-    for (const ir::Use& r : u.user->result(0)->uses()) {
-      if (IsLifetimeOp(r.user)) continue;
-      if (!r.user->is(OpCode::kStreamAsyncDispatch)) return false;
-      for (int64_t t : r.user->ints_attr("tied_operands"))
-        if (t == static_cast<int64_t>(r.operand_index)) return false;
-    }
-  }
-  return yields == 1;
 }
 
 class AllocationScheduler {
@@ -224,24 +201,7 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
   // in-place updates in the branch (a clone the branch then mutates), is
   // written straight into the scf.if's (or scf.index_switch's) result
   // storage: no copy at the yield (region_coalescing.cc).
-  std::map<ir::Value*, ir::Value*> yield_into;
-  walk([&](ir::Operation* op) {
-    if (!op->is(OpCode::kScfIf) && !op->is(OpCode::kScfIndexSwitch)) return;
-    for (unsigned r = 0; r < op->num_regions(); ++r) {
-      if (op->region(r)->empty()) continue;
-      ir::Block* b = op->region(r)->block(0);
-      ir::Operation* y = b->terminator();
-      if (!y || !y->is(OpCode::kScfYield)) continue;
-      for (unsigned i = 0; i < y->num_operands(); ++i) {
-        ir::Value* v = y->operand(i);
-        // Not into a result that shares a carried value's storage: the branch
-        // may read that value while it computes `v` (copied at the yield).
-        if (!OnlyYieldAndViewReads(v, y) || shares_root.count(op->result(i))) continue;
-        ir::Value* root = FreshRootYielded(v, b);
-        if (root && !escaping.count(root) && !yield_into.count(root)) yield_into[root] = op->result(i);
-      }
-    }
-  });
+  std::map<ir::Value*, ir::Value*> yield_into = FreshValuesYieldedIntoResults(func_, escaping, shares_root);
   // A copy made only to be a loop's initial value (elide-async-copies hoists
   // the copy of a borrowed, constant or still-live initial value out of the
   // loop) is written straight into the loop's carried storage, so entering
@@ -249,54 +209,8 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
   // argument i (or result i when the condition forwards it at its own
   // position), or the argument of a block a branch enters. The carried
   // storage then lives from the copy on (`init_copy_step`).
-  std::map<ir::Value*, ir::Operation*> init_copy_of;  // carried storage value -> the copy
-  walk([&](ir::Operation* op) {
-    if (!op->is(OpCode::kStreamAsyncClone) || op->num_results() != 1) return;
-    ir::Value* v = op->result(0);
-    if (escaping.count(v) || yield_into.count(v)) return;
-    // Its one use besides lifetime ops (a retain: the loop result may be
-    // the init when no trip runs; a dealloca after the loop).
-    ir::Operation* user = nullptr;
-    unsigned k = 0;
-    for (const ir::Use& u : v->uses()) {
-      if (IsLifetimeOp(u.user)) continue;
-      if (user) return;
-      user = u.user;
-      k = u.operand_index;
-    }
-    if (!user || user->parent_block() != op->parent_block()) return;
-    ir::Value* target = nullptr;
-    if (user->is(OpCode::kScfFor) && k >= 3 && k - 3 < user->num_results()) {
-      target = user->result(k - 3);
-    } else if (user->is(OpCode::kScfWhile) && user->num_regions() == 2 && !user->region(0)->empty()) {
-      ir::Block* before = user->region(0)->block(0);
-      ir::Operation* cond = before->terminator();
-      if (k >= before->num_arguments()) return;
-      ir::Value* a = before->argument(k);
-      bool forwarded = cond && 1 + k < cond->num_operands() && cond->operand(1 + k) == a && k < user->num_results();
-      target = forwarded ? user->result(k) : a;
-    } else if (user->is(OpCode::kCfBr) || user->is(OpCode::kCfCondBr)) {
-      // Only a branch from a block the target block cannot reach: the
-      // target's arguments hold nothing yet (its block has not run), so
-      // writing one early clobbers no live value.
-      std::vector<ir::Value*> t = analysis::FlowTargets(user, k);
-      if (t.size() != 1 || !t[0]->is_block_argument()) return;
-      std::set<ir::Block*> seen;
-      std::vector<ir::Block*> work = {t[0]->parent_block()};
-      while (!work.empty()) {
-        ir::Block* b = work.back();
-        work.pop_back();
-        if (ir::Operation* term = b->terminator())
-          for (ir::Block* succ : term->successors())
-            if (succ && seen.insert(succ).second) work.push_back(succ);
-      }
-      if (seen.count(user->parent_block())) return;
-      target = t[0];
-    }
-    if (!target || target->type().kind != ir::TypeKind::kResource || init_copy_of.count(target)) return;
-    yield_into[v] = target;
-    init_copy_of[target] = op;
-  });
+  std::map<ir::Value*, ir::Operation*> init_copy_of =
+      InitialCopiesIntoCarriedStorage(func_, escaping, &yield_into);  // carried storage value -> the copy
   // A fresh value made before an scf.if that one branch yields (and nothing
   // reads after it) is written into the if's result storage from its
   // definition on, like a loop's initial copy (region_coalescing.cc).
@@ -776,64 +690,8 @@ StatusOr<StoragePlan> AllocationScheduler::Run() {
     }
   });
   KILN_RETURN_IF_ERROR(view_error);
-
-  // Edges that copy several values at once (loop yields, scf.while's
-  // forwarded values, branch operands) are parallel copies: a value that
-  // lives in another destination of the same edge (carried values yielded
-  // at swapped positions, a slice of a carried value) would be overwritten
-  // before it is read. Each such value gets a temporary (a cached buffer,
-  // reused across calls) and is copied there first.
-  walk([&](ir::Operation* op) {
-    for (const analysis::EdgeCopy& g : analysis::EdgeCopiesOf(op)) {
-      for (size_t i = 0; i < g.operands.size(); ++i) {
-        ir::Value* src = op->operand(g.operands[i]);
-        if (!plan_.values.count(src) || !plan_.values.count(g.destinations[i])) continue;
-        const analysis::Placement from = analysis::PlacementOf(plan_, src);
-        bool conflict = false;
-        for (size_t j = 0; j < g.operands.size(); ++j) {
-          if (!plan_.values.count(g.destinations[j])) continue;
-          const analysis::Placement to = analysis::PlacementOf(plan_, g.destinations[j]);
-          bool overlaps = analysis::Overlap(from, to);
-          if (j != i ? overlaps : (overlaps && !analysis::SamePlace(from, to))) conflict = true;
-        }
-        if (!conflict) continue;
-        StorageSlot t;
-        t.kind = StorageSlot::kTemporary;
-        t.slot = slot++;
-        t.length = SizeOf(g.destinations[i]);
-        plan_.edge_temps[op].push_back({g.operands[i], NewStorage(t)});
-      }
-    }
-  });
+  PlanEdgeTemporaries(func_, &plan_, &slot);
   return std::move(plan_);
-}
-
-// util.global.load gets its global's byte size (`size`), which its storage
-// (a view of the global, or a snapshot) is sized by. Errors: a load or store
-// naming no util.global, a global without a positive `size`.
-Status SizeGlobalLoads(ir::Module& module) {
-  std::map<std::string, int64_t> sizes;
-  for (auto& owned : module.body()->ops())
-    if (owned->is(OpCode::kUtilGlobal)) sizes[owned->str_attr("sym_name")] = owned->int_attr("size", -1);
-  Status status;
-  for (ir::Operation* func : module.functions())
-    func->Walk([&](ir::Operation* op) {
-      if (!status.ok() || (!op->is(OpCode::kUtilGlobalLoad) && !op->is(OpCode::kUtilGlobalStore))) return;
-      const std::string sym = op->str_attr("global");
-      auto it = sizes.find(sym);
-      if (it == sizes.end()) {
-        status = InvalidArgumentError("schedule-allocation: %s names no util.global @%s (%s)", op->name().c_str(),
-                                      sym.c_str(), op->loc().c_str());
-        return;
-      }
-      if (it->second <= 0) {
-        status = InvalidArgumentError("schedule-allocation: util.global @%s needs a positive byte `size` attribute",
-                                      sym.c_str());
-        return;
-      }
-      if (op->is(OpCode::kUtilGlobalLoad)) op->set_attr("size", ir::Attribute(it->second));
-    });
-  return status;
 }
 
 class ScheduleAllocationPass : public ir::Pass {

@@ -19,7 +19,8 @@
 //     a value made before an scf.if that one branch yields; a block argument
 //     reached by one edge sharing its incoming value's storage.
 //  3. Global snapshots: a util.global.load gets storage of its own only when
-//     the global is stored to while the loaded value may still be read.
+//     the global is stored to while the loaded value may still be read
+//     (global_snapshots.h, which also sizes every load by its global).
 //  4. Transient lifetimes (program steps; over the block graph for bodies
 //     with branches, analysis/liveness.h), ended at their
 //     stream.resource.dealloca, and the arena: greedy-by-size offsets
@@ -35,7 +36,8 @@
 //     else the caller's output storage for the result they back, or a
 //     cached slot.
 //  6. Parallel copies: an edge whose operand lives in another destination
-//     of the same edge copies it through a temporary first.
+//     of the same edge copies it through a temporary first
+//     (edge_temporaries.h).
 //
 // Errors: kUnimplemented for an op the backend cannot write out (named, with
 // its location); kInternal when a resource is used after its

@@ -163,7 +163,7 @@ class Generator {
  public:
   explicit Generator(uint64_t seed)
       : rng_(seed), lib_rng_(seed ^ 0x5EEDCA11ull), alias_rng_(seed ^ 0xA11A5EDull),
-        structured_rng_(seed ^ 0x51CE5CA7ull) {
+        structured_rng_(seed ^ 0x51CE5CA7ull), views_rng_(seed ^ 0x71E05EEDull) {
     prog_.seed = seed;
   }
 
@@ -218,6 +218,7 @@ class Generator {
     int nres = rng_.Int(1, 3);
     std::vector<Val> results;
     for (int r = 0; r < nres; ++r) results.push_back(Pick(-1, /*recent=*/true));
+    ReturnTwoViews(&results);
     for (const Val& v : results)
       if (call_results_.count(v.name)) Note("call result returned");
     NoteConsumedOperandUses();
@@ -657,7 +658,45 @@ class Generator {
          << ResType(a.lifetime) << ") -> " << ResType(v.lifetime) << "\n";
     std::string vn = v.name, an = a.name;
     Emit([vn, an](Env& e, Env&) { e.f[vn] = e.f.at(an); });
+    transfer_results_.insert(v.name);
     return v;
+  }
+
+  // Two views of one value returned together (15% of programs, drawn from
+  // views_rng_ so a seed's program is unchanged where none is drawn): a
+  // full value whole and a slice of it, the latest visible transfer result
+  // when there is one, else usually a new transfer of a full value
+  // (elide-transfers may make it its source, a borrowed argument or a
+  // constant, whose result copies --share-result-copies shares: the
+  // non-elided build copies once, at the transfer). Added after the
+  // results drawn as before.
+  void ReturnTwoViews(std::vector<Val>* results) {
+    if (!views_rng_.Chance(15)) return;
+    std::vector<size_t> full, transfers;
+    for (size_t i = 0; i < vals_.size(); ++i) {
+      if (vals_[i].elems != kFull) continue;
+      full.push_back(i);
+      if (transfer_results_.count(vals_[i].name)) transfers.push_back(i);
+    }
+    if (full.empty()) return;
+    Val v = transfers.empty() ? vals_[full[views_rng_.Int(0, static_cast<int>(full.size()) - 1)]]
+                              : vals_[transfers.back()];
+    // Without one, usually a transfer made for it (host -> gpu).
+    if (transfers.empty() && views_rng_.Chance(60)) {
+      Note(topology_.empty() ? "transfer (no topology)" : "transfer " + topology_);
+      v = TransferOf(v, "host", "gpu");
+      transfers.push_back(0);
+    }
+    Note("two views of one value returned");
+    if (!transfers.empty()) Note("two views of a transfer returned");
+    Val s = SliceOf(v, kAlign * views_rng_.Int(0, (kFull - kSlice) / kAlign), kSlice);
+    if (views_rng_.Chance(50)) {
+      results->push_back(v);
+      results->push_back(s);
+    } else {
+      results->push_back(s);
+      results->push_back(v);
+    }
   }
 
   // host -> gpu, sometimes back to the host (a round trip gives the original
@@ -1299,6 +1338,8 @@ class Generator {
   Rng lib_rng_;  // draws the callee module (swapped into rng_ while it is generated)
   Rng alias_rng_;  // draws tied dispatches reading their tied operand (MaybeReadTiedOperand)
   Rng structured_rng_;  // draws concats, slice and pad dispatches (Structured)
+  Rng views_rng_;  // draws two views of one value returned together (ReturnTwoViews)
+  std::set<std::string> transfer_results_;  // SSA names of stream.async.transfer results
   GeneratedProgram prog_;
   std::vector<Val> vals_;  // visible values (scoped: regions truncate it)
   std::map<std::string, std::string> executables_;
