@@ -214,7 +214,8 @@ int main(int argc, char** argv) {
       if (r.find("transfer kept") != std::string::npos || r.find("edge copy:") != std::string::npos ||
           r.find("result copy:") != std::string::npos || r.find("concat copy kept") != std::string::npos ||
           r.find("concat stays a dispatch") != std::string::npos ||
-          r.find("pad stays a dispatch") != std::string::npos)  // --fuse-pad's refusals
+          r.find("pad stays a dispatch") != std::string::npos ||  // --fuse-pad's refusals
+          r.find("strided placement:") != std::string::npos)      // and its strided interiors
         std::printf("%s\n", r.c_str());
   }
   if (emit == "kir-stream" || emit == "kir-alloc") {

@@ -5,7 +5,9 @@
 // interior in place (--emplace-allocations): no pad dispatch, no copy. Each
 // program is compiled with and without the flag and both must give the
 // values derived by hand from the inputs. A pad with a strided interior
-// (H/W padding of NCHW) is left alone by v1 and stays correct.
+// (H/W padding of NCHW) becomes one fill of the padded tensor, and the
+// producer writes the interior rows at the target's strides
+// (result_strides), whatever its schedule (elementwise, conv, matmul).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -120,8 +122,8 @@ TEST(FusePadTest, ConstantPadReturnedAndRead) {
 }
 
 // H/W padding of NCHW ([1,2,3,3] -> [1,2,5,5], value 3.5): the interior
-// rows are strided in the target, which v1 does not place: the pad stays a
-// dispatch with --fuse-pad, and the values are the same.
+// rows are strided in the target. With --fuse-pad: one fill of the 200
+// bytes, then neg writes element (c,h,w) at 6 + c*25 + h*5 + w.
 const char* kStridedPad = R"(
 "func.func"() ({
 ^bb0(%x: tensor<1x2x3x3xf32>):
@@ -131,7 +133,7 @@ const char* kStridedPad = R"(
 }) {sym_name = "main"} : () -> ()
 )";
 
-TEST(FusePadTest, StridedInteriorIsLeftAlone) {
+TEST(FusePadTest, StridedInteriorIsPlaced) {
   std::vector<float> x = Ramp(18, 0.5f, -4);
   for (bool fuse : {false, true}) {
     SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
@@ -147,8 +149,120 @@ TEST(FusePadTest, StridedInteriorIsLeftAlone) {
           const float want = inside ? -x[c * 9 + (h - 1) * 3 + (w - 1)] : 3.5f;
           EXPECT_EQ(y[c * 25 + h * 5 + w], want) << c << "," << h << "," << w;
         }
-    EXPECT_EQ(r.delta.dispatches, 2u);
-    EXPECT_EQ(r.delta.fills, 0u);
+    EXPECT_EQ(r.delta.dispatches, fuse ? 1u : 2u) << "the pad dispatch goes";
+    EXPECT_EQ(r.delta.fills, fuse ? 1u : 0u) << "one fill of the padded tensor";
+    EXPECT_EQ(r.delta.copies, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// The anchor schedules write through the strided mapping too: a 1x1
+// conv2d (weights [[1, 2], [-1, 3]], no bias) padded by zeros on H and W
+// then read by a reduce (sum over H and W: border zeros add nothing), and
+// a matmul [4,8] x [8,4] padded by 1 on both dimensions with 0.5. All
+// values are small integers or halves: exact in any summation order.
+const char* kAnchorProducers = R"(
+"func.func"() ({
+^bb0(%x: tensor<1x2x3x4xf32>, %a: tensor<4x8xf32>, %b: tensor<8x4xf32>):
+  %w = "tensor.constant"() {value = dense<[1.0, 2.0, -1.0, 3.0]> : tensor<2x2x1x1xf32>} : () -> tensor<2x2x1x1xf32>
+  %c = "tensor.conv2d"(%x, %w) {dilations = [1, 1], group = 1 : i64, pads = [0, 0, 0, 0], strides = [1, 1]} : (tensor<1x2x3x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x4xf32>
+  %y = "tensor.pad"(%c) {mode = "constant", pads = [0, 0, 2, 1, 0, 0, 1, 2], value = 0.0 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x7xf32>
+  %s = "tensor.reduce"(%y) {axes = [2, 3], keepdims = true, kind = "sum"} : (tensor<1x2x6x7xf32>) -> tensor<1x2x1x1xf32>
+  %m = "tensor.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %z = "tensor.pad"(%m) {mode = "constant", pads = [1, 1, 1, 1], value = 0.5 : f64} : (tensor<4x4xf32>) -> tensor<6x6xf32>
+  "func.return"(%y, %s, %z) : (tensor<1x2x6x7xf32>, tensor<1x2x1x1xf32>, tensor<6x6xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, ConvAndMatmulWriteStrided) {
+  std::vector<float> x = Ramp(24, 1.0f, -7), a = Ramp(32, 0.5f, -4), b = Ramp(32, 1.0f, -16);
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kAnchorProducers, fuse, {F32({1, 2, 3, 4}, x), F32({4, 8}, a), F32({8, 4}, b)});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 3u);
+    std::vector<float> y = Values(r.out[0]), s = Values(r.out[1]), z = Values(r.out[2]);
+    ASSERT_EQ(y.size(), 84u);
+    ASSERT_EQ(s.size(), 2u);
+    ASSERT_EQ(z.size(), 36u);
+    const float w[2][2] = {{1, 2}, {-1, 3}};
+    for (int o = 0; o < 2; ++o) {
+      float sum = 0;
+      for (int h = 0; h < 6; ++h)
+        for (int v = 0; v < 7; ++v) {
+          const bool inside = h >= 2 && h < 5 && v >= 1 && v < 5;
+          float want = 0;
+          if (inside)
+            for (int i = 0; i < 2; ++i) want += w[o][i] * x[i * 12 + (h - 2) * 4 + (v - 1)];
+          EXPECT_EQ(y[o * 42 + h * 7 + v], want) << "conv " << o << "," << h << "," << v;
+          sum += want;
+        }
+      EXPECT_EQ(s[o], sum) << "reduce " << o;
+    }
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) {
+        float want = 0.5f;
+        if (i >= 1 && i < 5 && j >= 1 && j < 5) {
+          want = 0;
+          for (int k = 0; k < 8; ++k) want += a[(i - 1) * 8 + k] * b[k * 4 + (j - 1)];
+        }
+        EXPECT_EQ(z[i * 6 + j], want) << "matmul " << i << "," << j;
+      }
+    EXPECT_EQ(r.delta.dispatches, fuse ? 3u : 5u) << "conv, reduce, matmul; both pad dispatches go";
+    EXPECT_EQ(r.delta.fills, fuse ? 2u : 0u);
+    EXPECT_EQ(r.delta.copies, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// Strided i8 and f16: [1,2,2,3] padded on W by 1 before and 2 after (i8,
+// value -3, pattern 0xFDFDFDFD, 2x2x6 = 24 bytes) and [1,2,2,3] f16 padded
+// on H by 1 after and W by 1 before (value 1.5, [1,2,3,4] = 48 bytes).
+const char* kStridedSmallTypes = R"(
+"func.func"() ({
+^bb0(%x: tensor<1x2x2x3xi8>, %h: tensor<1x2x2x3xf16>):
+  %a = "tensor.add"(%x, %x) : (tensor<1x2x2x3xi8>, tensor<1x2x2x3xi8>) -> tensor<1x2x2x3xi8>
+  %y = "tensor.pad"(%a) {mode = "constant", pads = [0, 0, 0, 1, 0, 0, 0, 2], value = -3.0 : f64} : (tensor<1x2x2x3xi8>) -> tensor<1x2x2x6xi8>
+  %b = "tensor.neg"(%h) : (tensor<1x2x2x3xf16>) -> tensor<1x2x2x3xf16>
+  %z = "tensor.pad"(%b) {mode = "constant", pads = [0, 0, 0, 1, 0, 0, 1, 0], value = 1.5 : f64} : (tensor<1x2x2x3xf16>) -> tensor<1x2x3x4xf16>
+  "func.return"(%y, %z) : (tensor<1x2x2x6xi8>, tensor<1x2x3x4xf16>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, StridedI8AndF16) {
+  HostTensor x, h;
+  x.dtype = KILN_DTYPE_I8;
+  x.shape = {1, 2, 2, 3};
+  for (int i = 0; i < 12; ++i) x.data.push_back(static_cast<uint8_t>(static_cast<int8_t>(i * 5 - 27)));
+  h.dtype = KILN_DTYPE_F16;
+  h.shape = {1, 2, 2, 3};
+  for (int i = 0; i < 12; ++i) {
+    const uint16_t v = FloatToHalf(static_cast<float>(i) * 0.75f - 4.0f);  // exact in f16
+    h.data.push_back(static_cast<uint8_t>(v & 0xFF));
+    h.data.push_back(static_cast<uint8_t>(v >> 8));
+  }
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kStridedSmallTypes, fuse, {x, h});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 2u);
+    ASSERT_EQ(r.out[0].element_count(), 24);
+    ASSERT_EQ(r.out[1].element_count(), 24);
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 6; ++j) {
+          const double want = j >= 1 && j < 4 ? 2.0 * x.At(c * 6 + i * 3 + j - 1) : -3.0;  // |2x| <= 56: no wrap
+          EXPECT_EQ(r.out[0].At(c * 12 + i * 6 + j), want) << "i8 " << c << "," << i << "," << j;
+        }
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) {
+          const double want = i < 2 && j >= 1 ? -h.At(c * 6 + i * 3 + j - 1) : 1.5;
+          EXPECT_EQ(r.out[1].At(c * 12 + i * 4 + j), want) << "f16 " << c << "," << i << "," << j;
+        }
+    EXPECT_EQ(r.delta.dispatches, fuse ? 2u : 4u);
+    EXPECT_EQ(r.delta.fills, fuse ? 2u : 0u);
+    EXPECT_EQ(r.delta.copies, 0u);
   }
   EXPECT_EQ(ValidationMessages(), 0u);
 }
