@@ -76,7 +76,9 @@
 //    filled ranges are whole 32-bit words (vkCmdFillBuffer: the border
 //    runs of a contiguous interior, the whole target of a strided one);
 //  - strided: the interior starts a whole number of elements past a
-//    256-byte boundary (the producer is bound from there);
+//    256-byte boundary (the producer is bound from there), and the
+//    producer's result has the pad operand's shape (no reshape between:
+//    the strides index the pad's dimensions);
 //  - the padded operand is result r of a stream.async.dispatch in the same
 //    block (not an import, a constant, a block argument, a call result, and
 //    not across an scf region or loop body), used only by the pad, written
@@ -365,6 +367,16 @@ class FusePadPass : public ir::Pass {
     PadPlan plan;
     std::string why = Plan(pad, &plan);
     if (why.empty()) why = WhyNotPlaceable(dispatch, plan.operand_bytes);
+    if (why.empty() && !plan.strides.empty()) {
+      // The strides index the producer's result by the pad operand's
+      // dimensions: a reshape between them (folded away at the stream
+      // level) would make them the wrong rank or order.
+      ir::Value* src = dispatch->operand(0);
+      ir::Operation* body = executables_->BodyOf(src->defining_op());
+      const ir::Type* made = body && src->index() < body->num_results() ? &body->result(src->index())->type() : nullptr;
+      if (!made || made->shape != pad->operand(0)->type().shape)
+        why = "the producer's result is reshaped before the pad (a strided interior is written by the pad's dimensions)";
+    }
     if (!why.empty()) return remark(why);
     if (dispatch->ints_attr("sizes").at(0) != plan.size) return remark("its result size is not the padded tensor's");
 

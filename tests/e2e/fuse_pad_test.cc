@@ -156,6 +156,42 @@ TEST(FusePadTest, StridedInteriorIsPlaced) {
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
+// A reshape between the producer and a strided pad ([6,4] -> [1,2,3,4],
+// folded away at the stream level): the strides would index the pad's
+// dimensions, not the producer's, so the pad stays a dispatch (a remark
+// says why) and the values are the same.
+const char* kReshapedPad = R"(
+"func.func"() ({
+^bb0(%x: tensor<6x4xf32>):
+  %a = "tensor.neg"(%x) : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  %r = "tensor.reshape"(%a) : (tensor<6x4xf32>) -> tensor<1x2x3x4xf32>
+  %y = "tensor.pad"(%r) {mode = "constant", pads = [0, 0, 1, 1, 0, 0, 1, 1], value = 0.0 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x6xf32>
+  "func.return"(%y) : (tensor<1x2x5x6xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+TEST(FusePadTest, ReshapedProducerIsLeftAlone) {
+  std::vector<float> x = Ramp(24, 0.5f, -6);
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
+    Compiled r = CompileAndInvoke(kReshapedPad, fuse, {F32({6, 4}, x)});
+    ASSERT_EQ(r.error, "");
+    ASSERT_EQ(r.out.size(), 1u);
+    std::vector<float> y = Values(r.out[0]);
+    ASSERT_EQ(y.size(), 60u);
+    for (int c = 0; c < 2; ++c)
+      for (int h = 0; h < 5; ++h)
+        for (int w = 0; w < 6; ++w) {
+          const bool inside = h >= 1 && h < 4 && w >= 1 && w < 5;
+          const float want = inside ? -x[c * 12 + (h - 1) * 4 + (w - 1)] : 0.0f;
+          EXPECT_EQ(y[c * 30 + h * 6 + w], want) << c << "," << h << "," << w;
+        }
+    EXPECT_EQ(r.delta.dispatches, 2u);
+    EXPECT_EQ(r.delta.fills, 0u);
+  }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
 // The anchor schedules write through the strided mapping too: a 1x1
 // conv2d (weights [[1, 2], [-1, 3]], no bias) padded by zeros on H and W
 // then read by a reduce (sum over H and W: border zeros add nothing), and
