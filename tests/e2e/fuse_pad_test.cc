@@ -16,6 +16,7 @@
 
 #include "base/half.h"
 #include "compiler/ir/parser.h"
+#include "hal/vulkan/vulkan_command_buffer.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace kiln::e2e {
@@ -189,6 +190,61 @@ TEST(FusePadTest, ReshapedProducerIsLeftAlone) {
     EXPECT_EQ(r.delta.dispatches, 2u);
     EXPECT_EQ(r.delta.fills, 0u);
   }
+  EXPECT_EQ(ValidationMessages(), 0u);
+}
+
+// The barriers around a strided placement, read back as the
+// VkBufferMemoryBarriers the Vulkan HAL records: [1,2,3,3] padded by 1 on
+// H and W (3.5, 200 bytes) then summed by a reduce. The fill writes the
+// whole target; the producer's binding is its hull (elements 6 to 43:
+// bytes [24, 176)) from the 256-byte boundary before it, so [0, 176) of
+// the target. One barrier over the fill's 200 bytes before the producer
+// (write after write), one over exactly the producer's 176 bound bytes
+// before the reduce (its read of the border after the fill is ordered by
+// the first), then the host-read barrier over the sum's 4 bytes.
+const char* kStridedPadSummed = R"(
+"func.func"() ({
+^bb0(%x: tensor<1x2x3x3xf32>):
+  %a = "tensor.neg"(%x) : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = "tensor.pad"(%a) {mode = "constant", pads = [0, 0, 1, 1, 0, 0, 1, 1], value = 3.5 : f64} : (tensor<1x2x3x3xf32>) -> tensor<1x2x5x5xf32>
+  %s = "tensor.reduce"(%y) {axes = [0, 1, 2, 3], keepdims = true, kind = "sum"} : (tensor<1x2x5x5xf32>) -> tensor<1x1x1x1xf32>
+  "func.return"(%s) : (tensor<1x1x1x1xf32>) -> ()
+}) {sym_name = "main"} : () -> ()
+)";
+
+struct Barrier {
+  VkBuffer buffer;
+  VkDeviceSize offset, size;
+};
+
+void ObserveBarriers(void* user, const VkBufferMemoryBarrier* barriers, uint32_t count) {
+  auto* calls = static_cast<std::vector<std::vector<Barrier>>*>(user);
+  calls->emplace_back();
+  for (uint32_t i = 0; i < count; ++i) calls->back().push_back({barriers[i].buffer, barriers[i].offset, barriers[i].size});
+}
+
+TEST(FusePadTest, StridedPlacementBarriersCoverTheFillThenTheHull) {
+  std::vector<float> x = Ramp(18, 0.5f, -4);
+  std::vector<std::vector<Barrier>> calls;
+  hal::vulkan::SetBufferBarrierObserverForTesting(ObserveBarriers, &calls);
+  Compiled r = CompileAndInvoke(kStridedPadSummed, true, {F32({1, 2, 3, 3}, x)});
+  hal::vulkan::SetBufferBarrierObserverForTesting(nullptr, nullptr);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.out.size(), 1u);
+  float sum = 3.5f * 32;  // 50 elements, 18 interior; multiples of 1/2: exact in any order
+  for (float v : x) sum -= v;
+  EXPECT_EQ(Values(r.out[0]), std::vector<float>{sum});
+  EXPECT_EQ(r.delta.dispatches, 2u);
+  EXPECT_EQ(r.delta.fills, 1u);
+  ASSERT_EQ(calls.size(), 3u);
+  ASSERT_EQ(calls[0].size(), 1u);
+  ASSERT_EQ(calls[1].size(), 1u);
+  EXPECT_EQ(calls[0][0].size, 200u) << "the fill's bytes, before the producer";
+  EXPECT_EQ(calls[1][0].buffer, calls[0][0].buffer);
+  EXPECT_EQ(calls[1][0].offset, calls[0][0].offset) << "the target starts 256-aligned: the hull's binding too";
+  EXPECT_EQ(calls[1][0].size, 176u) << "the producer's bound hull, before the reduce";
+  ASSERT_EQ(calls[2].size(), 1u);
+  EXPECT_EQ(calls[2][0].size, 4u) << "the host reads the sum";
   EXPECT_EQ(ValidationMessages(), 0u);
 }
 
