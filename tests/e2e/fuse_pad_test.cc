@@ -250,9 +250,10 @@ TEST(FusePadTest, StridedPlacementBarriersCoverTheFillThenTheHull) {
 
 // The anchor schedules write through the strided mapping too: a 1x1
 // conv2d (weights [[1, 2], [-1, 3]], no bias) padded by zeros on H and W
-// then read by a reduce (sum over H and W: border zeros add nothing), and
-// a matmul [4,8] x [8,4] padded by 1 on both dimensions with 0.5. All
-// values are small integers or halves: exact in any summation order.
+// then read by a reduce (sum over H and W: border zeros add nothing), a
+// matmul [4,8] x [8,4] padded by 1 on both dimensions with 0.5, and a
+// reduce (sum of x over W, [1,2,3,1]) padded by 1 on W with -1. All values
+// are small integers or halves: exact in any summation order.
 const char* kAnchorProducers = R"(
 "func.func"() ({
 ^bb0(%x: tensor<1x2x3x4xf32>, %a: tensor<4x8xf32>, %b: tensor<8x4xf32>):
@@ -262,18 +263,31 @@ const char* kAnchorProducers = R"(
   %s = "tensor.reduce"(%y) {axes = [2, 3], keepdims = true, kind = "sum"} : (tensor<1x2x6x7xf32>) -> tensor<1x2x1x1xf32>
   %m = "tensor.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   %z = "tensor.pad"(%m) {mode = "constant", pads = [1, 1, 1, 1], value = 0.5 : f64} : (tensor<4x4xf32>) -> tensor<6x6xf32>
-  "func.return"(%y, %s, %z) : (tensor<1x2x6x7xf32>, tensor<1x2x1x1xf32>, tensor<6x6xf32>) -> ()
+  %q = "tensor.reduce"(%x) {axes = [3], keepdims = true, kind = "sum"} : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x1xf32>
+  %v = "tensor.pad"(%q) {mode = "constant", pads = [0, 0, 0, 1, 0, 0, 0, 1], value = -1.0 : f64} : (tensor<1x2x3x1xf32>) -> tensor<1x2x3x3xf32>
+  "func.return"(%y, %s, %z, %v) : (tensor<1x2x6x7xf32>, tensor<1x2x1x1xf32>, tensor<6x6xf32>, tensor<1x2x3x3xf32>) -> ()
 }) {sym_name = "main"} : () -> ()
 )";
 
-TEST(FusePadTest, ConvAndMatmulWriteStrided) {
+TEST(FusePadTest, ConvMatmulAndReduceWriteStrided) {
   std::vector<float> x = Ramp(24, 1.0f, -7), a = Ramp(32, 0.5f, -4), b = Ramp(32, 1.0f, -16);
   for (bool fuse : {false, true}) {
     SCOPED_TRACE(fuse ? "--fuse-pad" : "default");
     Compiled r = CompileAndInvoke(kAnchorProducers, fuse, {F32({1, 2, 3, 4}, x), F32({4, 8}, a), F32({8, 4}, b)});
     ASSERT_EQ(r.error, "");
-    ASSERT_EQ(r.out.size(), 3u);
-    std::vector<float> y = Values(r.out[0]), s = Values(r.out[1]), z = Values(r.out[2]);
+    ASSERT_EQ(r.out.size(), 4u);
+    std::vector<float> y = Values(r.out[0]), s = Values(r.out[1]), z = Values(r.out[2]), v = Values(r.out[3]);
+    ASSERT_EQ(v.size(), 18u);
+    for (int c = 0; c < 2; ++c)
+      for (int h = 0; h < 3; ++h)
+        for (int j = 0; j < 3; ++j) {
+          float want = -1.0f;
+          if (j == 1) {
+            want = 0;
+            for (int k = 0; k < 4; ++k) want += x[c * 12 + h * 4 + k];
+          }
+          EXPECT_EQ(v[c * 9 + h * 3 + j], want) << "reduce " << c << "," << h << "," << j;
+        }
     ASSERT_EQ(y.size(), 84u);
     ASSERT_EQ(s.size(), 2u);
     ASSERT_EQ(z.size(), 36u);
@@ -300,8 +314,8 @@ TEST(FusePadTest, ConvAndMatmulWriteStrided) {
         }
         EXPECT_EQ(z[i * 6 + j], want) << "matmul " << i << "," << j;
       }
-    EXPECT_EQ(r.delta.dispatches, fuse ? 3u : 5u) << "conv, reduce, matmul; both pad dispatches go";
-    EXPECT_EQ(r.delta.fills, fuse ? 2u : 0u);
+    EXPECT_EQ(r.delta.dispatches, fuse ? 4u : 7u) << "conv, two reduces, matmul; the three pad dispatches go";
+    EXPECT_EQ(r.delta.fills, fuse ? 3u : 0u);
     EXPECT_EQ(r.delta.copies, 0u);
   }
   EXPECT_EQ(ValidationMessages(), 0u);
