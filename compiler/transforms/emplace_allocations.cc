@@ -57,8 +57,11 @@
 // result_element_offsets[r] + sum(i_d * strides[d]), and the backend binds
 // the hull. Its source must have no other use (a reader would index it
 // row-major). It has no copy to fall back on, so an unplaced strided
-// update fails the pass (kInternal). A chain may start with fills of the
-// alloca (the pad's border, written before the interior): they stay
+// update fails the pass (kInternal), and one whose placement costs a
+// consumed argument's storage (TakesDonorStorage, below) is placed anyway
+// (a remark says so: the result then takes storage of its own). A chain
+// may start with fills of the alloca (the pad's border, written before
+// the interior): they stay
 // before the placed producers (they move with the alloca). --explain-copies
 // prints each strided placement ("strided placement: ...").
 //
@@ -654,8 +657,8 @@ class EmplaceAllocationsPass : public ir::Pass {
         // A strided update is no copy the runtime can run: it exists only
         // to be placed (--fuse-pad checks the same conditions first).
         if (strided && error_.ok())
-          error_ = InternalError("emplace-allocations: the strided update at %s cannot be placed: %s",
-                                 u->loc().c_str(), why.c_str());
+          error_ = InternalError("the strided update%s cannot be placed: %s",
+                                 u->loc().empty() ? "" : (" at " + u->loc()).c_str(), why.c_str());
         ctx.Remark(u, "concat copy kept: " + why);
         continue;
       }
@@ -687,13 +690,14 @@ class EmplaceAllocationsPass : public ir::Pass {
       }
       std::string lost =
           TakesDonorStorage(chain.back()->result(0), alloca->int_attr("size"), block, unplaced, writes, position);
-      if (!lost.empty()) {
-        for (const Placement& p : placed) {
-          if (!p.update->ints_attr("strides").empty() && error_.ok())
-            error_ = InternalError("emplace-allocations: the strided update at %s cannot be placed: %s",
-                                   p.update->loc().c_str(), lost.c_str());
-          ctx.Remark(p.update, "concat copy kept: " + lost);
-        }
+      bool strided = false;
+      for (const Placement& p : placed) strided = strided || !p.update->ints_attr("strides").empty();
+      if (!lost.empty() && strided) {
+        // A strided update has no copy to keep: it is placed, and the
+        // result takes storage of its own instead of the argument's.
+        ctx.Remark(chain.back(), "strided placement: made though it costs the result a consumed argument's storage (no copy can replace it): " + lost);
+      } else if (!lost.empty()) {
+        for (const Placement& p : placed) ctx.Remark(p.update, "concat copy kept: " + lost);
         return;
       }
     }
