@@ -744,32 +744,13 @@ class EmplaceAllocationsPass : public ir::Pass {
       d->set_attr("result_offsets", ir::Attribute(offsets));
       d->set_attr("result_lengths", ir::Attribute(lengths));
       d->set_attr("result_element_offsets", ir::Attribute(element_offsets));
-      if (!placed_strides[i].empty() || d->attr("result_strides")) {
-        // Per result: its rank, then its element strides in the target
-        // (rank 0: row-major). The shader writes element (i0, ..., ik) at
-        // result_element_offsets[r] + sum(i_d * strides[d]).
-        std::vector<std::vector<int64_t>> per(n);
-        std::vector<int64_t> flat = d->ints_attr("result_strides");
-        for (size_t at = 0, k = 0; at < flat.size() && k < n; ++k) {
-          const size_t rank = static_cast<size_t>(flat[at++]);
-          per[k].assign(flat.begin() + static_cast<std::ptrdiff_t>(at),
-                        flat.begin() + static_cast<std::ptrdiff_t>(at + rank));
-          at += rank;
-        }
-        per[r] = placed_strides[i];
-        flat.clear();
-        for (const auto& st : per) {
-          flat.push_back(static_cast<int64_t>(st.size()));
-          flat.insert(flat.end(), st.begin(), st.end());
-        }
-        d->set_attr("result_strides", ir::Attribute(flat));
-        if (!placed_strides[i].empty()) {
-          std::string list;
-          for (int64_t st : placed_strides[i]) list += (list.empty() ? "" : ", ") + std::to_string(st);
-          ctx.Remark(d, "strided placement: result " + std::to_string(r) + " writes the hull [" +
-                            std::to_string(ranges[i].first) + ", " + std::to_string(ranges[i].first + ranges[i].second) +
-                            ") of the target at element strides [" + list + "] (a padded interior, --fuse-pad)");
-        }
+      if (!placed_strides[i].empty()) {
+        SetResultStrides(d, r, placed_strides[i]);
+        std::string list;
+        for (int64_t st : placed_strides[i]) list += (list.empty() ? "" : ", ") + std::to_string(st);
+        ctx.Remark(d, "strided placement: result " + std::to_string(r) + " writes the hull [" +
+                          std::to_string(ranges[i].first) + ", " + std::to_string(ranges[i].first + ranges[i].second) +
+                          ") of the target at element strides [" + list + "] (a padded interior, --fuse-pad)");
       }
       cur = d->result(r);
       // Reads of the result before or after the concat now read its
