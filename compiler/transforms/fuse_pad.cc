@@ -36,7 +36,9 @@
 // one path, per element, so no schedule is excluded). A strided update
 // exists only to be placed: it is no copy the runtime could run, so
 // --emplace-allocations fails (kInternal) when it cannot place one, and
-// this pass checks the same conditions first.
+// this pass checks the same conditions first (one it does not check, that
+// placing costs the result a consumed argument's storage, makes
+// --emplace-allocations place it anyway with a remark).
 //
 // The border of a strided interior: why one whole-target fill. The border
 // of an [N,C,H,W] pad on H and W is N*C*H + 1 separate byte runs (the
@@ -52,8 +54,10 @@
 // before the producer does (a memset of the target's bytes). Ordering:
 // the fill runs before the producer (the chain alloca -> fill -> update;
 // --emplace-allocations keeps leading fills before the placed producer),
-// and --place-barriers puts one barrier over the producer's bound range
-// between them (write after write).
+// and --place-barriers puts one barrier (over the fill's bytes) between
+// them: write after write. The producer's own binding is the interior's
+// hull, so the barrier after it (before a reader) covers that hull only
+// (e2e FusePadTest.StridedPlacementBarriersCoverTheFillThenTheHull).
 //
 // A contiguous interior (every dimension before the first padded one has
 // extent 1 and no later dimension is padded: [2,3,4] padded on dim 0,
