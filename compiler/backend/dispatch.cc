@@ -9,6 +9,7 @@ namespace kiln::backend {
 StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
                                                 const std::vector<int64_t>& element_offsets,
                                                 const std::vector<int64_t>& result_element_offsets,
+                                                const std::vector<std::vector<int64_t>>& result_strides,
                                                 const std::vector<bool>& texel_eligible,
                                                 codegen::CompiledDispatch* out, uint32_t* entry) {
   codegen::CodegenOptions options = options_.codegen;
@@ -16,6 +17,7 @@ StatusOr<uint16_t> ModuleEmitter::ExecutableFor(ir::Operation* dispatch, const s
   options.aliased_bindings = aliased_bindings;
   options.operand_element_offsets = element_offsets;
   options.result_element_offsets = result_element_offsets;
+  options.result_strides = result_strides;
   KILN_ASSIGN_OR_RETURN(codegen::CompiledDispatch compiled, codegen::CompileDispatch(dispatch, options));
   if (options_.glsl_dump) *options_.glsl_dump << "// ---- " << compiled.debug_name << "\n" << compiled.glsl << "\n";
   report_->dispatches++;
@@ -111,6 +113,25 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   std::vector<int64_t> result_offsets = op->ints_attr("result_offsets");
   std::vector<int64_t> result_lengths = op->ints_attr("result_lengths");
   std::vector<int64_t> result_element_offsets = op->ints_attr("result_element_offsets");
+  // A strided placement (`result_strides`, --fuse-pad through
+  // --emplace-allocations): per result, its rank and then that many element
+  // strides in the target (rank 0: row-major). result_lengths[r] is then
+  // the hull of the strided subrange, which is what the binding covers.
+  std::vector<std::vector<int64_t>> result_strides(op->num_results());
+  {
+    std::vector<int64_t> flat = op->ints_attr("result_strides");
+    size_t at = 0;
+    for (unsigned r = 0; r < op->num_results() && at < flat.size(); ++r) {
+      const int64_t rank = flat[at++];
+      if (rank < 0 || at + static_cast<size_t>(rank) > flat.size())
+        return InvalidArgumentError("emit: dispatch %s has malformed result_strides", op->loc().c_str());
+      result_strides[r].assign(flat.begin() + static_cast<std::ptrdiff_t>(at),
+                               flat.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(rank)));
+      at += static_cast<size_t>(rank);
+    }
+    if (at != flat.size())
+      return InvalidArgumentError("emit: dispatch %s has malformed result_strides", op->loc().c_str());
+  }
   std::vector<Storage> result_bindings;
   std::vector<Range> result_writes;  // each result's binding range (a placed one: from its aligned offset)
   for (ir::Value* v : op->results()) {
@@ -182,7 +203,7 @@ Status FunctionEmitter::EmitDispatch(ir::Operation* op, uint16_t cmd) {
   }
   codegen::CompiledDispatch compiled;
   uint32_t entry_point = 0;
-  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, element_offsets, result_element_offsets,
+  KILN_ASSIGN_OR_RETURN(uint16_t exe, m_.ExecutableFor(body, aliased, element_offsets, result_element_offsets, result_strides,
                                                        texel, &compiled, &entry_point));
   std::vector<Reg> args = {Reg::Ref(cmd), Reg::Ref(0), Reg::I32(ConstReg(static_cast<int32_t>(entry_point))),
                            Reg::I32(ConstReg(compiled.workgroup_count[0])),

@@ -129,9 +129,12 @@ class ModuleEmitter {
   // (codegen::CodegenOptions::aliased_bindings; empty: none).
   // `element_offsets`: per operand, the call site's
   // codegen::CodegenOptions::operand_element_offsets (empty: none).
+  // `result_element_offsets` / `result_strides`: per result, the call
+  // site's placement (codegen::CodegenOptions, same names).
   StatusOr<uint16_t> ExecutableFor(ir::Operation* dispatch, const std::vector<bool>& aliased_bindings,
                                    const std::vector<int64_t>& element_offsets,
                                    const std::vector<int64_t>& result_element_offsets,
+                                   const std::vector<std::vector<int64_t>>& result_strides,
                                    const std::vector<bool>& texel_eligible, codegen::CompiledDispatch* out,
                                    uint32_t* entry);
 

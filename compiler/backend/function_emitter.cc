@@ -188,6 +188,8 @@ Status FunctionEmitter::Record(ir::Operation* op, uint16_t cmd) {
   } else if (n == OpCode::kStreamAsyncClone || n == OpCode::kStreamAsyncTransfer) {
     RecordCopy(cmd, storage_.at(op->operand(0)), storage_.at(op->result(0)), op->int_attr("size"));
   } else if (n == OpCode::kStreamAsyncUpdate) {
+    if (op->attr("strides"))  // only --emplace-allocations' placement can do a strided update
+      return InternalError("emit: strided stream.async.update at %s was not placed", op->loc().c_str());
     Storage dst = storage_.at(op->result(0));
     dst.offset += op->int_attr("offset");
     dst.length = op->int_attr("length");

@@ -151,6 +151,17 @@ struct CodegenOptions {
   // unaligned subrange of its concat's target). Baked in like
   // operand_element_offsets. Empty or 0: the index as is.
   std::vector<int64_t> result_element_offsets;
+  // Per call site, set by the emitter from the dispatch's `result_strides`
+  // (compiler/transforms/emplace_allocations.cc, a strided placement: a
+  // producer writing the interior of a padded target, --fuse-pad): for
+  // result r, one element stride per dimension of the result; element
+  // (i0, ..., ik) is written at result_element_offsets[r] + sum(i_d *
+  // strides[d]) of result binding r instead of its row-major index. Every
+  // schedule writes results through one path (Generator::StoreResults), so
+  // this holds for all of them; stores are per element (no vec4 result
+  // stores exist to split at a pitch). Baked in like
+  // result_element_offsets. Empty (or an empty entry): row-major.
+  std::vector<std::vector<int64_t>> result_strides;
   // Per call site, set by the emitter (operand i -> true): operands the
   // shader may read as a uniform texel buffer of vec4 f32 texels
   // (CompiledDispatch::binding_kinds): bound at a static offset that is a

@@ -328,6 +328,33 @@ TEST(CodegenTest, ResultElementOffsetsShiftEveryWrite) {
   EXPECT_EQ(shifted, stores) << g;
 }
 
+// result_strides: element (i0, ..., ik) of the result is written at the
+// element offset plus sum(i_d * strides[d]) (--fuse-pad's strided
+// placement: a [2,3] result into the interior of a [4,5] target padded by
+// 1 on both dimensions, strides [5, 1], offset 6); a stride list of the
+// wrong rank is an error, not a row-major write.
+TEST(CodegenTest, ResultStridesMapEveryWrite) {
+  auto t = ir::Type::Tensor(DType::kF32, {2, 3});
+  DispatchBuilder b({t}, {t});
+  auto* n = b.Op("tensor.neg", {b.arg(0)}, t, {}, "Neg_0");
+  ir::Operation* d = b.Return({n});
+  CodegenOptions placed;
+  placed.result_element_offsets = {6};
+  placed.result_strides = {{5, 1}};
+  auto r = CompileDispatch(d, placed);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string& g = r.value().glsl;
+  size_t at = g.find("out0[(");
+  ASSERT_NE(at, std::string::npos) << g;
+  const std::string store = g.substr(at, g.find(" = ", at) - at);
+  EXPECT_NE(store.find("* 5"), std::string::npos) << store;
+  EXPECT_NE(store.find(") + 6]"), std::string::npos) << store;
+  EXPECT_EQ(store.find("gi"), std::string::npos) << "not the row-major flat index: " << store;
+  CodegenOptions wrong;
+  wrong.result_strides = {{5}};
+  EXPECT_FALSE(CompileDispatch(d, wrong).ok());
+}
+
 // f32 dot products: GLSL fma() for every term (no emulation in the module:
 // the runtime makes fma() exact on drivers that split it,
 // hal/vulkan/exact_fma_splice.h); the results are checked bit for bit on the

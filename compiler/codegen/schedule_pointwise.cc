@@ -71,7 +71,20 @@ void Generator::StoreResults(const Idx& idx, const Shape& shape) {
     // The result starts result_element_offsets[k] elements into its binding
     // (a producer placed into its concat's target, emplace_allocations.cc).
     const int64_t base = k < options_.result_element_offsets.size() ? options_.result_element_offsets[k] : 0;
-    const std::string at = base == 0 ? Offset(idx, shape) : "(" + Offset(idx, shape) + ") + " + std::to_string(base);
+    // A strided placement (result_strides[k]): the index in the target is
+    // base + sum(i_d * stride_d), not the row-major one.
+    const std::vector<int64_t>* strides =
+        k < options_.result_strides.size() && !options_.result_strides[k].empty() ? &options_.result_strides[k]
+                                                                                  : nullptr;
+    std::string index = Offset(idx, shape);
+    if (strides && strides->size() != shape.size())
+      Fail(InvalidArgumentError("codegen: result %zu has %zu strides for rank %zu", k, strides->size(), shape.size()));
+    if (strides && strides->size() == shape.size()) {
+      index = "0";
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1) index = AddE(index, MulC(idx.d[d], (*strides)[d]));
+    }
+    const std::string at = base == 0 ? index : "(" + index + ") + " + std::to_string(base);
     DType dt = dispatch_->result(static_cast<unsigned>(k))->type().dtype;
     if (CTOf(v) == CT::kF16 && dt == DType::kF16) {  // f16 arithmetic: stored as computed
       Line("out" + std::to_string(k) + "[" + at + "] = " + e + ";");

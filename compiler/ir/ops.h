@@ -164,6 +164,11 @@
 //   stream.async.slice    (%src) -> resource             attrs: offset, length (a subrange)
 //   stream.async.update   (%target, %update) -> resource attrs: offset, length, size
 //                         TIED to %target (insert into a subrange).
+//                         Optional strides (--fuse-pad): element (i0..ik) of
+//                         %update goes to element offset/elem + sum(i_d *
+//                         strides[d]) of the target, [offset, offset+length)
+//                         being the hull; only --emplace-allocations'
+//                         placement lowers it (never a runtime copy).
 //   stream.async.dispatch (%operands...) -> results      attrs: entry: @symbol (the
 //                         dispatch body), tied_operands: [i64 per result: the
 //                         operand index the result is written in place into,
@@ -180,6 +185,10 @@
 //                         an extra operand after those the executable binds:
 //                         it is neither bound nor read; sizes[r] is the
 //                         target's size.
+//                         result_strides (optional; a strided placement,
+//                         --fuse-pad): per result its rank, then that many
+//                         element strides in the target (rank 0: row-major);
+//                         result_lengths[r] is then the written hull.
 //   stream.cmd.barrier    () -> ()                       attrs: ranges = [storage id,
 //                         byte offset, length (0: to the end of the buffer),
 //                         ...], command (optional, default 0). The allocated

@@ -1,5 +1,6 @@
 #include "compiler/transforms/dispatch_executables.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "compiler/ir/op_traits.h"
@@ -45,6 +46,25 @@ std::vector<ir::Block*> BlocksOf(ir::Operation* func) {
       for (auto& b : op->region(r)->blocks()) blocks.push_back(b.get());
   });
   return blocks;
+}
+
+void SetResultStrides(ir::Operation* dispatch, unsigned r, const std::vector<int64_t>& strides) {
+  std::vector<std::vector<int64_t>> per(dispatch->num_results());
+  const std::vector<int64_t> flat = dispatch->ints_attr("result_strides");
+  for (size_t at = 0, k = 0; at < flat.size() && k < per.size(); ++k) {
+    const size_t declared = static_cast<size_t>(flat[at]);
+    ++at;
+    const size_t rank = std::min(declared, flat.size() - at);
+    per[k].assign(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + rank));
+    at += rank;
+  }
+  per.at(r) = strides;
+  std::vector<int64_t> out;
+  for (const auto& st : per) {
+    out.push_back(static_cast<int64_t>(st.size()));
+    out.insert(out.end(), st.begin(), st.end());
+  }
+  dispatch->set_attr("result_strides", ir::Attribute(out));
 }
 
 }  // namespace kiln::transforms

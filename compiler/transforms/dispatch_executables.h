@@ -32,6 +32,13 @@ class DispatchExecutables {
 // Every block of `func`'s body and of the regions nested in it, outer first.
 std::vector<ir::Block*> BlocksOf(ir::Operation* func);
 
+// Sets result `r`'s entry of `dispatch`'s `result_strides` (a strided
+// placement, --emplace-allocations: per result its rank, then that many
+// element strides in the target; rank 0 for a row-major result; the
+// backend reads it into codegen::CodegenOptions::result_strides), keeping
+// the other results' entries.
+void SetResultStrides(ir::Operation* dispatch, unsigned r, const std::vector<int64_t>& strides);
+
 }  // namespace kiln::transforms
 
 #endif  // KILN_COMPILER_TRANSFORMS_DISPATCH_EXECUTABLES_H_

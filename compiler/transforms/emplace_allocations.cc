@@ -48,6 +48,23 @@
 //    chain the target in their block order, and the updates left (sources
 //    that cannot be placed) continue the chain where the concat was.
 //
+// Strided placement (--fuse-pad's strided interior): an update with
+// `strides` (element strides in the target, one per dimension of the
+// source; offset and length are the hull from its first element to its
+// last) is placed the same way, and the producer also gets
+// result_strides[r] (flattened: per result its rank, then its strides;
+// rank 0 for a row-major result): codegen writes element (i0..ik) at
+// result_element_offsets[r] + sum(i_d * strides[d]), and the backend binds
+// the hull. Its source must have no other use (a reader would index it
+// row-major). It has no copy to fall back on, so an unplaced strided
+// update fails the pass (kInternal), and one whose placement costs a
+// consumed argument's storage (TakesDonorStorage, below) is placed anyway
+// (a remark says so: the result then takes storage of its own). A chain
+// may start with fills of the alloca (the pad's border, written before
+// the interior): they stay
+// before the placed producers (they move with the alloca). --explain-copies
+// prints each strided placement ("strided placement: ...").
+//
 // Must not act (the concat stays a dispatch, or an explicit update stays; a
 // remark says why; each is a lit test in
 // compiler/test/transforms/emplace-allocations.kir):
@@ -125,12 +142,31 @@ using ir::OpCode;
 
 constexpr int64_t kBindingAlignment = 256;
 
-// The updates of the chain rooted at `alloca`: each one's target is the
-// previous one's result, used only there. Stops at the first value used
-// more than once or by anything but an update in the same block.
+// The stream.async.fills that directly follow `alloca` in its value chain
+// (each used only by the next link, in the same block): a strided pad's
+// border fill runs before the producer writes the interior (--fuse-pad).
+std::vector<ir::Operation*> LeadingFills(ir::Operation* alloca) {
+  std::vector<ir::Operation*> fills;
+  ir::Value* v = alloca->result(0);
+  while (v->uses().size() == 1) {
+    const ir::Use& u = v->uses().front();
+    if (!u.user->is(OpCode::kStreamAsyncFill) || u.operand_index != 0 ||
+        u.user->parent_block() != alloca->parent_block())
+      break;
+    fills.push_back(u.user);
+    v = u.user->result(0);
+  }
+  return fills;
+}
+
+// The updates of the chain rooted at `alloca` (after its leading fills):
+// each one's target is the previous one's result, used only there. Stops
+// at the first value used more than once or by anything but an update in
+// the same block.
 std::vector<ir::Operation*> ChainOf(ir::Operation* alloca) {
   std::vector<ir::Operation*> chain;
-  ir::Value* v = alloca->result(0);
+  std::vector<ir::Operation*> fills = LeadingFills(alloca);
+  ir::Value* v = fills.empty() ? alloca->result(0) : fills.back()->result(0);
   while (v->uses().size() == 1) {
     const ir::Use& u = v->uses().front();
     if (!u.user->is(OpCode::kStreamAsyncUpdate) || u.operand_index != 0 ||
@@ -320,6 +356,7 @@ struct Piece {
   ir::Value* source;
   ir::Operation* copy;  // the op copying it there (concat dispatch or update)
   int64_t offset, length;
+  bool strided = false;  // a strided update: [offset, offset + length) is the hull
 };
 
 class EmplaceAllocationsPass : public ir::Pass {
@@ -345,7 +382,7 @@ class EmplaceAllocationsPass : public ir::Pass {
     // Concat executables no dispatch calls any more.
     executables.EraseUncalled(module, lowered_);
     executables_ = nullptr;
-    return OkStatus();
+    return error_;
   }
 
  private:
@@ -442,7 +479,7 @@ class EmplaceAllocationsPass : public ir::Pass {
     if (!why.empty()) return why;
     if (def->ints_attr("tied_operands").at(src->index()) >= 0) return "the producer already writes that result in place";
     if (position.at(def) > concat_pos) return "the producer runs after the concat's first update";
-    if (def->ints_attr("sizes").at(src->index()) != p.length) return "the source is not the whole update";
+    if (!p.strided && def->ints_attr("sizes").at(src->index()) != p.length) return "the source is not the whole update";
     *element_bytes = ElementBytes(def, src->index());
     if (*element_bytes == 0 || (p.offset % kBindingAlignment) % *element_bytes != 0)
       return "the subrange does not start on an element of the producer's result";
@@ -605,8 +642,11 @@ class EmplaceAllocationsPass : public ir::Pass {
       ir::Value* src = u->operand(1);
       int64_t element_bytes = 0;
       size_t last_read = 0;
-      std::string why = WhyNotPlaced({src, u, u->int_attr("offset"), u->int_attr("length")}, block, first_update,
-                                     position, &element_bytes, &last_read);
+      const bool strided = !u->ints_attr("strides").empty();
+      std::string why = WhyNotPlaced({src, u, u->int_attr("offset"), u->int_attr("length"), strided}, block,
+                                     first_update, position, &element_bytes, &last_read);
+      if (why.empty() && strided && !src->uses().empty() && src->uses().size() != 1)
+        why = "a strided placement's source has other uses (they would read it row-major)";
       if (why.empty() && producers.count(src->defining_op()))
         why = "the producer already places another result into this target";
       if (why.empty() && last_read > 0) {
@@ -614,6 +654,11 @@ class EmplaceAllocationsPass : public ir::Pass {
         if (!written.empty()) why = "it is read after the concat, and the concat's value is " + written;
       }
       if (!why.empty()) {
+        // A strided update is no copy the runtime can run: it exists only
+        // to be placed (--fuse-pad checks the same conditions first).
+        if (strided && error_.ok())
+          error_ = InternalError("the strided update%s cannot be placed: %s",
+                                 u->loc().empty() ? "" : (" at " + u->loc()).c_str(), why.c_str());
         ctx.Remark(u, "concat copy kept: " + why);
         continue;
       }
@@ -624,6 +669,8 @@ class EmplaceAllocationsPass : public ir::Pass {
       producers.insert(src->defining_op());
     }
     if (placed.empty()) return;
+    const std::vector<ir::Operation*> fills = LeadingFills(alloca);
+    ir::Value* root = fills.empty() ? alloca->result(0) : fills.back()->result(0);
     std::sort(placed.begin(), placed.end(),
               [&](const Placement& a, const Placement& b) { return position.at(a.producer) < position.at(b.producer); });
     // A target that is a result keeps a consumed argument's storage
@@ -643,7 +690,13 @@ class EmplaceAllocationsPass : public ir::Pass {
       }
       std::string lost =
           TakesDonorStorage(chain.back()->result(0), alloca->int_attr("size"), block, unplaced, writes, position);
-      if (!lost.empty()) {
+      bool strided = false;
+      for (const Placement& p : placed) strided = strided || !p.update->ints_attr("strides").empty();
+      if (!lost.empty() && strided) {
+        // A strided update has no copy to keep: it is placed, and the
+        // result takes storage of its own instead of the argument's.
+        ctx.Remark(chain.back(), "strided placement: made though it costs the result a consumed argument's storage (no copy can replace it): " + lost);
+      } else if (!lost.empty()) {
         for (const Placement& p : placed) ctx.Remark(p.update, "concat copy kept: " + lost);
         return;
       }
@@ -652,15 +705,20 @@ class EmplaceAllocationsPass : public ir::Pass {
     // updates left chain from the alloca; its uses are then rethreaded
     // after the last placed producer.
     std::vector<std::pair<int64_t, int64_t>> ranges;  // offset, length per placement
+    std::vector<std::vector<int64_t>> placed_strides;  // per placement; empty: contiguous
     for (const Placement& p : placed) {
       ranges.push_back({p.update->int_attr("offset"), p.update->int_attr("length")});
+      placed_strides.push_back(p.update->ints_attr("strides"));
       p.update->result(0)->ReplaceAllUsesWith(p.update->operand(0));
       p.update->Erase();
     }
-    std::vector<ir::Use> alloca_uses = alloca->result(0)->uses();
-    if (position.at(placed.front().producer) < position.at(alloca)) alloca->MoveBefore(placed.front().producer);
+    std::vector<ir::Use> alloca_uses = root->uses();
+    if (position.at(placed.front().producer) < position.at(alloca)) {
+      alloca->MoveBefore(placed.front().producer);
+      for (ir::Operation* f : fills) f->MoveBefore(placed.front().producer);  // the border, before the interior
+    }
     const int64_t size = alloca->int_attr("size");
-    ir::Value* cur = alloca->result(0);
+    ir::Value* cur = root;
     for (size_t i = 0; i < placed.size(); ++i) {
       ir::Operation* d = placed[i].producer;
       const unsigned r = placed[i].result;
@@ -686,6 +744,14 @@ class EmplaceAllocationsPass : public ir::Pass {
       d->set_attr("result_offsets", ir::Attribute(offsets));
       d->set_attr("result_lengths", ir::Attribute(lengths));
       d->set_attr("result_element_offsets", ir::Attribute(element_offsets));
+      if (!placed_strides[i].empty()) {
+        SetResultStrides(d, r, placed_strides[i]);
+        std::string list;
+        for (int64_t st : placed_strides[i]) list += (list.empty() ? "" : ", ") + std::to_string(st);
+        ctx.Remark(d, "strided placement: result " + std::to_string(r) + " writes the hull [" +
+                          std::to_string(ranges[i].first) + ", " + std::to_string(ranges[i].first + ranges[i].second) +
+                          ") of the target at element strides [" + list + "] (a padded interior, --fuse-pad)");
+      }
       cur = d->result(r);
       // Reads of the result before or after the concat now read its
       // subrange of the target (OtherReadsConflict): through a view from
@@ -726,6 +792,7 @@ class EmplaceAllocationsPass : public ir::Pass {
 
   const DispatchExecutables* executables_ = nullptr;  // during Run
   std::set<std::string> lowered_;  // entries of the concat dispatches rewritten
+  Status error_;  // a strided update left unplaced (it has no copy to fall back on)
 };
 
 }  // namespace

@@ -5,7 +5,8 @@
 // insertions qualify, and the host keeps every byte range). A constant-mode
 // tensor.pad is today an anchor dispatch of its own (a copy kernel that
 // reads the producer's whole result and writes the larger padded tensor).
-// This pass turns that dispatch into
+// When the interior is one contiguous byte range of the target, this pass
+// turns that dispatch into
 //   - a stream.async.alloca of the padded tensor (the target),
 //   - a stream.async.update of the producer's result into the interior
 //     subrange of the target, and
@@ -21,18 +22,48 @@
 // range, so --place-barriers needs no barrier between the producer and the
 // fills (disjoint ranges).
 //
-// Scope of v1: the interior must be ONE contiguous byte range of the
-// target. That holds when every dimension before the first padded one has
-// extent 1 and no dimension after it is padded (e.g. [2,3,4] padded on
-// dim 0; [1,1,T] padded on T). The border is then two contiguous runs, and
-// stream.async.fill writes them exactly. A pad whose interior is strided
-// in the target (H/W padding of NCHW: each interior row is its own run)
-// is left alone: the producer would have to write with an output stride,
-// which codegen does not do today (it only adds a constant element offset
-// to every index it writes, CodegenOptions::result_element_offsets), and
-// the border would need a fill dispatch. None of Kiln's real models has a
-// constant Pad that qualifies either way (docs/architecture.md "Pad
-// fusion"), so v1 stays the contiguous case.
+// A strided interior (H/W padding of NCHW: each interior row is its own
+// run of the target, the usual pad) becomes
+//   - a stream.async.alloca of the target,
+//   - ONE stream.async.fill of the whole target with the pad value, and
+//   - a stream.async.update of the producer's result into the interior
+//     with `strides` (the target's row-major element strides; offset and
+//     length are the interior's hull, from its first element to its last),
+// and --emplace-allocations places the producer with `result_strides`:
+// the shader writes element (i0, ..., ik) of its result at
+// result_element_offsets + sum(i_d * strides[d]) (codegen
+// CodegenOptions::result_strides; every schedule stores results through
+// one path, per element, so no schedule is excluded). A strided update
+// exists only to be placed: it is no copy the runtime could run, so
+// --emplace-allocations fails (kInternal) when it cannot place one, and
+// this pass checks the same conditions first (one it does not check, that
+// placing costs the result a consumed argument's storage, makes
+// --emplace-allocations place it anyway with a remark).
+//
+// The border of a strided interior: why one whole-target fill. The border
+// of an [N,C,H,W] pad on H and W is N*C*H + 1 separate byte runs (the
+// right pad of a row and the left pad of the next one touch); one
+// vkCmdFillBuffer per run is ~1,000 commands for 1x16x64x64. A border-only
+// fill dispatch would write only the border bytes but its bound range (the
+// target) overlaps the producer's bound range (the interior's hull) all
+// the same: Vulkan and sync validation take every byte of a bound range
+// as written, so a barrier between the two is needed either way (as it is
+// between this fill and the producer), and the dispatch costs a shader, a
+// descriptor set and a launch over the whole target. One fill is one
+// transfer command with no shader; it rewrites the interior bytes once
+// before the producer does (a memset of the target's bytes). Ordering:
+// the fill runs before the producer (the chain alloca -> fill -> update;
+// --emplace-allocations keeps leading fills before the placed producer),
+// and --place-barriers puts one barrier (over the fill's bytes) between
+// them: write after write. The producer's own binding is the interior's
+// hull, so the barrier after it (before a reader) covers that hull only
+// (e2e FusePadTest.StridedPlacementBarriersCoverTheFillThenTheHull).
+//
+// A contiguous interior (every dimension before the first padded one has
+// extent 1 and no later dimension is padded: [2,3,4] padded on dim 0,
+// [1,1,T] padded on T) keeps the exact border: two fills of the runs
+// before and after the interior, which write bytes disjoint from it, after
+// the producer.
 //
 // Acts on a stream.async.dispatch when all of these hold (else a remark
 // says why; each case is a must-not-act test in
@@ -43,11 +74,15 @@
 //    "constant" (reflect/edge read the interior to fill the border), every
 //    pad >= 0 (a negative pad crops: not an insertion), not read through a
 //    coarse view (`element_offsets`), its result not tied;
-//  - the interior is one contiguous range (above);
 //  - the pad value has a 32-bit fill pattern in the element type (f32,
 //    f16, bf16 when exact, integers and bool when the value is one of
 //    theirs, 64-bit types when both words are equal, e.g. 0), and the
-//    border ranges are whole 32-bit words (vkCmdFillBuffer);
+//    filled ranges are whole 32-bit words (vkCmdFillBuffer: the border
+//    runs of a contiguous interior, the whole target of a strided one);
+//  - strided: the interior starts a whole number of elements past a
+//    256-byte boundary (the producer is bound from there), and the
+//    producer's result has the pad operand's shape (no reshape between:
+//    the strides index the pad's dimensions);
 //  - the padded operand is result r of a stream.async.dispatch in the same
 //    block (not an import, a constant, a block argument, a call result, and
 //    not across an scf region or loop body), used only by the pad, written
@@ -72,6 +107,16 @@
 //          result_offsets = [48], sizes = [240], tied_operands = [1]}
 //   %t2 = "stream.async.fill"(%a) {length = 48 : i64, offset = 0 : i64, ...}
 //   %y = "stream.async.fill"(%t2) {length = 96 : i64, offset = 144 : i64, ...}
+// Strided (@pad: [1,2,3,4] f32 padded by 1 on H and W, value 0, [1,2,5,6]):
+//   %t = "stream.async.alloca"() {size = 240 : i64}
+//   %f = "stream.async.fill"(%t) {length = 240 : i64, offset = 0 : i64, pattern = 0 : i64, size = 240 : i64}
+//   %y = "stream.async.update"(%f, %a) {length = 184 : i64, offset = 28 : i64, size = 240 : i64,
+//          strides = [60, 30, 6, 1]}
+// After --emplace-allocations:
+//   %t = "stream.async.alloca"() {size = 240 : i64}
+//   %f = "stream.async.fill"(%t) {length = 240 : i64, offset = 0 : i64, pattern = 0 : i64, size = 240 : i64}
+//   %y = "stream.async.dispatch"(%x, %f) {entry = @neg, result_element_offsets = [7], result_lengths = [184],
+//          result_offsets = [28], result_strides = [4, 60, 30, 6, 1], sizes = [240], tied_operands = [1]}
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -183,11 +228,14 @@ std::string SourceKind(ir::Value* v) {
   }
 }
 
-// A constant pad whose interior is one contiguous range of the target.
+// A constant pad: its interior is one contiguous range of the target, or
+// (strides non-empty) a strided box in it.
 struct PadPlan {
   int64_t size = 0;             // the target's bytes
-  int64_t interior_offset = 0;  // bytes before the interior
-  int64_t interior_length = 0;  // the operand's bytes
+  int64_t interior_offset = 0;  // bytes before the interior's first element
+  int64_t interior_length = 0;  // contiguous: the operand's bytes; strided: the interior's hull
+  int64_t operand_bytes = 0;    // the operand's (the producer's result's) bytes
+  std::vector<int64_t> strides; // strided: the target's element stride per dimension
   uint32_t pattern = 0;
 };
 
@@ -256,23 +304,40 @@ class FusePadPass : public ir::Pass {
     for (size_t d = 0; d < r && k == r; ++d)
       if (pads[d] != 0 || pads[r + d] != 0) k = d;
     if (k == r) return "nothing is padded";
-    for (size_t d = 0; d < k; ++d)
-      if (dst.shape[d] != 1)
-        return "the interior is strided in the target (dimension " + std::to_string(d) + " before the padded one has extent " +
-               std::to_string(dst.shape[d]) + "): v1 places only a contiguous interior";
-    for (size_t d = k + 1; d < r; ++d)
-      if (pads[d] != 0 || pads[r + d] != 0)
-        return "the interior is strided in the target (dimensions " + std::to_string(k) + " and " + std::to_string(d) +
-               " are padded): v1 places only a contiguous interior";
+    bool contiguous = true;
+    for (size_t d = 0; d < k; ++d) contiguous = contiguous && dst.shape[d] == 1;
+    for (size_t d = k + 1; d < r; ++d) contiguous = contiguous && pads[d] == 0 && pads[r + d] == 0;
     const int64_t eb = static_cast<int64_t>(DTypeSize(dst.dtype));
-    int64_t inner = 1;
-    for (size_t d = k + 1; d < r; ++d) inner *= dst.shape[d];
     plan->size = dst.byte_size();
-    plan->interior_offset = pads[k] * inner * eb;
-    plan->interior_length = src.byte_size();
-    if (eb == 0 || plan->interior_length <= 0) return "an empty operand";
-    if (plan->size % 4 != 0 || plan->interior_offset % 4 != 0 || plan->interior_length % 4 != 0)
+    plan->operand_bytes = src.byte_size();
+    if (eb == 0 || plan->operand_bytes <= 0) return "an empty operand";
+    if (contiguous) {
+      int64_t inner = 1;
+      for (size_t d = k + 1; d < r; ++d) inner *= dst.shape[d];
+      plan->interior_offset = pads[k] * inner * eb;
+      plan->interior_length = src.byte_size();
+    } else {
+      // The interior is the box [pads_lo, pads_lo + src) of the target:
+      // the producer writes element i at sum((pads_lo[d] + i_d) * T_d),
+      // T the target's row-major strides; its hull runs from the first
+      // interior element to the last.
+      plan->strides.assign(r, 1);
+      for (size_t d = r; d-- > 1;) plan->strides[d - 1] = plan->strides[d] * dst.shape[d];
+      int64_t first = 0, last = 0;
+      for (size_t d = 0; d < r; ++d) {
+        first += pads[d] * plan->strides[d];
+        last += (pads[d] + src.shape[d] - 1) * plan->strides[d];
+      }
+      plan->interior_offset = first * eb;
+      plan->interior_length = (last - first + 1) * eb;
+    }
+    if (plan->strides.empty() &&
+        (plan->size % 4 != 0 || plan->interior_offset % 4 != 0 || plan->interior_length % 4 != 0))
       return "a border range is not whole 32-bit words (a fill writes 32-bit words)";
+    if (!plan->strides.empty() && plan->size % 4 != 0)
+      return "the padded tensor is not whole 32-bit words (the border fill writes 32-bit words)";
+    if (!plan->strides.empty() && (plan->interior_offset % 256) % eb != 0)
+      return "the interior does not start on an element past a 256-byte boundary";
     std::string why;
     if (!FillPattern(dst.dtype, pad->float_attr("value", 0), &plan->pattern, &why)) return why;
     return "";
@@ -305,7 +370,17 @@ class FusePadPass : public ir::Pass {
     if (!tied.empty() && tied[0] >= 0) return remark("its result is written in place");
     PadPlan plan;
     std::string why = Plan(pad, &plan);
-    if (why.empty()) why = WhyNotPlaceable(dispatch, plan.interior_length);
+    if (why.empty()) why = WhyNotPlaceable(dispatch, plan.operand_bytes);
+    if (why.empty() && !plan.strides.empty()) {
+      // The strides index the producer's result by the pad operand's
+      // dimensions: a reshape between them (folded away at the stream
+      // level) would make them the wrong rank or order.
+      ir::Value* src = dispatch->operand(0);
+      ir::Operation* body = executables_->BodyOf(src->defining_op());
+      const ir::Type* made = body && src->index() < body->num_results() ? &body->result(src->index())->type() : nullptr;
+      if (!made || made->shape != pad->operand(0)->type().shape)
+        why = "the producer's result is reshaped before the pad (a strided interior is written by the pad's dimensions)";
+    }
     if (!why.empty()) return remark(why);
     if (dispatch->ints_attr("sizes").at(0) != plan.size) return remark("its result size is not the padded tensor's");
 
@@ -318,6 +393,28 @@ class FusePadPass : public ir::Pass {
     };
     ir::Value* cur = b.Create("stream.async.alloca", {}, {transient}, with_affinity({{"size", ir::Attribute(plan.size)}}))
                          ->result(0);
+    if (!plan.strides.empty()) {
+      // Strided: one fill of the whole target (the border, and the
+      // interior the producer then overwrites), then a strided update of
+      // the interior, which --emplace-allocations turns into the
+      // producer's strided placement (result_strides).
+      cur = b.Create("stream.async.fill", {cur}, {transient},
+                     with_affinity({{"offset", ir::Attribute(int64_t{0})},
+                                    {"length", ir::Attribute(plan.size)},
+                                    {"size", ir::Attribute(plan.size)},
+                                    {"pattern", ir::Attribute(static_cast<int64_t>(plan.pattern))}}))
+                ->result(0);
+      cur = b.Create("stream.async.update", {cur, dispatch->operand(0)}, {transient},
+                     with_affinity({{"offset", ir::Attribute(plan.interior_offset)},
+                                    {"length", ir::Attribute(plan.interior_length)},
+                                    {"size", ir::Attribute(plan.size)},
+                                    {"strides", ir::Attribute(plan.strides)}}))
+                ->result(0);
+      dispatch->result(0)->ReplaceAllUsesWith(cur);
+      fused_.insert(std::get<ir::SymbolRef>(dispatch->attr("entry")->value).name);
+      dispatch->Erase();
+      return;
+    }
     cur = b.Create("stream.async.update", {cur, dispatch->operand(0)}, {transient},
                    with_affinity({{"offset", ir::Attribute(plan.interior_offset)},
                                   {"length", ir::Attribute(plan.interior_length)},
