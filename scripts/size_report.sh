@@ -137,7 +137,14 @@ set -euo pipefail
 # (hal/vulkan, Barrier and HostReadBarrier sharing one recorder), the
 # declarations at command-buffer creation, the initializer upload and staged
 # copies: +590 B, 156,709 B measured (156,119 B before, same tree).
-budget_messages=156750
+# Raised 156750 -> 156900 for the per-dispatch exact-fma choice (issue 16
+# item 4: the emulation only where carried state needs it): the schema's
+# EntryPoint.exact_fma (its FlatBuffers verifier check) and
+# hal::EntryPointInfo::exact_fma (copied with each entry point); the loader
+# reads it only where the splice is built in (KILN_CPU_DRIVER_FMA). +144 B,
+# 156,853 B measured. A marker inside the SPIR-V of exact executables,
+# found by the splice's own scan, would cost GPU builds nothing.
+budget_messages=156900
 # The budget of the code-only build (KILN_SIZE_STATUS_MESSAGES=OFF, i.e. the
 # runtime built with KILN_STATUS_MESSAGES=OFF: statuses keep their code and
 # drop their message, IREE's IREE_STATUS_MODE=0, which IREE's size-optimized
@@ -151,7 +158,9 @@ budget_messages=156750
 # 119,112 B measured (within issue 16's 120 KiB).
 # Raised 119200 -> 119700 for the host-read barriers above: +540 B,
 # 119,652 B measured.
-budget_codes=119700
+# Raised 119700 -> 119850 for the per-dispatch exact-fma choice above:
+# +176 B, 119,828 B measured (within issue 16's 120 KiB).
+budget_codes=119850
 if [ "${KILN_SIZE_STATUS_MESSAGES:-ON}" = OFF ]; then
   budget="${KILN_SIZE_BUDGET:-$budget_codes}"
 else

@@ -219,7 +219,9 @@ Status Context::RegisterModule(Ref<Module> module) {
             info.binding_kinds[b] = static_cast<hal::BindingKind>(kinds->Get(b));
         }
         info.push_constant_bytes = ep->push_constant_bytes();
-        info.exact_fma = ep->exact_fma();
+#if !defined(KILN_CPU_DRIVER_FMA) || KILN_CPU_DRIVER_FMA
+        info.exact_fma = ep->exact_fma();  // only a CPU driver's splice reads it
+#endif
         if (ep->workgroup_size()) {
           for (flatbuffers::uoffset_t d = 0; d < ep->workgroup_size()->size() && d < 3; ++d) {
             info.workgroup_size[d] = ep->workgroup_size()->Get(d);
