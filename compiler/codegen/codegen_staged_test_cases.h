@@ -6,8 +6,9 @@
 //  - the same block with odd sizes and no texels (rows of 15 elements,
 //    70 -> 17 -> 70 channels), its excite scale multiplying a [70, 2, 2]
 //    operand in the results (a stage value read at a broadcast index);
-//  - a matmul chain whose first product is a stage, and an L2 normalization
-//    whose stage is sqrt of a sum of squares read as texels.
+//  - a matmul chain whose first product is a stage, a classifier's tail
+//    (pool, reshape read from the stage, fully connected, softmax), and an
+//    L2 normalization whose stage is sqrt of a sum of squares read as texels.
 // Checked against codegen_test_util.h's references on the device
 // (codegen_vulkan_test) and for their schedule line (codegen_test).
 // Included by codegen_test_cases.h (AllCases).
@@ -85,6 +86,29 @@ void AddStagedCases(Add& add) {
     c.Return({b.Op("tensor.matmul", {act, b.arg(3)}, F32({6, 7}))});
     c.schedule = "workgroup-staged";
     c.atol = 2e-5;
+    return c;
+  });
+
+  // A classifier's tail: mean over (H, W) of [1, 40, 3, 5] (a stage), a
+  // reshape to [1, 40] read from it, @ [40, 3] + bias (a stage), softmax.
+  add([=] {
+    Case c("staged_classifier_tail");
+    T x = Random({1, 40, 3, 5}, 730), w = Random({40, 3}, 731), bias = Random({3}, 732);
+    for (T* t : {&x, &w, &bias}) c.In(*t);
+    T pooled = RefReduce(x, "mean", {2, 3}, true);
+    T flat{{1, 40}, pooled.v};
+    T logits = RefMatmul(flat, w);
+    for (int64_t i = 0; i < 3; ++i) logits.v[i] += bias.v[i];
+    c.Out(RefSoftmax(logits, 1, false));
+    auto& b = c.Build();
+    auto* p = b.Op("tensor.reduce", {b.arg(0)}, F32(pooled.shape),
+                   with({{"kind", ir::Attribute("mean")}, {"axes", Ints({2, 3})}, {"keepdims", true}}, stage));
+    auto* f = b.Op("tensor.reshape", {p}, F32({1, 40}));
+    auto* m = b.Op("tensor.matmul", {f, b.arg(1)}, F32({1, 3}));
+    auto* a = b.Op("tensor.add", {m, b.arg(2)}, F32({1, 3}), stage);
+    c.Return({b.Op("tensor.softmax", {a}, F32({1, 3}), {{"axis", 1}})});
+    c.schedule = "workgroup-staged";
+    c.atol = 1e-5;
     return c;
   });
 

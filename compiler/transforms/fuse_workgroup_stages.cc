@@ -29,8 +29,11 @@
 //   - the merged dispatch does at most kMaxStagedWork units of work (below),
 //     since one workgroup runs all of it;
 //   - every op of both is elementwise, tensor.conv2d, tensor.matmul,
-//     tensor.reduce, tensor.reshape or a constant (evaluated element by
-//     element inside a stage; other anchors keep their own schedules);
+//     tensor.reduce, tensor.softmax, tensor.reshape or a constant
+//     (evaluated element by element inside a stage; other anchors keep their
+//     own schedules);
+// A tensor.reshape between P and C (its only user C) moves into the merged
+// dispatch: a classifier's pool -> flatten -> fully connected -> softmax.
 //   - the merged dispatch keeps within kMaxBindings storage buffers.
 // The op that computes P's result is marked `workgroup_stage` (a bool
 // attribute): codegen computes that value over all its elements into shared
@@ -39,8 +42,8 @@
 // dispatch is tried again as a consumer, so a chain of three becomes one.
 //
 // Work units (a bound on one workgroup's arithmetic, not a cost model):
-// multiply-adds of conv2d / matmul, the elements read by reduce, and one per
-// result element of every other op.
+// multiply-adds of conv2d / matmul, the elements read by reduce, twice the
+// row per element of softmax, and one per result element of every other op.
 //
 // Must not act: a producer whose result has another user (it is materialized
 // anyway); a consumer that is large (its work would lose the device's
@@ -60,6 +63,7 @@
 //     %c = "tensor.conv2d"(%r, ...) ...
 //     ... "flow.return"
 //   }) {name = "dispatch_3_reduce_conv2d_relu"}
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -102,6 +106,13 @@ int64_t OpWork(const ir::Operation* op) {
   if (ir::Traits(op).is_elementwise() || op->is(OpCode::kTensorReshape) || op->is(OpCode::kTensorConstant))
     return out;
   if (op->is(OpCode::kTensorReduce)) return Elements(op->operand(0));
+  if (op->is(OpCode::kTensorSoftmax)) {  // each element scans its row twice
+    const ir::Type& x = op->operand(0)->type();
+    int64_t axis = op->int_attr("axis", static_cast<int64_t>(x.shape.size()) - 1);
+    if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(x.shape.size())) return -1;
+    return out * 2 * x.shape[static_cast<size_t>(axis)];
+  }
   if (op->is(OpCode::kTensorConv2d)) {
     const ir::Type& w = op->operand(1)->type();
     if (w.shape.size() != 4) return -1;
@@ -137,7 +148,9 @@ int64_t StagedBytes(ir::Operation* dispatch) {
   return bytes;
 }
 
-std::vector<ir::Value*> MergedOperands(ir::Operation* producer, ir::Operation* consumer) {
+// `link`: the consumer's operand that carries the producer's result (the
+// result itself, or a tensor.reshape of it).
+std::vector<ir::Value*> MergedOperands(ir::Operation* producer, ir::Operation* consumer, ir::Value* link) {
   std::vector<ir::Value*> out;
   auto add = [&](ir::Value* v) {
     for (ir::Value* o : out)
@@ -146,7 +159,7 @@ std::vector<ir::Value*> MergedOperands(ir::Operation* producer, ir::Operation* c
   };
   for (ir::Value* v : producer->operands()) add(v);
   for (ir::Value* v : consumer->operands())
-    if (v != producer->result(0)) add(v);
+    if (v != link) add(v);
   return out;
 }
 
@@ -164,10 +177,11 @@ std::string MergedName(ir::Operation* producer, ir::Operation* consumer) {
 }
 
 // Builds the merged dispatch before `consumer`, moves both regions' ops into
-// it, erases the two and returns the merged dispatch.
-ir::Operation* Merge(ir::Operation* producer, ir::Operation* consumer) {
-  ir::Value* staged_result = producer->result(0);
-  std::vector<ir::Value*> operands = MergedOperands(producer, consumer);
+// it (and `reshape`, the tensor.reshape between them, if any), erases them
+// and returns the merged dispatch.
+ir::Operation* Merge(ir::Operation* producer, ir::Operation* consumer, ir::Operation* reshape) {
+  ir::Value* link = reshape ? reshape->result() : producer->result(0);
+  std::vector<ir::Value*> operands = MergedOperands(producer, consumer, link);
   std::vector<ir::Type> result_types;
   for (ir::Value* r : consumer->results()) result_types.push_back(r->type());
   auto locs = std::make_shared<ir::AttrList>();
@@ -200,14 +214,18 @@ ir::Operation* Merge(ir::Operation* producer, ir::Operation* consumer) {
     if (owned.get() != pret) pops.push_back(owned.get());
   for (ir::Operation* op : pops) inner->Append(pbody->Remove(op));
   staged->defining_op()->set_attr("workgroup_stage", ir::Attribute(true));
+  ir::Value* linked = staged;
+  if (reshape) {
+    std::map<ir::Value*, ir::Value*> map = {{reshape->operand(0), staged}};
+    linked = inner->Append(reshape->Clone(map))->result();
+  }
 
   // The consumer's ops; its argument for the producer's result reads the
   // staged value.
   ir::Block* cbody = consumer->region(0)->block(0);
   for (unsigned i = 0; i < cbody->num_arguments(); ++i)
-    cbody->argument(i)->ReplaceAllUsesWith(consumer->operand(i) == staged_result
-                                               ? staged
-                                               : arg_for(consumer->operand(i)));
+    cbody->argument(i)->ReplaceAllUsesWith(consumer->operand(i) == link ? linked
+                                                                        : arg_for(consumer->operand(i)));
   std::vector<ir::Operation*> cops;
   for (auto& owned : cbody->ops()) cops.push_back(owned.get());
   for (ir::Operation* op : cops) inner->Append(cbody->Remove(op));
@@ -215,6 +233,7 @@ ir::Operation* Merge(ir::Operation* producer, ir::Operation* consumer) {
   for (unsigned i = 0; i < consumer->num_results(); ++i)
     consumer->result(i)->ReplaceAllUsesWith(merged->result(i));
   consumer->Erase();
+  if (reshape) reshape->Erase();
   producer->Erase();
   return merged;
 }
@@ -242,7 +261,7 @@ bool ReadsConsumedArgument(ir::Value* v) {
 
 // Whether `producer` (the definer of one of `consumer`'s operands) may merge
 // into `consumer`.
-bool CanMerge(ir::Operation* producer, ir::Operation* consumer) {
+bool CanMerge(ir::Operation* producer, ir::Operation* consumer, ir::Operation* reshape) {
   if (!producer->is(ir::OpCode::kFlowDispatch) || producer->parent_block() != consumer->parent_block())
     return false;
   if (producer->num_results() != 1 || producer->num_regions() != 1 || producer->region(0)->num_blocks() != 1)
@@ -250,8 +269,12 @@ bool CanMerge(ir::Operation* producer, ir::Operation* consumer) {
   for (ir::Value* operand : producer->operands())
     if (ReadsConsumedArgument(operand)) return false;
   ir::Value* v = producer->result(0);
+  ir::Operation* user = reshape ? reshape : consumer;
   for (const ir::Use& u : v->uses())
-    if (u.user != consumer) return false;
+    if (u.user != user) return false;
+  if (reshape)
+    for (const ir::Use& u : reshape->result()->uses())
+      if (u.user != consumer) return false;
   ir::Operation* pret = producer->region(0)->block(0)->terminator();
   if (!pret || pret->num_operands() != 1 || !pret->operand(0)->defining_op()) return false;
   const int64_t elements = Elements(v);
@@ -259,7 +282,8 @@ bool CanMerge(ir::Operation* producer, ir::Operation* consumer) {
   if (StagedBytes(producer) + StagedBytes(consumer) + 4 * elements > kMaxStageBytes) return false;
   const int64_t pw = DispatchWork(producer), cw = DispatchWork(consumer);
   if (pw < 0 || cw < 0 || pw + cw > kMaxStagedWork) return false;
-  return MergedOperands(producer, consumer).size() + consumer->num_results() <= kMaxBindings;
+  return MergedOperands(producer, consumer, reshape ? reshape->result() : v).size() + consumer->num_results() <=
+         kMaxBindings;
 }
 
 class FuseWorkgroupStagesPass : public ir::Pass {
@@ -286,8 +310,13 @@ class FuseWorkgroupStagesPass : public ir::Pass {
             merged = false;
             for (ir::Value* v : consumer->operands()) {
               ir::Operation* producer = v->defining_op();
-              if (!producer || !CanMerge(producer, consumer)) continue;
-              consumer = Merge(producer, consumer);
+              ir::Operation* reshape = nullptr;
+              if (producer && producer->is(ir::OpCode::kTensorReshape) && producer->parent_block() == block) {
+                reshape = producer;
+                producer = producer->operand(0)->defining_op();
+              }
+              if (!producer || !CanMerge(producer, consumer, reshape)) continue;
+              consumer = Merge(producer, consumer, reshape);
               merged = true;
               break;
             }
