@@ -269,26 +269,41 @@ std::vector<uint32_t> RunF32Case(hal::Device* dev, const Case& c, const Compiled
   return result;
 }
 
+// codegen_test_cases.h's matmul_exact_fma_midpoints, its compiled shader
+// and the bit patterns of its expected (fused) results.
+struct MidpointCase {
+  Case c{""};
+  StatusOr<CompiledDispatch> compiled = InternalError("not compiled");
+  std::vector<uint32_t> want;
+};
+MidpointCase LoadMidpointCase() {
+  MidpointCase m;
+  for (auto& f : AllCases()) {
+    Case k = f();
+    if (k.name == "matmul_exact_fma_midpoints") m.c = std::move(k);
+  }
+  if (m.c.name.empty()) return m;
+  m.compiled = CompileDispatch(m.c.dispatch, m.c.options);
+  for (double v : m.c.expected[0].v) {
+    float x = static_cast<float>(v);
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    m.want.push_back(u);
+  }
+  return m;
+}
+
 // matmul_exact_fma_midpoints on the device with each body the runtime can
 // splice (KILN_EXACT_FMA, read at device creation): kFloat64Exact equals the
 // fused chain bit for bit; the f64 sum rounded to f32 (the default body) and
 // the f32 emulation miss some of these cases, which shows the case can fail.
 TEST(ExactFmaSpliceTest, MidpointCasesOnTheDevice) {
-  Case c("");
-  for (auto& f : AllCases()) {
-    Case k = f();
-    if (k.name == "matmul_exact_fma_midpoints") c = std::move(k);
-  }
-  ASSERT_EQ(c.name, "matmul_exact_fma_midpoints");
-  auto compiled = CompileDispatch(c.dispatch, c.options);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
-  std::vector<uint32_t> want;
-  for (double v : c.expected[0].v) {
-    float x = static_cast<float>(v);
-    uint32_t u;
-    std::memcpy(&u, &x, 4);
-    want.push_back(u);
-  }
+  MidpointCase m = LoadMidpointCase();
+  ASSERT_EQ(m.c.name, "matmul_exact_fma_midpoints");
+  ASSERT_TRUE(m.compiled.ok()) << m.compiled.status().ToString();
+  const Case& c = m.c;
+  const auto& compiled = m.compiled;
+  const std::vector<uint32_t>& want = m.want;
   const char* saved = std::getenv("KILN_EXACT_FMA");
   const std::string restore = saved ? saved : "";
   struct Run {
@@ -326,21 +341,12 @@ TEST(ExactFmaSpliceTest, MidpointCasesOnTheDevice) {
 // shader gives with the emulation off (KILN_EXACT_FMA=0), and misses
 // midpoint cases; the same entry point marked exact equals fmaf.
 TEST(ExactFmaSpliceTest, EntryPointsThatMayRoundTwiceAreNotSpliced) {
-  Case c("");
-  for (auto& f : AllCases()) {
-    Case k = f();
-    if (k.name == "matmul_exact_fma_midpoints") c = std::move(k);
-  }
-  ASSERT_EQ(c.name, "matmul_exact_fma_midpoints");
-  auto compiled = CompileDispatch(c.dispatch, c.options);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
-  std::vector<uint32_t> want;
-  for (double v : c.expected[0].v) {
-    float x = static_cast<float>(v);
-    uint32_t u;
-    std::memcpy(&u, &x, 4);
-    want.push_back(u);
-  }
+  MidpointCase m = LoadMidpointCase();
+  ASSERT_EQ(m.c.name, "matmul_exact_fma_midpoints");
+  ASSERT_TRUE(m.compiled.ok()) << m.compiled.status().ToString();
+  const Case& c = m.c;
+  const auto& compiled = m.compiled;
+  const std::vector<uint32_t>& want = m.want;
   const char* saved = std::getenv("KILN_EXACT_FMA");
   const std::string restore = saved ? saved : "";
   std::vector<uint32_t> split, marked_split, marked_exact;

@@ -296,45 +296,32 @@ class FuseWorkgroupStagesPass : public ir::Pass {
   Status Run(ir::Module& module, ir::PassContext& ctx) override {
     (void)ctx;
     for (ir::Operation* func : module.functions()) {
-      if (func->num_regions() == 0 || func->region(0)->empty()) continue;
-      std::vector<ir::Block*> blocks;
-      for (auto& b : func->region(0)->blocks()) CollectBlocks(b.get(), &blocks);
-      for (ir::Block* block : blocks) {
-        // Producers precede their consumers, so a forward walk visits every
-        // producer before its consumer: only ops already passed are erased.
-        std::vector<ir::Operation*> ops;
-        for (auto& owned : block->ops())
-          if (owned->is(ir::OpCode::kFlowDispatch)) ops.push_back(owned.get());
-        for (ir::Operation* consumer : ops) {
-          for (bool merged = true; merged;) {
-            merged = false;
-            for (ir::Value* v : consumer->operands()) {
-              ir::Operation* producer = v->defining_op();
-              ir::Operation* reshape = nullptr;
-              if (producer && producer->is(ir::OpCode::kTensorReshape) && producer->parent_block() == block) {
-                reshape = producer;
-                producer = producer->operand(0)->defining_op();
-              }
-              if (!producer || !CanMerge(producer, consumer, reshape)) continue;
-              consumer = Merge(producer, consumer, reshape);
-              merged = true;
-              break;
+      // In program order per block, so every producer is visited before its
+      // consumer: only dispatches already passed are erased.
+      std::vector<ir::Operation*> dispatches;
+      func->Walk([&](ir::Operation* op) {
+        if (op->is(ir::OpCode::kFlowDispatch)) dispatches.push_back(op);
+      });
+      for (ir::Operation* consumer : dispatches) {
+        for (bool merged = true; merged;) {
+          merged = false;
+          for (ir::Value* v : consumer->operands()) {
+            ir::Operation* producer = v->defining_op();
+            ir::Operation* reshape = nullptr;
+            if (producer && producer->is(ir::OpCode::kTensorReshape) &&
+                producer->parent_block() == consumer->parent_block()) {
+              reshape = producer;
+              producer = producer->operand(0)->defining_op();
             }
+            if (!producer || !CanMerge(producer, consumer, reshape)) continue;
+            consumer = Merge(producer, consumer, reshape);
+            merged = true;
+            break;
           }
         }
       }
     }
     return OkStatus();
-  }
-
- private:
-  static void CollectBlocks(ir::Block* block, std::vector<ir::Block*>* out) {
-    out->push_back(block);
-    for (auto& op : block->ops()) {
-      if (op->is(ir::OpCode::kFlowDispatch)) continue;
-      for (unsigned r = 0; r < op->num_regions(); ++r)
-        for (auto& b : op->region(r)->blocks()) CollectBlocks(b.get(), out);
-    }
   }
 };
 
