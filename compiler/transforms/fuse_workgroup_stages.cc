@@ -34,7 +34,8 @@
 //     own schedules);
 // A tensor.reshape between P and C (its only user C) moves into the merged
 // dispatch: a classifier's pool -> flatten -> fully connected -> softmax.
-//   - the merged dispatch keeps within kMaxBindings storage buffers.
+//   - the merged dispatch keeps within kMaxBindings storage buffers and
+//     kMaxRegionOps ops (fuse-dispatch-regions' own bounds).
 // The op that computes P's result is marked `workgroup_stage` (a bool
 // attribute): codegen computes that value over all its elements into shared
 // memory before any later stage reads it. The merged dispatch is P's ops
@@ -84,8 +85,13 @@ constexpr int64_t kMaxStageBytes = 12 * 1024;
 // the cost of the dispatches a merge saves; a GPU's workgroup does it in a
 // few microseconds.
 constexpr int64_t kMaxStagedWork = 65536;
-// As fuse-dispatch-regions: storage buffers per dispatch.
+// As fuse-dispatch-regions: storage buffers per dispatch, and ops per region
+// (which bounds codegen's recursive evaluation; a chain of 4,000 adds on
+// [4] would otherwise merge into one region).
 constexpr size_t kMaxBindings = 8;
+constexpr size_t kMaxRegionOps = 64;
+// Op names kept in a merged dispatch's name (the rest are in its locs).
+constexpr int kMaxNameParts = 8;
 
 int64_t Elements(const ir::Value* v) {
   const ir::Type& t = v->type();
@@ -173,7 +179,12 @@ std::string MergedName(ir::Operation* producer, ir::Operation* consumer) {
     cut = c.find('_', 9);
     cut = cut == std::string::npos ? c.size() : cut;
   }
-  return p + c.substr(cut);
+  std::string name = p + c.substr(cut);
+  // At most "dispatch_<n>" plus kMaxNameParts op names.
+  int parts = 0;
+  for (size_t i = 0; i < name.size(); ++i)
+    if (name[i] == '_' && ++parts > kMaxNameParts + 1) return name.substr(0, i);
+  return name;
 }
 
 // Builds the merged dispatch before `consumer`, moves both regions' ops into
@@ -280,6 +291,9 @@ bool CanMerge(ir::Operation* producer, ir::Operation* consumer, ir::Operation* r
   const int64_t elements = Elements(v);
   if (elements < 0 || elements > kMaxStageElements) return false;
   if (StagedBytes(producer) + StagedBytes(consumer) + 4 * elements > kMaxStageBytes) return false;
+  if (producer->region(0)->block(0)->ops().size() + consumer->region(0)->block(0)->ops().size() >
+      kMaxRegionOps + 2)  // two terminators, one dropped
+    return false;
   const int64_t pw = DispatchWork(producer), cw = DispatchWork(consumer);
   if (pw < 0 || cw < 0 || pw + cw > kMaxStagedWork) return false;
   return MergedOperands(producer, consumer, reshape ? reshape->result() : v).size() + consumer->num_results() <=
