@@ -61,6 +61,17 @@ namespace {
 
 using ir::OpCode;
 
+// The result copy behind `exp` (a result's definer): the stream.async.clone
+// that only this export reads and no earlier decision shares, else null.
+ir::Operation* ResultCopy(ir::Operation* exp) {
+  if (!exp || !exp->is(OpCode::kStreamTensorExport) || exp->num_operands() != 1) return nullptr;
+  ir::Operation* clone = exp->operand(0)->defining_op();
+  if (!clone || !clone->is(OpCode::kStreamAsyncClone) || clone->num_operands() != 1 ||
+      clone->result(0)->uses().size() != 1 || clone->has_attr("shared_result"))
+    return nullptr;
+  return clone;
+}
+
 void ShareResultCopies(ir::Operation* func, ir::PassContext& ctx) {
   for (auto& block : func->region(0)->blocks()) {
     ir::Operation* ret = block->terminator();
@@ -68,11 +79,8 @@ void ShareResultCopies(ir::Operation* func, ir::PassContext& ctx) {
     std::map<ir::Value*, unsigned> first_result;  // copied value -> the first result copying it
     for (unsigned k = 0; k < ret->num_operands(); ++k) {
       ir::Operation* exp = ret->operand(k)->defining_op();
-      if (!exp || !exp->is(OpCode::kStreamTensorExport) || exp->num_operands() != 1) continue;
-      ir::Operation* clone = exp->operand(0)->defining_op();
-      if (!clone || !clone->is(OpCode::kStreamAsyncClone) || clone->num_operands() != 1 ||
-          clone->result(0)->uses().size() != 1 || clone->has_attr("shared_result"))
-        continue;
+      ir::Operation* clone = ResultCopy(exp);
+      if (!clone) continue;
       auto [first, inserted] = first_result.emplace(clone->operand(0), k);
       if (inserted) continue;
       clone->set_attr("shared_result", ir::Attribute(static_cast<int64_t>(first->second)));
@@ -83,11 +91,8 @@ void ShareResultCopies(ir::Operation* func, ir::PassContext& ctx) {
     // Views of a value another result copies whole.
     for (unsigned k = 0; k < ret->num_operands(); ++k) {
       ir::Operation* exp = ret->operand(k)->defining_op();
-      if (!exp || !exp->is(OpCode::kStreamTensorExport) || exp->num_operands() != 1) continue;
-      ir::Operation* clone = exp->operand(0)->defining_op();
-      if (!clone || !clone->is(OpCode::kStreamAsyncClone) || clone->num_operands() != 1 ||
-          clone->result(0)->uses().size() != 1 || clone->has_attr("shared_result"))
-        continue;
+      ir::Operation* clone = ResultCopy(exp);
+      if (!clone) continue;
       // Follow the slices under the clone's source to a value a result copies.
       ir::Value* w = clone->operand(0);
       int64_t offset = 0;
